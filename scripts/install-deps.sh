@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages moetune needs to build and test. Idempotent:
+# packages already installed are not touched, and apt is only called when
+# something is missing.
+set -euo pipefail
+
+PKGS=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+      libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
+      libfmt-dev libhwloc-dev libcpp-httplib-dev sysbench ca-certificates
+      binutils xz-utils)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "moetune: installing Debian packages: ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,31 @@
+#pragma once
+/// Each command lives in its own file under src/cli and registers a CLI11
+/// subcommand. The callback it installs stores the work to run in `*run`;
+/// main() runs it after parsing and maps the result to an exit code.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include "util/result.h"
+
+namespace moetune {
+
+/// Exit codes shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;  // the command failed (message on stderr)
+inline constexpr int kExitUsage = 2;  // bad command line
+
+using CommandRun = std::function<int()>;
+
+/// Prints "moetune: error: <message>" (plus kind) on stderr; returns kExitError.
+int ReportError(const Error& error);
+
+/// Writes `text` to `path` atomically (temp file + rename), or to stdout when path is "-" or empty.
+Status WriteOutput(const std::string& path, const std::string& text);
+
+// One Register<Name>Command(CLI::App&, CommandRun*) per command, below.
+
+}  // namespace moetune

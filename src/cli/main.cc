@@ -1,0 +1,20 @@
+// moetune: tunes llama.cpp for Mixture-of-Experts models that do not fit in VRAM.
+// Thin main: parse, run one command, map errors to exit codes. All logic is in moetune_core.
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"moetune: fastest safe llama.cpp settings for MoE models larger than VRAM"};
+  app.set_version_flag("--version", std::string("moetune ") + MOETUNE_VERSION);
+  app.require_subcommand(1);
+  moetune::CommandRun run;
+  // One line per command (src/cli/<command>.cc).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? moetune::kExitOk : moetune::kExitUsage;
+  }
+  return run ? run() : moetune::kExitUsage;
+}
