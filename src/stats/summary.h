@@ -1,0 +1,45 @@
+#pragma once
+/// Summaries of repeated measurements, computed from the raw samples (which are
+/// always kept): mean, standard deviation (absent for a single sample, never a
+/// misleading 0), median, min/max, and outliers by the median absolute
+/// deviation, like hyperfine (architecture.md rule 7).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moetune {
+
+/// Statistics of one series of samples (e.g. tokens/s of each repetition).
+struct Summary {
+  std::size_t n = 0;
+  double mean = 0;
+  /// Sample standard deviation (n-1); absent when n < 2.
+  std::optional<double> stddev;
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  /// Median absolute deviation (unscaled).
+  double mad = 0;
+  /// Indices of samples whose modified z-score |0.6745 (x - median) / MAD|
+  /// exceeds 3.5 (Iglewicz and Hoaglin); empty when MAD is 0.
+  std::vector<std::size_t> outliers;
+
+  /// Coefficient of variation (sd / mean), absent when sd is absent or mean is 0.
+  std::optional<double> cv() const;
+};
+
+/// Summarizes `samples`. An empty series gives n = 0 and zeros.
+Summary Summarize(const std::vector<double>& samples);
+
+/// Median of a series (0 for an empty one).
+double Median(std::vector<double> samples);
+
+/// "123.45 ± 1.23" (or "123.45" without sd), with `decimals` digits.
+std::string FormatMeanSd(const Summary& s, int decimals = 2);
+
+/// Warnings that tell the fix: too few samples, high variance, outliers.
+std::vector<std::string> SummaryWarnings(const Summary& s, const std::string& what);
+
+}  // namespace moetune

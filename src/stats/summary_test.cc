@@ -1,0 +1,70 @@
+#include "stats/summary.h"
+
+#include <gtest/gtest.h>
+
+namespace moetune {
+namespace {
+
+TEST(SummaryTest, MeanSdMedianMinMax) {
+  const Summary s = Summarize({2, 4, 4, 4, 5, 5, 7, 9});
+  EXPECT_EQ(s.n, 8u);
+  EXPECT_DOUBLE_EQ(s.mean, 5.0);
+  ASSERT_TRUE(s.stddev.has_value());
+  EXPECT_NEAR(*s.stddev, 2.138089935, 1e-9);  // sample sd (n-1)
+  EXPECT_DOUBLE_EQ(s.median, 4.5);
+  EXPECT_DOUBLE_EQ(s.min, 2);
+  EXPECT_DOUBLE_EQ(s.max, 9);
+  // MAD = 0.5, so 9 has a modified z-score of 0.6745 * 4.5 / 0.5 = 6.1 > 3.5.
+  EXPECT_DOUBLE_EQ(s.mad, 0.5);
+  EXPECT_EQ(s.outliers, std::vector<std::size_t>{7});
+}
+
+TEST(SummaryTest, SingleSampleHasNoStddev) {
+  const Summary s = Summarize({42.5});
+  EXPECT_EQ(s.n, 1u);
+  EXPECT_DOUBLE_EQ(s.mean, 42.5);
+  EXPECT_FALSE(s.stddev.has_value());
+  EXPECT_FALSE(s.cv().has_value());
+  EXPECT_EQ(FormatMeanSd(s), "42.50");
+  ASSERT_EQ(SummaryWarnings(s, "tg128").size(), 1u);
+}
+
+TEST(SummaryTest, EmptyIsZero) {
+  const Summary s = Summarize({});
+  EXPECT_EQ(s.n, 0u);
+  EXPECT_FALSE(s.stddev.has_value());
+}
+
+TEST(SummaryTest, OddMedian) {
+  EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(Median({10, 1, 3, 2}), 2.5);
+}
+
+TEST(SummaryTest, MadOutliers) {
+  const Summary s = Summarize({100, 101, 99, 100, 102, 98, 100, 40});
+  ASSERT_EQ(s.outliers.size(), 1u);
+  EXPECT_EQ(s.outliers[0], 7u);
+  EXPECT_DOUBLE_EQ(s.mad, 1.0);
+  const auto w = SummaryWarnings(s, "pp512");
+  bool found = false;
+  for (const auto& x : w) found = found || x.find("outlier") != std::string::npos;
+  EXPECT_TRUE(found);
+}
+
+TEST(SummaryTest, ConstantSeriesHasNoOutliers) {
+  const Summary s = Summarize({5, 5, 5, 5});
+  EXPECT_DOUBLE_EQ(*s.stddev, 0);
+  EXPECT_DOUBLE_EQ(s.mad, 0);
+  EXPECT_TRUE(s.outliers.empty());
+  EXPECT_EQ(FormatMeanSd(s, 1), "5.0 ± 0.0");
+}
+
+TEST(SummaryTest, HighVarianceWarns) {
+  const Summary s = Summarize({10, 20, 30});
+  bool found = false;
+  for (const auto& x : SummaryWarnings(s, "tg")) found = found || x.find("variance") != std::string::npos;
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace moetune

@@ -1,0 +1,531 @@
+#include "util/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace moetune {
+namespace {
+
+// Registry of live child process groups. A fixed array of atomics because the
+// signal handler reads it and may use nothing but async-signal-safe operations.
+constexpr int kMaxGroups = 256;
+std::array<std::atomic<pid_t>, kMaxGroups> g_groups{};
+std::atomic<bool> g_termination_requested{false};
+
+void RegisterGroup(pid_t pgid) {
+  for (auto& slot : g_groups) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, pgid)) return;
+  }
+  // More than kMaxGroups live children: the destructor still kills this one;
+  // only the signal-time sweep misses it. Not reachable with moetune's usage.
+}
+
+void UnregisterGroup(pid_t pgid) {
+  for (auto& slot : g_groups) {
+    pid_t expected = pgid;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+void SleepMs(long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+extern "C" void OnTerminationSignal(int sig) {
+  const int saved_errno = errno;
+  g_termination_requested.store(true);
+  SignalAllChildGroups(SIGTERM);
+  // A short grace so that servers can close sockets; then nothing survives.
+  for (int i = 0; i < 10; ++i) {
+    bool any = false;
+    for (auto& slot : g_groups) {
+      const pid_t g = slot.load();
+      if (g > 0 && ::kill(-g, 0) == 0) any = true;
+    }
+    if (!any) break;
+    SleepMs(50);
+  }
+  SignalAllChildGroups(SIGKILL);
+  // Let the signal end moetune with its usual status (130 for Ctrl-C in a shell).
+  ::signal(sig, SIG_DFL);
+  errno = saved_errno;
+  ::raise(sig);
+}
+
+ExitStatus FromWaitStatus(int ws) {
+  ExitStatus s;
+  if (WIFEXITED(ws)) {
+    s.exited = true;
+    s.exit_code = WEXITSTATUS(ws);
+  } else if (WIFSIGNALED(ws)) {
+    s.signal = WTERMSIG(ws);
+    s.core_dumped = WCOREDUMP(ws);
+  }
+  return s;
+}
+
+void SetNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Opens the target of one output stream in the parent, so that errors (a
+// missing folder for a log file) are reported before forking.
+Result<int> OpenOutput(OutputMode mode, const std::string& file, int pipe_write_end) {
+  switch (mode) {
+    case OutputMode::kPipe:
+      return pipe_write_end;
+    case OutputMode::kDiscard: {
+      const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return Error(ErrorKind::kIo, "cannot open /dev/null");
+      return fd;
+    }
+    case OutputMode::kFile: {
+      const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        return Error(ErrorKind::kIo, fmt::format("cannot open log file '{}': {}; check that its folder exists",
+                                                 file, std::strerror(errno)));
+      }
+      return fd;
+    }
+  }
+  return Error(ErrorKind::kInternal, "unknown output mode");
+}
+
+struct ProcStat {
+  pid_t pid = 0;
+  char state = '?';
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+};
+
+std::vector<ProcStat> ScanProc() {
+  std::vector<ProcStat> all;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return all;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    std::ifstream f(fmt::format("/proc/{}/stat", e->d_name));
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // "pid (comm) state ppid pgrp ...": comm may contain spaces and ')'.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 1));
+    ProcStat s;
+    s.pid = static_cast<pid_t>(pid);
+    rest >> s.state >> s.ppid >> s.pgrp;
+    if (rest) all.push_back(s);
+  }
+  ::closedir(dir);
+  return all;
+}
+
+}  // namespace
+
+std::vector<pid_t> LiveProcessesInGroup(pid_t pgid) {
+  std::vector<pid_t> out;
+  for (const auto& s : ScanProc()) {
+    if (s.pgrp == pgid && s.state != 'Z' && s.state != 'X') out.push_back(s.pid);
+  }
+  return out;
+}
+
+std::vector<pid_t> LiveDescendantsOf(pid_t pid) {
+  const auto all = ScanProc();
+  std::multimap<pid_t, const ProcStat*> children;
+  for (const auto& s : all) children.emplace(s.ppid, &s);
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{pid};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    auto [lo, hi] = children.equal_range(p);
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second->state != 'Z' && it->second->state != 'X') out.push_back(it->second->pid);
+      todo.push_back(it->second->pid);
+    }
+  }
+  return out;
+}
+
+std::string SignalName(int signal) {
+  switch (signal) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    default: return fmt::format("signal {}", signal);
+  }
+}
+
+std::string ExitStatus::Describe() const {
+  if (exited) return fmt::format("exit code {}", exit_code);
+  if (signal != 0) {
+    return fmt::format("signal {} ({}{})", signal, SignalName(signal), core_dumped ? ", core dumped" : "");
+  }
+  return "still running";
+}
+
+Result<std::string> ResolveProgram(const std::string& program) {
+  if (program.empty()) return Error(ErrorKind::kInvalidArgument, "empty program name");
+  if (program.find('/') != std::string::npos) {
+    struct stat st {};
+    if (::stat(program.c_str(), &st) != 0) {
+      return Error(ErrorKind::kNotFound, fmt::format("program '{}' does not exist", program));
+    }
+    if (!S_ISREG(st.st_mode) || ::access(program.c_str(), X_OK) != 0) {
+      return Error(ErrorKind::kNotFound,
+                   fmt::format("program '{}' is not an executable file; check its permissions (chmod +x)", program));
+    }
+    return program;
+  }
+  const char* path_env = std::getenv("PATH");
+  const std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view dir = std::string_view(path).substr(start, end - start);
+    const std::string candidate = fmt::format("{}/{}", dir.empty() ? std::string_view(".") : dir, program);
+    if (IsExecutableFile(candidate)) return candidate;
+    start = end + 1;
+  }
+  return Error(ErrorKind::kNotFound, fmt::format("program '{}' not found in PATH", program));
+}
+
+void SignalAllChildGroups(int signal) {
+  for (auto& slot : g_groups) {
+    const pid_t g = slot.load();
+    if (g > 0) ::kill(-g, signal);
+  }
+}
+
+bool TerminationRequested() { return g_termination_requested.load(); }
+
+int LiveChildGroupCount() {
+  int n = 0;
+  for (auto& slot : g_groups) n += slot.load() > 0 ? 1 : 0;
+  return n;
+}
+
+void InstallChildCleanupOnSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnTerminationSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+ChildProcess::ChildProcess(pid_t pid, int out_fd, int err_fd) : pid_(pid), out_fd_(out_fd), err_fd_(err_fd) {}
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return Error(ErrorKind::kInvalidArgument, "no program to run (empty argument vector)");
+  MOETUNE_ASSIGN_OR_RETURN(const std::string program, ResolveProgram(options.argv[0]));
+
+  // Everything the child needs is prepared before fork: after fork only
+  // async-signal-safe calls are allowed.
+  std::vector<char*> argv;
+  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    const std::string_view name = kv.substr(0, kv.find('='));
+    bool drop = false;
+    for (const auto& u : options.env_unset) drop = drop || name == u;
+    for (const auto& [k, v] : options.env_set) drop = drop || name == k;
+    if (!drop) env_strings.emplace_back(kv);
+  }
+  for (const auto& [k, v] : options.env_set) env_strings.push_back(fmt::format("{}={}", k, v));
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  int exec_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  if ((options.stdout_mode == OutputMode::kPipe && ::pipe2(out_pipe, O_CLOEXEC) != 0) ||
+      (options.stderr_mode == OutputMode::kPipe && ::pipe2(err_pipe, O_CLOEXEC) != 0) ||
+      ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    close_all();
+    return Error(ErrorKind::kIo, fmt::format("cannot create pipes: {}", std::strerror(errno)));
+  }
+  auto out_target = OpenOutput(options.stdout_mode, options.stdout_file, out_pipe[1]);
+  if (!out_target.ok()) {
+    close_all();
+    return out_target.take_error();
+  }
+  auto err_target = OpenOutput(options.stderr_mode, options.stderr_file, err_pipe[1]);
+  if (!err_target.ok()) {
+    close_all();
+    if (*out_target != out_pipe[1]) ::close(*out_target);
+    return err_target.take_error();
+  }
+  const int out_fd = *out_target;
+  const int err_fd = *err_target;
+  const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  const pid_t parent = ::getpid();
+
+  // Block termination signals across fork + registration so a Ctrl-C cannot
+  // land between them and leave an unregistered child behind.
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    // If moetune dies without a chance to clean up (SIGKILL), so does the child.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD}) sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (null_in >= 0) ::dup2(null_in, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    if (cwd != nullptr && ::chdir(cwd) != 0) {
+      const int e = errno;
+      [[maybe_unused]] ssize_t w = ::write(exec_pipe[1], &e, sizeof e);
+      _exit(127);
+    }
+    ::execve(program.c_str(), argv.data(), envp.data());
+    const int e = errno;
+    [[maybe_unused]] ssize_t w = ::write(exec_pipe[1], &e, sizeof e);
+    _exit(127);
+  }
+  const int fork_errno = errno;
+  if (pid > 0) {
+    ::setpgid(pid, pid);  // also in the parent: whichever runs first wins the race
+    RegisterGroup(pid);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+
+  if (null_in >= 0) ::close(null_in);
+  if (out_fd != out_pipe[1]) ::close(out_fd);
+  if (err_fd != err_pipe[1]) ::close(err_fd);
+  for (int* fd : {&out_pipe[1], &err_pipe[1], &exec_pipe[1]}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  if (pid < 0) {
+    close_all();
+    return Error(ErrorKind::kIo, fmt::format("cannot start '{}': fork failed: {}", program, std::strerror(fork_errno)));
+  }
+  // The exec pipe closes on successful exec (O_CLOEXEC) or carries errno.
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_pipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(exec_pipe[0]);
+  exec_pipe[0] = -1;
+  std::unique_ptr<ChildProcess> child(new ChildProcess(pid, out_pipe[0], err_pipe[0]));
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    child->Terminate(std::chrono::milliseconds(0));
+    return Error(child_errno == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
+                 fmt::format("cannot start '{}': {}", program, std::strerror(child_errno)));
+  }
+  if (child->out_fd_ >= 0) SetNonBlocking(child->out_fd_);
+  if (child->err_fd_ >= 0) SetNonBlocking(child->err_fd_);
+  return child;
+}
+
+ChildProcess::~ChildProcess() {
+  if (running()) Terminate(std::chrono::milliseconds(1000));
+  if (out_fd_ >= 0) ::close(out_fd_);
+  if (err_fd_ >= 0) ::close(err_fd_);
+}
+
+std::optional<ExitStatus> ChildProcess::TryReap(bool block) {
+  if (status_) return status_;
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) {
+    // Already reaped by someone else (should not happen): treat as gone.
+    UnregisterGroup(pid_);
+    status_ = ExitStatus{};
+    return status_;
+  }
+  if (info.si_pid == 0) return std::nullopt;
+  // The leader is a zombie, so its pid (= the group id) cannot be reused yet:
+  // sweeping the group now cannot hit an unrelated process.
+  ::kill(-pid_, SIGKILL);
+  int ws = 0;
+  while (::waitpid(pid_, &ws, 0) < 0 && errno == EINTR) {
+  }
+  UnregisterGroup(pid_);
+  status_ = FromWaitStatus(ws);
+  return status_;
+}
+
+std::optional<ExitStatus> ChildProcess::Poll() { return TryReap(false); }
+
+void ChildProcess::DrainFd(int& fd, std::string& partial, const LineCallback& callback, bool at_eof) {
+  if (fd < 0) return;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      partial.append(buf, static_cast<std::size_t>(n));
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+        if (callback) callback(std::string_view(partial).substr(start, nl - start));
+      }
+      partial.erase(0, start);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !at_eof) return;
+    // EOF (n == 0), an error, or the child is gone and nothing more is buffered.
+    if (!partial.empty() && callback) callback(partial);
+    partial.clear();
+    ::close(fd);
+    fd = -1;
+    return;
+  }
+}
+
+std::optional<ExitStatus> ChildProcess::Pump(std::chrono::steady_clock::time_point deadline,
+                                             const LineCallback& on_stdout, const LineCallback& on_stderr) {
+  using Clock = std::chrono::steady_clock;
+  if (status_) {
+    // Already ended (e.g. terminated on timeout): hand over what is buffered.
+    DrainFd(out_fd_, out_partial_, on_stdout, true);
+    DrainFd(err_fd_, err_partial_, on_stderr, true);
+    return status_;
+  }
+  while (true) {
+    if (out_fd_ < 0 && err_fd_ < 0) {
+      // Nothing to read: wait for the exit itself.
+      if (auto s = TryReap(false)) return s;
+      if (Clock::now() >= deadline) return std::nullopt;
+      SleepMs(1);
+      continue;
+    }
+    pollfd fds[2];
+    nfds_t nfds = 0;
+    if (out_fd_ >= 0) fds[nfds++] = {out_fd_, POLLIN, 0};
+    if (err_fd_ >= 0) fds[nfds++] = {err_fd_, POLLIN, 0};
+    const auto now = Clock::now();
+    if (now >= deadline) return std::nullopt;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    // Wake up now and then: a grandchild may hold the pipes open after the
+    // child itself exited.
+    const int wait_ms = static_cast<int>(std::min<long long>(left + 1, 100));
+    const int rc = ::poll(fds, nfds, wait_ms);
+    if (rc < 0 && errno != EINTR) return TryReap(true);
+    if (rc > 0) {
+      DrainFd(out_fd_, out_partial_, on_stdout, false);
+      DrainFd(err_fd_, err_partial_, on_stderr, false);
+      continue;
+    }
+    if (TryReap(false)) {
+      // The group was swept, so whatever is still buffered is all there is.
+      DrainFd(out_fd_, out_partial_, on_stdout, true);
+      DrainFd(err_fd_, err_partial_, on_stderr, true);
+      return status_;
+    }
+  }
+}
+
+ExitStatus ChildProcess::Terminate(std::chrono::milliseconds grace) {
+  if (status_) return *status_;
+  if (auto s = TryReap(false)) return *s;
+  ::kill(-pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto s = TryReap(false)) return *s;
+    SleepMs(5);
+  }
+  ::kill(-pid_, SIGKILL);
+  return *TryReap(true);
+}
+
+Result<RunOutput> RunProcess(const RunOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  MOETUNE_ASSIGN_OR_RETURN(auto child, ChildProcess::Spawn(options.spawn));
+  RunOutput out;
+  auto on_out = [&](std::string_view line) {
+    if (options.capture_stdout) {
+      out.stdout_text.append(line);
+      out.stdout_text.push_back('\n');
+    }
+    if (options.on_stdout_line) options.on_stdout_line(line);
+  };
+  auto on_err = [&](std::string_view line) {
+    if (options.stderr_tail_lines > 0) {
+      out.stderr_tail.emplace_back(line);
+      if (out.stderr_tail.size() > options.stderr_tail_lines) out.stderr_tail.pop_front();
+    }
+    if (options.on_stderr_line) options.on_stderr_line(line);
+  };
+  const auto deadline = options.timeout ? start + *options.timeout : Clock::time_point::max();
+  std::optional<ExitStatus> status = child->Pump(deadline, on_out, on_err);
+  if (!status) {
+    out.timed_out = true;
+    child->Terminate(options.kill_grace);
+    status = child->Pump(Clock::now(), on_out, on_err);
+  }
+  out.status = *status;
+  out.interrupted = TerminationRequested();
+  out.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace moetune

@@ -1,0 +1,206 @@
+#include "util/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace moetune {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Waits briefly for the kernel to finish tearing processes down, then lists
+// what is left of the group.
+std::vector<pid_t> LeftInGroup(pid_t pgid) {
+  for (int i = 0; i < 100; ++i) {
+    auto left = LiveProcessesInGroup(pgid);
+    if (left.empty()) return left;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return LiveProcessesInGroup(pgid);
+}
+
+TEST(SubprocessTest, ArgumentsWithSpacesAndQuotesArriveVerbatim) {
+  RunOptions o;
+  o.spawn.argv = {"printf", "%s|%s|%s\n", "a b", "it's \"quoted\"", "$HOME;`x`"};
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(r->status.success());
+  EXPECT_EQ(r->stdout_text, "a b|it's \"quoted\"|$HOME;`x`\n");
+  EXPECT_EQ(LiveChildGroupCount(), 0);
+}
+
+TEST(SubprocessTest, ExitCodeStderrTailAndLineCallbacks) {
+  RunOptions o;
+  o.spawn.argv = {"sh", "-c", "echo out1; echo err1 >&2; echo err2 >&2; printf tail >&2; exit 3"};
+  o.stderr_tail_lines = 2;
+  std::vector<std::string> err_lines;
+  o.on_stderr_line = [&](std::string_view l) { err_lines.emplace_back(l); };
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->status.exited);
+  EXPECT_EQ(r->status.exit_code, 3);
+  EXPECT_EQ(r->stdout_text, "out1\n");
+  EXPECT_EQ(err_lines, (std::vector<std::string>{"err1", "err2", "tail"}));
+  ASSERT_EQ(r->stderr_tail.size(), 2u);
+  EXPECT_EQ(r->stderr_tail.back(), "tail");
+  EXPECT_EQ(r->status.Describe(), "exit code 3");
+}
+
+TEST(SubprocessTest, MissingProgramIsNotFound) {
+  RunOptions o;
+  o.spawn.argv = {"/nonexistent/llama-bench", "--version"};
+  auto r = RunProcess(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kNotFound);
+  EXPECT_NE(r.error().message().find("/nonexistent/llama-bench"), std::string::npos);
+
+  o.spawn.argv = {"moetune-no-such-program-xyz"};
+  r = RunProcess(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("not found in PATH"), std::string::npos);
+}
+
+TEST(SubprocessTest, NonExecutableFileIsRejected) {
+  const std::string path = ::testing::TempDir() + "/moetune_not_exec.sh";
+  { std::ofstream(path) << "#!/bin/sh\necho hi\n"; }
+  ::chmod(path.c_str(), 0644);
+  RunOptions o;
+  o.spawn.argv = {path};
+  auto r = RunProcess(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("not an executable"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
+  RunOptions o;
+  // A shell that ignores SIGTERM and has a background grandchild: only a
+  // group-wide SIGKILL gets rid of both.
+  o.spawn.argv = {"sh", "-c", "trap '' TERM; sleep 30 & sleep 30; wait"};
+  o.timeout = milliseconds(300);
+  o.kill_grace = milliseconds(200);
+  pid_t pgid = 0;
+  o.on_stdout_line = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto child = ChildProcess::Spawn(o.spawn);
+  ASSERT_TRUE(child.ok());
+  pgid = (*child)->pgid();
+  child = Error(ErrorKind::kInternal, "released");  // destroys the child: kills the group
+  EXPECT_TRUE(LeftInGroup(pgid).empty());
+
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->status.exited);
+  EXPECT_EQ(r->status.signal, SIGKILL);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 10.0);
+  EXPECT_EQ(LiveChildGroupCount(), 0);
+  EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
+}
+
+TEST(SubprocessTest, GrandchildHoldingThePipeDoesNotHangTheRun) {
+  RunOptions o;
+  o.spawn.argv = {"sh", "-c", "sleep 30 & echo started"};
+  o.timeout = milliseconds(20000);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->status.success());
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->stdout_text, "started\n");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
+}
+
+TEST(SubprocessTest, SignalDeathIsReported) {
+  RunOptions o;
+  o.spawn.argv = {"sh", "-c", "kill -SEGV $$"};
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->status.exited);
+  EXPECT_EQ(r->status.signal, SIGSEGV);
+  EXPECT_NE(r->status.Describe().find("SIGSEGV"), std::string::npos);
+}
+
+TEST(SubprocessTest, EnvironmentSetAndUnset) {
+  ::setenv("MOETUNE_TEST_DROP", "1", 1);
+  RunOptions o;
+  o.spawn.argv = {"sh", "-c", "echo \"${MOETUNE_TEST_SET}-${MOETUNE_TEST_DROP:-unset}\""};
+  o.spawn.env_set = {{"MOETUNE_TEST_SET", "x y"}};
+  o.spawn.env_unset = {"MOETUNE_TEST_DROP"};
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_text, "x y-unset\n");
+  ::unsetenv("MOETUNE_TEST_DROP");
+}
+
+TEST(SubprocessTest, OutputToFileAndWorkingDirectory) {
+  const std::string dir = ::testing::TempDir();
+  const std::string log = dir + "/moetune_subprocess_log.txt";
+  std::remove(log.c_str());
+  RunOptions o;
+  o.spawn.argv = {"sh", "-c", "pwd; echo to-err >&2"};
+  o.spawn.cwd = "/";
+  o.spawn.stderr_mode = OutputMode::kFile;
+  o.spawn.stderr_file = log;
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_text, "/\n");
+  std::ifstream f(log);
+  std::string line;
+  std::getline(f, line);
+  EXPECT_EQ(line, "to-err");
+  std::remove(log.c_str());
+
+  o.spawn.stderr_file = "/nonexistent-dir/x.log";
+  auto bad = RunProcess(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("/nonexistent-dir/x.log"), std::string::npos);
+}
+
+TEST(SubprocessTest, LargeOutputIsReadCompletely) {
+  RunOptions o;
+  o.spawn.argv = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done"};
+  std::size_t lines = 0;
+  o.on_stdout_line = [&](std::string_view) { ++lines; };
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(lines, 20000u);
+}
+
+// A SIGTERM to moetune kills every live child group before moetune exits.
+TEST(SubprocessDeathTest, TerminationSignalKillsChildren) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string pid_file = ::testing::TempDir() + "/moetune_signal_child.pid";
+  std::remove(pid_file.c_str());
+  auto body = [&pid_file] {
+    InstallChildCleanupOnSignals();
+    SpawnOptions s;
+    s.argv = {"sh", "-c", "trap '' TERM; sleep 60 & sleep 60; wait"};
+    auto c = ChildProcess::Spawn(s);
+    if (!c.ok()) std::_Exit(3);
+    { std::ofstream(pid_file) << (*c)->pgid() << "\n"; }
+    ::raise(SIGTERM);
+    std::_Exit(4);  // not reached: the handler re-raises SIGTERM
+  };
+  EXPECT_EXIT(body(),
+      ::testing::KilledBySignal(SIGTERM), "");
+  pid_t pgid = 0;
+  std::ifstream(pid_file) >> pgid;
+  ASSERT_GT(pgid, 0);
+  EXPECT_TRUE(LeftInGroup(pgid).empty());
+  std::remove(pid_file.c_str());
+}
+
+}  // namespace
+}  // namespace moetune
