@@ -163,13 +163,27 @@ void GgufWriter::SetIntArray(std::string key, GgufValueType elem,
 }
 
 Status GgufWriter::SetAlignment(uint32_t alignment) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > (1u << 30)) {
     return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("alignment {} is not a non-zero power of two", alignment));
+                 fmt::format("alignment {} is not a power of two in 1..2^30", alignment));
   }
-  alignment_ = alignment;
   SetU32("general.alignment", alignment);
   return OkStatus();
+}
+
+uint64_t GgufWriter::alignment() const {
+  auto a = CheckedAlignment();
+  return a.ok() ? *a : kGgufDefaultAlignment;
+}
+
+Result<uint64_t> GgufWriter::CheckedAlignment() const {
+  if (!metadata_.Has("general.alignment")) return kGgufDefaultAlignment;
+  auto a = metadata_.GetUint("general.alignment");
+  if (!a || *a == 0 || (*a & (*a - 1)) != 0 || *a > (1u << 30)) {
+    return Error(ErrorKind::kInvalidArgument,
+                 "general.alignment must be an integer power of two (at most 2^30)");
+  }
+  return *a;
 }
 
 Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t type,
@@ -231,6 +245,7 @@ Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t
 }
 
 Result<std::vector<uint8_t>> GgufWriter::HeaderBytes() const {
+  MOETUNE_ASSIGN_OR_RETURN(const uint64_t align, CheckedAlignment());
   Encoder e;
   e.bytes().insert(e.bytes().end(), {'G', 'G', 'U', 'F'});
   e.Put<uint32_t>(3);
@@ -260,17 +275,21 @@ Result<std::vector<uint8_t>> GgufWriter::HeaderBytes() const {
     for (int64_t d : t.ne) e.Put<int64_t>(d);
     e.Put<uint32_t>(t.type);
     e.Put<uint64_t>(offset);
-    offset = *CheckedAlignUp(offset + t.n_bytes, alignment_);
+    auto next = CheckedAdd(offset, t.n_bytes);
+    next = next ? CheckedAlignUp(*next, align) : std::nullopt;
+    if (!next) return Error(ErrorKind::kInvalidArgument, "tensor data exceeds 2^64 bytes");
+    offset = *next;
   }
-  e.bytes().resize(*CheckedAlignUp(e.bytes().size(), alignment_), 0);
+  e.bytes().resize(*CheckedAlignUp(e.bytes().size(), align), 0);
   return std::move(e.bytes());
 }
 
 Status GgufWriter::Emit(const Sink& sink) const {
   MOETUNE_ASSIGN_OR_RETURN(std::vector<uint8_t> header, HeaderBytes());
   MOETUNE_TRY(sink(header));
+  const uint64_t align = alignment();  // valid: HeaderBytes checked it
   std::vector<uint8_t> buffer;
-  const std::vector<uint8_t> zeros(alignment_, 0);
+  const std::vector<uint8_t> zeros(align, 0);
   for (const auto& t : tensors_) {
     buffer.resize(static_cast<size_t>(std::min(t.n_bytes, kChunkBytes)));
     for (uint64_t done = 0; done < t.n_bytes;) {
@@ -281,7 +300,7 @@ Status GgufWriter::Emit(const Sink& sink) const {
       MOETUNE_TRY(sink(chunk));
       done += n;
     }
-    uint64_t pad = *CheckedAlignUp(t.n_bytes, alignment_) - t.n_bytes;
+    uint64_t pad = *CheckedAlignUp(t.n_bytes, align) - t.n_bytes;
     MOETUNE_TRY(sink(std::span<const uint8_t>(zeros.data(), static_cast<size_t>(pad))));
   }
   return OkStatus();

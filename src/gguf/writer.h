@@ -55,7 +55,8 @@ class GgufWriter {
   /// Sets the data alignment (a non-zero power of two) and records it as the
   /// u32 key general.alignment, as llama.cpp does. The default is 32.
   Status SetAlignment(uint32_t alignment);
-  uint64_t alignment() const { return alignment_; }
+  /// The alignment in effect: general.alignment when set (also via Set), else 32.
+  uint64_t alignment() const;
 
   /// Adds a tensor whose bytes are `data` (size must equal the tensor's size).
   Status AddTensor(std::string name, std::vector<int64_t> ne, uint32_t type,
@@ -79,8 +80,9 @@ class GgufWriter {
   Status Emit(const Sink& sink) const;
 
   Metadata metadata_;
+  Result<uint64_t> CheckedAlignment() const;
+
   std::vector<Tensor> tensors_;
-  uint64_t alignment_ = 32;
 };
 
 }  // namespace moetune
