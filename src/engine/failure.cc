@@ -1,0 +1,172 @@
+#include "engine/failure.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace moetune {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// Host buffers in llama.cpp's allocation messages ("CPU", "CPU_Mapped",
+// "CPU_REPACK", "CUDA_Host" pinned memory lives in host RAM too).
+bool MentionsHostBuffer(std::string_view lower) {
+  return Contains(lower, "cpu") || Contains(lower, "_host") || Contains(lower, " host");
+}
+
+bool IsDeviceOom(std::string_view line, std::string_view lower) {
+  return Contains(lower, "cudamalloc failed") || Contains(line, "ErrorOutOfDeviceMemory") ||
+         Contains(lower, "out of device memory") || Contains(lower, "cuda error: out of memory") ||
+         Contains(lower, "hipmalloc failed") ||
+         ((Contains(lower, "failed to allocate") || Contains(lower, "unable to allocate")) &&
+          (Contains(lower, "cuda") || Contains(lower, "vulkan") || Contains(lower, "rocm") ||
+           Contains(lower, "metal") || Contains(lower, "sycl")) &&
+          !Contains(lower, "cuda_host"));
+}
+
+bool IsHostOom(std::string_view lower) {
+  return Contains(lower, "bad_alloc") || Contains(lower, "cannot allocate memory") ||
+         Contains(lower, "failed to mlock") || Contains(lower, "mmap failed") ||
+         ((Contains(lower, "failed to allocate") || Contains(lower, "unable to allocate")) &&
+          MentionsHostBuffer(lower));
+}
+
+bool IsGenericAllocFailure(std::string_view lower) {
+  return Contains(lower, "failed to allocate") || Contains(lower, "out of memory");
+}
+
+bool IsInvalidArgument(std::string_view lower) {
+  return Contains(lower, "invalid parameter for argument") || Contains(lower, "unknown argument") ||
+         Contains(lower, "invalid range format") || Contains(lower, "invalid value") ||
+         Contains(lower, "unknown buffer type") || Contains(lower, "invalid argument:") ||
+         Contains(lower, "error: invalid");
+}
+
+bool IsModelLoad(std::string_view lower) {
+  return Contains(lower, "failed to load model") || Contains(lower, "error loading model") ||
+         Contains(lower, "gguf_init_from");
+}
+
+std::string JoinUnique(const std::vector<std::string>& lines, std::size_t max_lines) {
+  std::vector<std::string> picked;
+  for (const auto& l : lines) {
+    if (std::find(picked.begin(), picked.end(), l) == picked.end()) picked.push_back(l);
+    if (picked.size() == max_lines) break;
+  }
+  return fmt::format("{}", fmt::join(picked, " | "));
+}
+
+}  // namespace
+
+const char* FailureKindName(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::kOutOfMemoryDevice: return "oom_device";
+    case FailureKind::kOutOfMemoryHost: return "oom_host";
+    case FailureKind::kModelLoad: return "model_load";
+    case FailureKind::kCrash: return "crash";
+    case FailureKind::kTimeout: return "timeout";
+    case FailureKind::kUnparseable: return "unparseable";
+    case FailureKind::kEngineMissing: return "engine_missing";
+    case FailureKind::kInvalidConfig: return "invalid_config";
+    case FailureKind::kEngineError: return "engine_error";
+  }
+  return "unknown";
+}
+
+bool IsNoiseLine(std::string_view line) {
+  return Contains(line, "ggml_backend_load_best: failed to enumerate") || line.empty();
+}
+
+bool IsDiagnosticLine(std::string_view line) {
+  if (IsNoiseLine(line)) return false;
+  const std::string lower = Lower(line);
+  return Contains(lower, "error") || Contains(lower, "failed") || Contains(lower, "out of memory") ||
+         Contains(line, "GGML_ASSERT") || Contains(lower, "terminate called") || Contains(line, "what():") ||
+         Contains(lower, "invalid") || Contains(lower, "unable to") || Contains(lower, "cannot ") ||
+         Contains(lower, "bad_alloc") || Contains(lower, "segmentation fault") || Contains(lower, "aborted") ||
+         Contains(lower, "unknown argument");
+}
+
+EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double timeout_seconds,
+                              const std::vector<std::string>& diagnostics, const std::deque<std::string>& tail) {
+  EngineFailure f;
+  f.exit = status.Describe();
+  for (const auto& l : tail) {
+    if (!IsNoiseLine(l)) f.stderr_tail.push_back(l);
+  }
+  if (timed_out) {
+    f.kind = FailureKind::kTimeout;
+    f.message = fmt::format("no result within {:.0f} s; moetune stopped the engine ({})", timeout_seconds, f.exit);
+    return f;
+  }
+  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load;
+  for (const auto& line : diagnostics) {
+    const std::string lower = Lower(line);
+    if (IsDeviceOom(line, lower)) {
+      device_oom.push_back(line);
+    } else if (IsHostOom(lower)) {
+      host_oom.push_back(line);
+    } else if (IsGenericAllocFailure(lower)) {
+      generic_oom.push_back(line);
+    }
+    if (IsInvalidArgument(lower)) invalid.push_back(line);
+    if (IsModelLoad(lower)) load.push_back(line);
+  }
+  if (!device_oom.empty()) {
+    f.kind = FailureKind::kOutOfMemoryDevice;
+    f.message = JoinUnique(device_oom, 3);
+  } else if (!host_oom.empty()) {
+    f.kind = FailureKind::kOutOfMemoryHost;
+    f.message = JoinUnique(host_oom, 3);
+  } else if (!generic_oom.empty()) {
+    // "failed to allocate compute buffers" without a buffer name: on a machine
+    // with a GPU that is the GPU in practice; the message says what is known.
+    f.kind = FailureKind::kOutOfMemoryDevice;
+    f.message = JoinUnique(generic_oom, 3);
+  } else if (!invalid.empty()) {
+    f.kind = FailureKind::kInvalidConfig;
+    f.message = JoinUnique(invalid, 3);
+  } else if (!load.empty()) {
+    f.kind = FailureKind::kModelLoad;
+    f.message = JoinUnique(load, 4);
+  } else if (!status.exited && status.signal != 0) {
+    f.kind = FailureKind::kCrash;
+    std::string why = fmt::format("engine killed by {}", status.Describe());
+    if (status.signal == SIGKILL) why += " (not sent by moetune: most likely the kernel's out-of-memory killer)";
+    std::vector<std::string> last;
+    for (const auto& l : diagnostics) last.push_back(l);
+    if (!last.empty()) why += ": " + JoinUnique(last, 3);
+    f.message = why;
+  } else if (status.success()) {
+    f.kind = FailureKind::kUnparseable;
+    f.message = "the engine exited normally but printed no result";
+  } else {
+    f.kind = FailureKind::kEngineError;
+    if (!diagnostics.empty()) {
+      f.message = JoinUnique(diagnostics, 3);
+    } else if (!f.stderr_tail.empty()) {
+      f.message = f.stderr_tail.back();
+    } else {
+      f.message = fmt::format("the engine failed ({}) without a message", f.exit);
+    }
+  }
+  // A crash after a recognised message is still a crash; say how it ended.
+  if (!status.exited && status.signal != 0 && f.kind != FailureKind::kCrash && f.kind != FailureKind::kTimeout) {
+    f.message += fmt::format(" ({})", f.exit);
+  }
+  return f;
+}
+
+}  // namespace moetune

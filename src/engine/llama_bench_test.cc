@@ -1,0 +1,166 @@
+#include "engine/llama_bench.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace moetune {
+namespace {
+
+EngineInfo FakeInfo() {
+  EngineInfo info;
+  info.dir = "/opt/llama dir";
+  info.bench_flags = {"-ncmoe", "-ot", "-lm", "-d", "--progress", "-fa"};
+  return info;
+}
+
+RunConfig Base() {
+  RunConfig c;
+  c.model = "/models/my model's.gguf";
+  c.repetitions = 3;
+  return c;
+}
+
+std::string ArgAfter(const std::vector<std::string>& argv, const std::string& flag) {
+  auto it = std::find(argv.begin(), argv.end(), flag);
+  return it == argv.end() || it + 1 == argv.end() ? "<absent>" : *(it + 1);
+}
+
+TEST(LlamaBenchPlanTest, ThreadSweepIsOneInvocation) {
+  std::vector<RunConfig> configs;
+  for (int t : {1, 2, 4}) {
+    for (auto [p, n] : {std::pair{64, 0}, std::pair{0, 16}}) {
+      RunConfig c = Base();
+      c.threads = t;
+      c.n_prompt = p;
+      c.n_gen = n;
+      configs.push_back(c);
+    }
+  }
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations(configs);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].configs.size(), 6u);
+  const auto& argv = plan[0].argv;
+  EXPECT_EQ(argv[0], "/opt/llama dir/llama-bench");
+  EXPECT_EQ(ArgAfter(argv, "-m"), "/models/my model's.gguf");  // one argument, never split or quoted
+  EXPECT_EQ(ArgAfter(argv, "-t"), "1,2,4");
+  EXPECT_EQ(ArgAfter(argv, "-p"), "64");
+  EXPECT_EQ(ArgAfter(argv, "-n"), "16");
+  EXPECT_EQ(ArgAfter(argv, "-ngl"), "99");
+  EXPECT_EQ(ArgAfter(argv, "-ncmoe"), "0");
+  EXPECT_EQ(ArgAfter(argv, "-o"), "jsonl");
+  EXPECT_EQ(ArgAfter(argv, "-r"), "3");
+  EXPECT_EQ(ArgAfter(argv, "-fa"), "<absent>");
+  EXPECT_EQ(ArgAfter(argv, "-d"), "<absent>");
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "-fitt"), 0);
+}
+
+TEST(LlamaBenchPlanTest, PlacementChangesStartNewInvocations) {
+  std::vector<RunConfig> configs;
+  for (int ncmoe : {0, 2}) {
+    for (int t : {1, 2}) {
+      RunConfig c = Base();
+      c.placement.n_cpu_moe = ncmoe;
+      c.threads = t;
+      c.n_gen = 8;
+      configs.push_back(c);
+    }
+  }
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations(configs);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-ncmoe"), "0");
+  EXPECT_EQ(ArgAfter(plan[1].argv, "-ncmoe"), "2");
+  EXPECT_EQ(ArgAfter(plan[1].argv, "-t"), "1,2");
+  EXPECT_EQ(plan[1].configs, (std::vector<std::size_t>{2, 3}));
+}
+
+TEST(LlamaBenchPlanTest, NonGridFallsBackWithoutExtraTests) {
+  // (t=1, ub=128) and (t=2, ub=512): a grid would add two unrequested tests.
+  RunConfig a = Base();
+  a.threads = 1;
+  a.placement.n_ubatch = 128;
+  a.n_prompt = 32;
+  RunConfig b = a;
+  b.threads = 2;
+  b.placement.n_ubatch = 512;
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations({a, b});
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-t"), "1");
+  EXPECT_EQ(ArgAfter(plan[1].argv, "-ub"), "512");
+}
+
+TEST(LlamaBenchPlanTest, DuplicatesRunOnce) {
+  RunConfig a = Base();
+  a.n_prompt = 32;
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations({a, a});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].configs.size(), 1u);
+}
+
+TEST(LlamaBenchPlanTest, DepthPrefillDecodeAndOptions) {
+  RunConfig a = Base();
+  a.n_prompt = 128;
+  a.n_gen = 32;
+  a.n_depth = 4096;
+  a.placement.flash_attn = "on";
+  a.placement.override_tensor = "blk\\.3\\.ffn_.*=CPU";
+  a.load_mode = "mmap";
+  a.warmup = false;
+  LlamaBenchEngine engine(FakeInfo());
+  const auto argv = engine.PlanInvocations({a})[0].argv;
+  EXPECT_EQ(ArgAfter(argv, "-pg"), "128,32");
+  EXPECT_EQ(ArgAfter(argv, "-p"), "0");
+  EXPECT_EQ(ArgAfter(argv, "-n"), "0");
+  EXPECT_EQ(ArgAfter(argv, "-d"), "4096");
+  EXPECT_EQ(ArgAfter(argv, "-fa"), "on");
+  EXPECT_EQ(ArgAfter(argv, "-ot"), "blk\\.3\\.ffn_.*=CPU");
+  EXPECT_EQ(ArgAfter(argv, "-lm"), "mmap");
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--no-warmup"), 1);
+}
+
+TEST(LlamaBenchPlanTest, OldEngineWithoutNcmoeUsesOverrides) {
+  EngineInfo info = FakeInfo();
+  info.bench_flags.erase("-ncmoe");
+  info.bench_flags.erase("-d");
+  RunConfig a = Base();
+  a.n_gen = 8;
+  a.placement.n_cpu_moe = 2;
+  LlamaBenchEngine engine(info);
+  auto plan = engine.PlanInvocations({a});
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-ncmoe"), "<absent>");
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-ot"), CpuMoeOverride(2));
+  EXPECT_FALSE(plan[0].unsupported.has_value());
+  a.n_depth = 512;
+  plan = engine.PlanInvocations({a});
+  ASSERT_TRUE(plan[0].unsupported.has_value());
+  // Unsupported groups fail as data without starting anything.
+  const auto run = engine.Run({a});
+  ASSERT_FALSE(run.results[0].ok());
+  EXPECT_EQ(run.results[0].failure->kind, FailureKind::kInvalidConfig);
+}
+
+TEST(LlamaBenchPlanTest, CpuMoeOverrideMatchesLlamaCppRegex) {
+  EXPECT_EQ(CpuMoeOverride(2),
+            "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU,blk\\.1\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU");
+  EXPECT_EQ(CpuMoeOverride(0), "");
+}
+
+TEST(LlamaBenchRunTest, MissingEngineIsAFailureValue) {
+  EngineInfo info = FakeInfo();
+  info.dir = "/nonexistent/engine";
+  LlamaBenchEngine engine(info);
+  RunConfig a = Base();
+  a.n_gen = 8;
+  const auto run = engine.Run({a});
+  ASSERT_EQ(run.results.size(), 1u);
+  ASSERT_FALSE(run.results[0].ok());
+  EXPECT_EQ(run.results[0].failure->kind, FailureKind::kEngineMissing);
+  EXPECT_NE(run.results[0].failure->message.find("/nonexistent/engine/llama-bench"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace moetune

@@ -1,0 +1,77 @@
+#pragma once
+/// What moetune asks the engine to measure (one RunConfig = one llama-bench
+/// test) and what comes back (RunResult: a measurement with its raw samples, or
+/// a failure with the engine's own words). Placement is always explicit.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/failure.h"
+
+namespace moetune {
+
+/// The memory-shaping arguments shared by llama-bench, llama-server and
+/// llama-fit-params.
+struct PlacementArgs {
+  int n_gpu_layers = 99;         // -ngl: the last N layers on the GPU
+  int n_cpu_moe = 0;             // -ncmoe: experts of layers 0..N-1 stay in host memory
+  std::string override_tensor;   // -ot "pattern=BUFT[,...]"; empty = none
+  std::optional<int> ctx_size;   // -c (server, fit-params); llama-bench sizes its own
+  int n_batch = 2048;            // -b
+  int n_ubatch = 512;            // -ub
+  std::string type_k = "f16";    // -ctk
+  std::string type_v = "f16";    // -ctv
+  std::string flash_attn;        // -fa on|off|auto; empty = the engine's default
+
+  bool operator==(const PlacementArgs&) const = default;
+};
+
+/// Kind of a llama-bench test.
+enum class TestKind { kPrefill, kDecode, kPrefillDecode };
+/// "pp512", "tg128", "pp512+tg128" (llama-bench's names), with "@d4096" for depth.
+std::string TestName(int n_prompt, int n_gen, int n_depth);
+
+/// One measurement to make.
+struct RunConfig {
+  std::string model;
+  PlacementArgs placement;
+  std::string load_mode;  // -lm (when the engine has it); empty = default
+  int threads = 1;        // -t
+  int n_depth = 0;        // -d: tokens put in the context first (not timed)
+  int n_prompt = 0;       // > 0 and n_gen == 0: prefill test
+  int n_gen = 0;          // > 0 and n_prompt == 0: decode test; both: prefill+decode
+  int repetitions = 5;    // -r
+  bool warmup = true;     // false: --no-warmup
+
+  TestKind kind() const;
+  std::string test_name() const { return TestName(n_prompt, n_gen, n_depth); }
+  /// Everything that forces llama-bench to reload the model (plus the
+  /// invocation-wide options): configs with equal keys can share one process.
+  std::string ModelKey() const;
+  /// The per-test parameters that llama-bench sweeps without reloading.
+  std::tuple<int, int, int, int, std::string, std::string, std::string> ContextKey() const;
+  bool operator==(const RunConfig&) const = default;
+};
+
+/// The result of one RunConfig.
+struct RunResult {
+  RunConfig config;
+  /// Set when the configuration could not be measured.
+  std::optional<EngineFailure> failure;
+  // The measurement (valid when !failure), straight from llama-bench.
+  double avg_ts = 0;                 // tokens per second, mean over repetitions
+  double stddev_ts = 0;
+  std::vector<double> samples_ts;    // tokens per second of each repetition
+  std::vector<int64_t> samples_ns;   // duration of each repetition
+  nlohmann::json record;             // the whole JSON object the engine printed
+  int invocation = -1;               // index into BenchRun::invocations
+
+  bool ok() const { return !failure.has_value(); }
+};
+
+}  // namespace moetune
