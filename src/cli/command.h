@@ -27,5 +27,6 @@ int ReportError(const Error& error);
 Status WriteOutput(const std::string& path, const std::string& text);
 
 // One Register<Name>Command(CLI::App&, CommandRun*) per command, below.
+void RegisterSynthCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   moetune::CommandRun run;
   // One line per command (src/cli/<command>.cc).
+  moetune::RegisterSynthCommand(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,106 @@
+// moetune synth: write a synthetic GGUF model of a preset or config.json shape.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "model/synth.h"
+#include "util/units.h"
+
+namespace moetune {
+namespace {
+
+struct SynthArgs {
+  std::string preset;
+  std::string config;
+  std::string scale = "tiny";
+  int64_t layers = 0;
+  std::string quant = "q8_0";
+  uint64_t seed = 42;
+  int64_t ctx_train = 0;
+  std::string out;
+  bool dry_run = false;
+};
+
+Result<SynthSpec> LoadSpec(const SynthArgs& a) {
+  if (a.preset.empty() == a.config.empty()) {
+    return Error(ErrorKind::kInvalidArgument, "give exactly one of --preset NAME or --config config.json");
+  }
+  if (!a.preset.empty()) return SynthPreset(a.preset);
+  std::ifstream f(a.config);
+  if (!f) return Error(ErrorKind::kIo, fmt::format("cannot open '{}'", a.config));
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Error(ErrorKind::kFormat, fmt::format("'{}' is not valid JSON", a.config));
+  }
+  auto spec = SynthSpecFromHfConfig(j);
+  if (!spec.ok()) return spec.take_error().Context(a.config);
+  return spec;
+}
+
+int Run(const SynthArgs& a) {
+  auto spec_r = LoadSpec(a);
+  if (!spec_r.ok()) return ReportError(spec_r.error());
+  auto scale = ParseSynthScale(a.scale);
+  if (!scale.ok()) return ReportError(scale.error());
+  auto quant = ParseSynthQuant(a.quant);
+  if (!quant.ok()) return ReportError(quant.error());
+  SynthOptions o;
+  o.spec = ScaleSynthSpec(*spec_r, *scale);
+  if (a.layers > 0) o.spec.n_layer = a.layers;
+  if (a.ctx_train > 0) o.spec.n_ctx_train = a.ctx_train;
+  o.quant = *quant;
+  o.seed = a.seed;
+  if (auto st = ValidateSynthSpec(o.spec); !st.ok()) return ReportError(st.error());
+  auto sum = SummarizeSynth(o.spec, o.quant);
+  if (!sum.ok()) return ReportError(sum.error());
+  const std::string desc = fmt::format(
+      "{} ({}): {} layers, hidden {}, {} experts ({} used), vocab {}, {} tensors, {} params, {} of "
+      "tensor data",
+      o.spec.model_name, o.spec.arch, o.spec.n_layer, o.spec.n_embd, o.spec.n_expert,
+      o.spec.n_expert_used, o.spec.n_vocab, sum->n_tensors, sum->n_params,
+      FormatBytes(Bytes(static_cast<int64_t>(sum->tensor_bytes))));
+  if (a.dry_run) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (a.out.empty()) return ReportError(Error(ErrorKind::kInvalidArgument, "missing -o OUT.gguf"));
+  std::cerr << "moetune synth: writing " << a.out << ": " << desc << "\n";
+  // Progress on stderr every ~1 GiB, for full-scale writes.
+  auto next = std::make_shared<uint64_t>(uint64_t{1} << 30);
+  o.progress = [next](uint64_t done, uint64_t total) -> Status {
+    if (done >= *next) {
+      std::cerr << fmt::format("  {:.1f}%\n", 100.0 * static_cast<double>(done) /
+                                                  static_cast<double>(total));
+      *next += uint64_t{1} << 30;
+    }
+    return OkStatus();
+  };
+  auto r = WriteSynthModel(o, a.out);
+  if (!r.ok()) return ReportError(r.error());
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
+  auto args = std::make_shared<SynthArgs>();
+  auto* cmd = app.add_subcommand("synth", "Write a synthetic GGUF model (random weights) of a real model's shape");
+  std::string presets;
+  for (const auto& n : SynthPresetNames()) presets += (presets.empty() ? "" : ", ") + n;
+  cmd->add_option("--preset", args->preset, "Model shape: " + presets);
+  cmd->add_option("--config", args->config, "Hugging Face config.json to take the shape from");
+  cmd->add_option("--scale", args->scale, "tiny (default, a few MB), small, full, or a width factor in (0,1]");
+  cmd->add_option("--layers", args->layers, "Override the layer count");
+  cmd->add_option("--quant", args->quant, "f16, q8_0 (default), q6_k, q4_k, q4_k_m, mxfp4");
+  cmd->add_option("--seed", args->seed, "Random seed (same seed, same file)");
+  cmd->add_option("--ctx-train", args->ctx_train, "Override the training context length");
+  cmd->add_option("-o,--output", args->out, "Output .gguf path");
+  cmd->add_flag("--dry-run", args->dry_run, "Print the shape and sizes without writing");
+  cmd->callback([args, run] { *run = [args] { return Run(*args); }; });
+}
+
+}  // namespace moetune

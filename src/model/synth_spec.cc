@@ -1,0 +1,469 @@
+#include "model/synth_spec.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace moetune {
+namespace {
+
+using json = nlohmann::json;
+
+// Shapes from each model's config.json (see shared/docs/models.md).
+SynthSpec Qwen3Moe() {
+  SynthSpec s;
+  s.arch = "qwen3moe";
+  s.model_name = "Qwen3-30B-A3B (synthetic)";
+  s.n_layer = 48, s.n_embd = 2048, s.n_ff = 6144, s.n_ff_exp = 768;
+  s.n_expert = 128, s.n_expert_used = 8;
+  s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128, s.n_rot = 128;
+  s.n_vocab = 151936, s.n_ctx_train = 40960, s.rope_theta = 1e6f, s.rms_eps = 1e-6f;
+  return s;
+}
+
+// Qwen3-Next and Qwen3.5 MoE share the Gated DeltaNet geometry: 16 key heads and
+// 32 value heads of 128, conv kernel 4, full attention every 4th layer with a
+// 25% partial rotary embedding of 256-wide heads.
+SynthSpec HybridQwen(std::string arch, std::string name, int64_t layers, int64_t experts,
+                     int64_t used, int64_t vocab) {
+  SynthSpec s;
+  s.arch = std::move(arch);
+  s.model_name = std::move(name);
+  s.n_layer = layers, s.n_embd = 2048, s.n_ff = 5120, s.n_ff_exp = 512, s.n_ff_shexp = 512;
+  s.n_expert = experts, s.n_expert_used = used, s.n_expert_shared = 1;
+  s.n_head = 16, s.n_head_kv = 2, s.head_dim = 256, s.n_rot = 64;
+  s.n_vocab = vocab, s.n_ctx_train = 262144, s.rope_theta = 1e7f, s.rms_eps = 1e-6f;
+  s.full_attention_interval = 4;
+  s.ssm_conv_kernel = 4, s.ssm_state = 128, s.ssm_groups = 16, s.ssm_dt_rank = 32;
+  return s;
+}
+
+SynthSpec GptOss(std::string name, int64_t layers, int64_t experts) {
+  SynthSpec s;
+  s.arch = "gpt-oss";
+  s.model_name = std::move(name);
+  s.n_layer = layers, s.n_embd = 2880, s.n_ff = 2880, s.n_ff_exp = 2880;
+  s.n_expert = experts, s.n_expert_used = 4;
+  s.n_head = 64, s.n_head_kv = 8, s.head_dim = 64, s.n_rot = 64;
+  s.n_vocab = 201088, s.n_ctx_train = 131072, s.rope_theta = 150000.0f, s.rms_eps = 1e-5f;
+  s.sliding_window = 128;
+  return s;
+}
+
+SynthSpec Glm4Moe() {
+  SynthSpec s;
+  s.arch = "glm4moe";
+  s.model_name = "GLM-4.5-Air (synthetic, no MTP layer)";
+  s.n_layer = 46, s.n_embd = 4096, s.n_ff = 10944, s.n_ff_exp = 1408, s.n_ff_shexp = 1408;
+  s.n_expert = 128, s.n_expert_used = 8, s.n_expert_shared = 1, s.leading_dense = 1;
+  s.n_head = 96, s.n_head_kv = 8, s.head_dim = 128, s.n_rot = 64;
+  s.n_vocab = 151552, s.n_ctx_train = 131072, s.rope_theta = 1e6f, s.rms_eps = 1e-5f;
+  return s;
+}
+
+SynthSpec Deepseek2() {
+  SynthSpec s;
+  s.arch = "deepseek2";
+  s.model_name = "DeepSeek-V3 (synthetic, no MTP layer)";
+  s.n_layer = 61, s.n_embd = 7168, s.n_ff = 18432, s.n_ff_exp = 2048, s.n_ff_shexp = 2048;
+  s.n_expert = 256, s.n_expert_used = 8, s.n_expert_shared = 1, s.leading_dense = 3;
+  s.n_head = 128, s.n_head_kv = 128, s.head_dim = 192, s.n_rot = 64;
+  s.q_lora_rank = 1536, s.kv_lora_rank = 512, s.qk_rope_dim = 64, s.qk_nope_dim = 128,
+  s.v_head_dim = 128;
+  s.n_vocab = 129280, s.n_ctx_train = 163840, s.rope_theta = 10000.0f, s.rms_eps = 1e-6f;
+  return s;
+}
+
+SynthSpec Mixtral() {
+  SynthSpec s;
+  s.arch = "llama";
+  s.model_name = "Mixtral-8x7B (synthetic)";
+  s.n_layer = 32, s.n_embd = 4096, s.n_ff = 14336, s.n_ff_exp = 14336;
+  s.n_expert = 8, s.n_expert_used = 2;
+  s.n_head = 32, s.n_head_kv = 8, s.head_dim = 128, s.n_rot = 128;
+  s.n_vocab = 32000, s.n_ctx_train = 32768, s.rope_theta = 1e6f, s.rms_eps = 1e-5f;
+  return s;
+}
+
+SynthSpec Llama4() {
+  SynthSpec s;
+  s.arch = "llama4";
+  s.model_name = "Llama-4-Scout-17B-16E (synthetic)";
+  s.n_layer = 48, s.n_embd = 5120, s.n_ff = 16384, s.n_ff_exp = 8192, s.n_ff_shexp = 8192;
+  s.n_expert = 16, s.n_expert_used = 1, s.n_expert_shared = 1;
+  s.n_head = 40, s.n_head_kv = 8, s.head_dim = 128, s.n_rot = 128;
+  s.n_vocab = 202048, s.n_ctx_train = 262144, s.rope_theta = 500000.0f, s.rms_eps = 1e-5f;
+  return s;
+}
+
+SynthSpec Dense(std::string arch, std::string name, int64_t layers, int64_t embd, int64_t ff,
+                int64_t heads, int64_t kv, int64_t hd, int64_t vocab, float theta) {
+  SynthSpec s;
+  s.arch = std::move(arch);
+  s.model_name = std::move(name);
+  s.n_layer = layers, s.n_embd = embd, s.n_ff = ff;
+  s.n_head = heads, s.n_head_kv = kv, s.head_dim = hd, s.n_rot = hd;
+  s.n_vocab = vocab, s.n_ctx_train = 32768, s.rope_theta = theta, s.rms_eps = 1e-6f;
+  return s;
+}
+
+int64_t RoundUp(double x, int64_t m) {
+  const auto v = static_cast<int64_t>(std::ceil(x / static_cast<double>(m) - 1e-9));
+  return std::max<int64_t>(1, v) * m;
+}
+
+// --- config.json helpers ---------------------------------------------------
+
+const json* Find(const json& c, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    auto it = c.find(k);
+    if (it != c.end() && !it->is_null()) return &*it;
+  }
+  return nullptr;
+}
+
+Result<int64_t> GetInt(const json& c, std::initializer_list<const char*> keys) {
+  const json* v = Find(c, keys);
+  if (v == nullptr) {
+    std::string names;
+    for (const char* k : keys) names += std::string(names.empty() ? "" : " or ") + k;
+    return Error(ErrorKind::kFormat, fmt::format("config.json lacks {}; add it", names));
+  }
+  if (!v->is_number_integer() || v->get<int64_t>() < 0) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("config.json key '{}' must be a non-negative integer, is {}",
+                             *keys.begin(), v->dump()));
+  }
+  return v->get<int64_t>();
+}
+
+int64_t GetIntOr(const json& c, std::initializer_list<const char*> keys, int64_t fallback) {
+  const json* v = Find(c, keys);
+  return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : fallback;
+}
+
+double GetFloatOr(const json& c, std::initializer_list<const char*> keys, double fallback) {
+  const json* v = Find(c, keys);
+  return v != nullptr && v->is_number() ? v->get<double>() : fallback;
+}
+
+// HF model_type -> llama.cpp arch (convert_hf_to_gguf.py's registrations).
+Result<std::string> ArchForModelType(const std::string& mt) {
+  static const std::vector<std::pair<std::string, std::string>> kMap = {
+      {"qwen3_moe", "qwen3moe"},     {"qwen3_5_moe", "qwen35moe"},
+      {"qwen3_5_moe_text", "qwen35moe"}, {"qwen3_next", "qwen3next"},
+      {"gpt_oss", "gpt-oss"},        {"glm4_moe", "glm4moe"},
+      {"deepseek_v3", "deepseek2"},  {"deepseek_v2", "deepseek2"},
+      {"mixtral", "llama"},          {"llama", "llama"},
+      {"mistral", "llama"},          {"llama4", "llama4"},
+      {"llama4_text", "llama4"},     {"qwen2", "qwen2"},
+      {"qwen3", "qwen3"},
+  };
+  for (const auto& [k, v] : kMap) {
+    if (k == mt) return v;
+  }
+  std::string known;
+  for (const auto& [k, v] : kMap) known += (known.empty() ? "" : ", ") + k;
+  return Error(ErrorKind::kUnsupported,
+               fmt::format("config.json model_type '{}' is not supported by synth; known: {}", mt,
+                           known));
+}
+
+std::string ModelTypeFromArchitectures(const json& c) {
+  const json* a = Find(c, {"architectures"});
+  if (a == nullptr || !a->is_array() || a->empty() || !(*a)[0].is_string()) return "";
+  const std::string name = (*a)[0].get<std::string>();
+  static const std::vector<std::pair<std::string, std::string>> kMap = {
+      {"Qwen3MoeForCausalLM", "qwen3_moe"},   {"Qwen3NextForCausalLM", "qwen3_next"},
+      {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"},
+      {"GptOssForCausalLM", "gpt_oss"},       {"Glm4MoeForCausalLM", "glm4_moe"},
+      {"DeepseekV3ForCausalLM", "deepseek_v3"}, {"DeepseekV2ForCausalLM", "deepseek_v2"},
+      {"MixtralForCausalLM", "mixtral"},      {"LlamaForCausalLM", "llama"},
+      {"MistralForCausalLM", "mistral"},      {"Llama4ForConditionalGeneration", "llama4"},
+      {"Qwen2ForCausalLM", "qwen2"},          {"Qwen3ForCausalLM", "qwen3"},
+  };
+  for (const auto& [k, v] : kMap) {
+    if (k == name) return v;
+  }
+  return name;
+}
+
+// layer_types ["linear_attention", ..., "full_attention"] -> the full-attention period.
+Result<int64_t> IntervalFromLayerTypes(const json& types, int64_t n_layer) {
+  int64_t first_full = -1;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "full_attention") {
+      first_full = static_cast<int64_t>(i);
+      break;
+    }
+  }
+  if (first_full < 0) {
+    return Error(ErrorKind::kFormat, "config.json layer_types has no full_attention layer");
+  }
+  const int64_t k = first_full + 1;
+  for (int64_t i = 0; i < n_layer && i < static_cast<int64_t>(types.size()); ++i) {
+    const bool full = (i + 1) % k == 0;
+    if ((types[static_cast<size_t>(i)] == "full_attention") != full) {
+      return Error(ErrorKind::kUnsupported,
+                   fmt::format("config.json layer_types is not periodic (layer {}); synth supports "
+                               "full attention every k-th layer only",
+                               i));
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+std::vector<std::string> SynthPresetNames() {
+  return {"qwen3moe", "qwen35moe",  "qwen3next", "gpt-oss-20b", "gpt-oss-120b", "glm4moe",
+          "deepseek2", "mixtral", "llama4",    "llama",       "qwen2",        "qwen3"};
+}
+
+Result<SynthSpec> SynthPreset(std::string_view name) {
+  if (name == "qwen3moe") return Qwen3Moe();
+  if (name == "qwen35moe")
+    return HybridQwen("qwen35moe", "Qwen3.5-35B-A3B (synthetic)", 40, 256, 8, 248320);
+  if (name == "qwen3next")
+    return HybridQwen("qwen3next", "Qwen3-Next-80B-A3B (synthetic)", 48, 512, 10, 151936);
+  if (name == "gpt-oss-20b") return GptOss("gpt-oss-20b (synthetic)", 24, 32);
+  if (name == "gpt-oss-120b") return GptOss("gpt-oss-120b (synthetic)", 36, 128);
+  if (name == "gpt-oss") return GptOss("gpt-oss-20b (synthetic)", 24, 32);
+  if (name == "glm4moe") return Glm4Moe();
+  if (name == "deepseek2") return Deepseek2();
+  if (name == "mixtral") return Mixtral();
+  if (name == "llama4") return Llama4();
+  // Small dense models: Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B.
+  if (name == "llama") return Dense("llama", "Llama-3.2-1B (synthetic)", 16, 2048, 8192, 32, 8, 64, 128256, 500000.0f);
+  if (name == "qwen2") return Dense("qwen2", "Qwen2.5-0.5B (synthetic)", 24, 896, 4864, 14, 2, 64, 151936, 1e6f);
+  if (name == "qwen3") return Dense("qwen3", "Qwen3-0.6B (synthetic)", 28, 1024, 3072, 16, 8, 128, 151936, 1e6f);
+  std::string known;
+  for (const auto& n : SynthPresetNames()) known += (known.empty() ? "" : ", ") + n;
+  return Error(ErrorKind::kNotFound, fmt::format("unknown preset '{}'; presets: {}", name, known));
+}
+
+Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
+  if (!config_in.is_object()) return Error(ErrorKind::kFormat, "config.json is not a JSON object");
+  json c = config_in;
+  if (auto it = config_in.find("text_config"); it != config_in.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items()) c[k] = v;  // text model keys win
+  }
+  std::string mt;
+  if (const json* m = Find(c, {"model_type"}); m != nullptr && m->is_string()) mt = m->get<std::string>();
+  if (mt.empty() || mt == "qwen3_5_moe_text" || mt == "llama4_text") {
+    const std::string from_arch = ModelTypeFromArchitectures(c);
+    if (mt.empty()) mt = from_arch;
+  }
+  if (mt.empty()) {
+    return Error(ErrorKind::kFormat, "config.json has neither model_type nor architectures");
+  }
+  MOETUNE_ASSIGN_OR_RETURN(std::string arch, ArchForModelType(mt));
+  SynthSpec s;
+  s.arch = arch;
+  s.model_name = fmt::format("{} (synthetic from config.json)", mt);
+  MOETUNE_ASSIGN_OR_RETURN(s.n_layer, GetInt(c, {"num_hidden_layers", "n_layer"}));
+  MOETUNE_ASSIGN_OR_RETURN(s.n_embd, GetInt(c, {"hidden_size", "n_embd"}));
+  MOETUNE_ASSIGN_OR_RETURN(s.n_head, GetInt(c, {"num_attention_heads"}));
+  s.n_head_kv = GetIntOr(c, {"num_key_value_heads"}, s.n_head);
+  if (s.n_head == 0) return Error(ErrorKind::kFormat, "config.json num_attention_heads is 0");
+  s.head_dim = GetIntOr(c, {"head_dim"}, s.n_embd / s.n_head);
+  MOETUNE_ASSIGN_OR_RETURN(s.n_vocab, GetInt(c, {"vocab_size"}));
+  s.n_ctx_train = GetIntOr(c, {"max_position_embeddings"}, 4096);
+  s.rms_eps = static_cast<float>(GetFloatOr(c, {"rms_norm_eps"}, 1e-6));
+  double theta = GetFloatOr(c, {"rope_theta"}, 10000.0);
+  if (const json* rp = Find(c, {"rope_parameters"}); rp != nullptr && rp->is_object()) {
+    theta = GetFloatOr(*rp, {"rope_theta"}, theta);
+  }
+  s.rope_theta = static_cast<float>(theta);
+  const double partial = GetFloatOr(c, {"partial_rotary_factor"}, 1.0);
+  s.n_rot = static_cast<int64_t>(std::lround(static_cast<double>(s.head_dim) * partial));
+
+  const bool moe_arch = arch != "qwen2" && arch != "qwen3" && !(arch == "llama" && mt != "mixtral" &&
+                                                               Find(c, {"num_local_experts"}) == nullptr);
+  if (moe_arch) {
+    MOETUNE_ASSIGN_OR_RETURN(s.n_expert,
+                             GetInt(c, {"num_experts", "num_local_experts", "n_routed_experts"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.n_expert_used, GetInt(c, {"num_experts_per_tok", "experts_per_token"}));
+  }
+  // Which key holds the expert width depends on the family.
+  if (arch == "gpt-oss" || arch == "llama" || arch == "llama4") {
+    MOETUNE_ASSIGN_OR_RETURN(s.n_ff_exp, GetInt(c, {"intermediate_size"}));
+    s.n_ff = arch == "llama4" ? GetIntOr(c, {"intermediate_size_mlp"}, s.n_ff_exp) : s.n_ff_exp;
+  } else if (moe_arch) {
+    MOETUNE_ASSIGN_OR_RETURN(s.n_ff_exp, GetInt(c, {"moe_intermediate_size"}));
+    s.n_ff = GetIntOr(c, {"intermediate_size"}, s.n_ff_exp);
+  } else {
+    MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetInt(c, {"intermediate_size"}));
+  }
+  if (!moe_arch) s.n_ff_exp = 0;
+  if (arch == "llama4") {
+    s.n_expert_shared = 1;
+    s.n_ff_shexp = s.n_ff_exp;
+    if (GetIntOr(c, {"interleave_moe_layer_step"}, 1) != 1) {
+      return Error(ErrorKind::kUnsupported,
+                   "config.json interleave_moe_layer_step != 1 (Maverick-style) is not supported "
+                   "by synth; use 1");
+    }
+  }
+  if (const int64_t shi = GetIntOr(c, {"shared_expert_intermediate_size"}, 0); shi > 0) {
+    s.n_expert_shared = 1;
+    s.n_ff_shexp = shi;
+  }
+  if (const int64_t nsh = GetIntOr(c, {"n_shared_experts"}, 0); nsh > 0) {
+    s.n_expert_shared = nsh;
+    s.n_ff_shexp = s.n_ff_exp * nsh;
+  }
+  s.leading_dense = GetIntOr(c, {"first_k_dense_replace"}, 0);
+  if (arch == "gpt-oss") {
+    s.sliding_window = GetIntOr(c, {"sliding_window"}, 128);
+    s.n_ff = s.n_ff_exp;
+  }
+  if (arch == "qwen35moe" || arch == "qwen3next") {
+    if (const json* lt = Find(c, {"layer_types"}); lt != nullptr && lt->is_array()) {
+      MOETUNE_ASSIGN_OR_RETURN(s.full_attention_interval, IntervalFromLayerTypes(*lt, s.n_layer));
+    } else {
+      MOETUNE_ASSIGN_OR_RETURN(s.full_attention_interval, GetInt(c, {"full_attention_interval"}));
+    }
+    MOETUNE_ASSIGN_OR_RETURN(s.ssm_conv_kernel, GetInt(c, {"linear_conv_kernel_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.ssm_state, GetInt(c, {"linear_key_head_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.ssm_groups, GetInt(c, {"linear_num_key_heads"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.ssm_dt_rank, GetInt(c, {"linear_num_value_heads"}));
+    if (GetIntOr(c, {"linear_value_head_dim"}, s.ssm_state) != s.ssm_state) {
+      return Error(ErrorKind::kUnsupported,
+                   "config.json linear_value_head_dim differs from linear_key_head_dim; llama.cpp "
+                   "uses one ssm.state_size for both");
+    }
+  }
+  if (arch == "deepseek2") {
+    s.q_lora_rank = GetIntOr(c, {"q_lora_rank"}, 0);
+    MOETUNE_ASSIGN_OR_RETURN(s.kv_lora_rank, GetInt(c, {"kv_lora_rank"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.qk_rope_dim, GetInt(c, {"qk_rope_head_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.qk_nope_dim, GetInt(c, {"qk_nope_head_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.v_head_dim, GetInt(c, {"v_head_dim"}));
+    s.head_dim = s.qk_nope_dim + s.qk_rope_dim;
+    s.n_rot = s.qk_rope_dim;
+    s.n_head_kv = s.n_head;
+  }
+  MOETUNE_TRY(ValidateSynthSpec(s));
+  return s;
+}
+
+Result<SynthScale> ParseSynthScale(std::string_view text) {
+  SynthScale s;
+  if (text == "tiny") return s;
+  if (text == "small") {
+    s.kind = SynthScale::Kind::kSmall;
+    return s;
+  }
+  s.kind = SynthScale::Kind::kFactor;
+  if (text == "full") return s;
+  double f = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), f);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !(f > 0.0) || f > 1.0) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("bad --scale '{}'; use tiny, small, full or a factor in (0, 1]", text));
+  }
+  s.factor = f;
+  return s;
+}
+
+SynthSpec ScaleSynthSpec(const SynthSpec& in, const SynthScale& scale) {
+  SynthSpec s = in;
+  if (scale.kind == SynthScale::Kind::kFactor) {
+    if (scale.factor >= 1.0) return s;
+    const double f = scale.factor;
+    s.n_embd = RoundUp(static_cast<double>(in.n_embd) * f, 256);
+    s.n_ff = RoundUp(static_cast<double>(in.n_ff) * f, 256);
+    if (in.n_ff_exp > 0) s.n_ff_exp = RoundUp(static_cast<double>(in.n_ff_exp) * f, 256);
+    if (in.n_ff_shexp > 0) s.n_ff_shexp = RoundUp(static_cast<double>(in.n_ff_shexp) * f, 256);
+    s.n_vocab = std::max<int64_t>(512, RoundUp(static_cast<double>(in.n_vocab) * f, 64));
+    return s;
+  }
+  const bool tiny = scale.kind == SynthScale::Kind::kTiny;
+  s.model_name = in.model_name + (tiny ? " tiny" : " small");
+  // Layers: enough to keep every pattern (one leading dense layer, two periods
+  // of the linear/full or SWA/full alternation) and to make placement matter.
+  const int64_t max_layers = tiny ? 8 : 16;
+  s.n_layer = std::min(in.n_layer, max_layers);
+  if (in.full_attention_interval > 0) {
+    s.n_layer = std::max(s.n_layer / in.full_attention_interval, int64_t{1}) * in.full_attention_interval;
+  }
+  s.leading_dense = std::min<int64_t>(in.leading_dense, 1);
+  s.n_embd = tiny ? 256 : 1024;
+  // Heads: at most 2 (4) KV heads with a GQA group of at most 2 (4), head size <= 128.
+  const int64_t max_kv = tiny ? 2 : 4;
+  const int64_t group = in.n_head_kv > 0 ? std::max<int64_t>(1, in.n_head / in.n_head_kv) : 1;
+  s.n_head_kv = std::min(in.n_head_kv, max_kv);
+  s.n_head = s.n_head_kv * std::min(group, max_kv);
+  if (in.arch == "deepseek2") {
+    s.n_head = tiny ? 4 : 16;
+    s.n_head_kv = s.n_head;
+    if (in.q_lora_rank > 0) s.q_lora_rank = tiny ? 256 : 512;
+    s.kv_lora_rank = std::min<int64_t>(in.kv_lora_rank, 512);
+  } else if (in.head_dim > 128) {
+    s.head_dim = 128;
+    s.n_rot = std::max<int64_t>(2, in.n_rot * 128 / in.head_dim);
+  }
+  s.n_ff = tiny ? 512 : 2816;
+  if (in.n_ff_exp > 0) s.n_ff_exp = tiny ? 256 : 512;
+  if (in.n_ff_shexp > 0) s.n_ff_shexp = s.n_ff_exp * std::max<int64_t>(1, in.n_expert_shared);
+  // gpt-oss and Mixtral (llama) size their experts with feed_forward_length.
+  if (in.arch == "gpt-oss" || (in.arch == "llama" && in.moe())) s.n_ff = s.n_ff_exp;
+  if (in.n_expert > 0) {
+    s.n_expert = std::min<int64_t>(in.n_expert, tiny ? 8 : 32);
+    s.n_expert_used = std::min(in.n_expert_used, std::max<int64_t>(1, s.n_expert / 2));
+  }
+  if (in.ssm_groups > 0) {
+    const int64_t ratio = std::max<int64_t>(1, in.ssm_dt_rank / in.ssm_groups);
+    s.ssm_groups = std::min<int64_t>(in.ssm_groups, tiny ? 2 : 4);
+    s.ssm_dt_rank = s.ssm_groups * ratio;
+    s.ssm_state = std::min<int64_t>(in.ssm_state, 128);
+  }
+  s.n_vocab = std::min<int64_t>(in.n_vocab, tiny ? 1024 : 8192);
+  s.n_ctx_train = std::min<int64_t>(in.n_ctx_train, tiny ? 4096 : 16384);
+  return s;
+}
+
+Status ValidateSynthSpec(const SynthSpec& s) {
+  auto bad = [&](const std::string& what) {
+    return Error(ErrorKind::kInvalidArgument, fmt::format("invalid {} shape: {}", s.arch, what));
+  };
+  if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.head_dim <= 0) {
+    return bad("layers, hidden size, heads and head size must be positive");
+  }
+  if (s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) {
+    return bad(fmt::format("{} heads are not a multiple of {} KV heads", s.n_head, s.n_head_kv));
+  }
+  if (s.n_rot <= 0 || s.n_rot > s.head_dim || s.n_rot % 2 != 0) {
+    return bad(fmt::format("rotary dims {} must be even and <= head size {}", s.n_rot, s.head_dim));
+  }
+  if (s.n_vocab < 300) return bad(fmt::format("vocab {} < 300 (the tokenizer needs 259 tokens)", s.n_vocab));
+  if (s.moe() && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert || s.n_ff_exp <= 0)) {
+    return bad(fmt::format("{} used of {} experts (width {})", s.n_expert_used, s.n_expert, s.n_ff_exp));
+  }
+  if (s.n_expert_shared > 0 && s.n_ff_shexp <= 0) return bad("shared experts without a width");
+  if (s.leading_dense >= s.n_layer && s.moe()) {
+    return bad(fmt::format("{} leading dense layers leave no MoE layer of {}", s.leading_dense, s.n_layer));
+  }
+  if ((s.leading_dense > 0 || !s.moe()) && s.n_ff <= 0) return bad("dense layers need a FFN width");
+  if (s.full_attention_interval > 0) {
+    if (s.n_layer < s.full_attention_interval) {
+      return bad(fmt::format("{} layers hold no full-attention layer (every {}th)", s.n_layer,
+                             s.full_attention_interval));
+    }
+    if (s.ssm_groups <= 0 || s.ssm_dt_rank % s.ssm_groups != 0 || s.ssm_state <= 0 ||
+        s.ssm_conv_kernel <= 0) {
+      return bad("linear attention needs conv kernel, state size, and value heads a multiple of key heads");
+    }
+  }
+  if (s.arch == "deepseek2" && (s.kv_lora_rank <= 0 || s.qk_rope_dim <= 0 || s.v_head_dim <= 0)) {
+    return bad("MLA needs kv_lora_rank, qk_rope_head_dim and v_head_dim");
+  }
+  if (s.arch == "gpt-oss" && s.sliding_window <= 0) return bad("gpt-oss needs a sliding window");
+  return OkStatus();
+}
+
+}  // namespace moetune
