@@ -27,6 +27,8 @@ int ReportError(const Error& error);
 Status WriteOutput(const std::string& path, const std::string& text);
 
 // One Register<Name>Command(CLI::App&, CommandRun*) per command, below.
+void RegisterInspectCommand(CLI::App& app, CommandRun* run);
+void RegisterPlanCommand(CLI::App& app, CommandRun* run);
 void RegisterSynthCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   moetune::CommandRun run;
   // One line per command (src/cli/<command>.cc).
+  moetune::RegisterInspectCommand(app, &run);
+  moetune::RegisterPlanCommand(app, &run);
   moetune::RegisterSynthCommand(app, &run);
   try {
     app.parse(argc, argv);

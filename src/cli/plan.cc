@@ -1,0 +1,121 @@
+// `moetune plan MODEL --ctx N --vram SIZE ...`: the smallest --n-cpu-moe that
+// fits this GPU with a safety margin, the breakdown per device, a table over
+// every N, host RAM, and the exact llama-server command.
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "gguf/ggml_type.h"
+#include "hw/system_memory.h"
+#include "model/model_info.h"
+#include "plan/placement.h"
+#include "report/model_report.h"
+#include "util/units.h"
+
+namespace moetune {
+
+namespace {
+
+struct PlanOpts {
+  std::string model;
+  std::string ctx = "4096";
+  std::string vram;
+  std::string reserve = "0";
+  std::string margin = "1024MiB";
+  std::string host_ram;
+  std::string ctk = "f16";
+  std::string ctv = "f16";
+  int ubatch = 512;
+  int batch = 2048;
+  int parallel = 1;
+  std::string fa = "on";
+  bool no_fine_fill = false;
+  bool json = false;
+  std::string output;
+};
+
+Result<uint32_t> CacheType(const std::string& s, const char* flag) {
+  auto t = GgmlTypeByName(s);
+  static const char* kAllowed[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  for (const char* a : kAllowed) {
+    if (t && t->name == a) return t->id;
+  }
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("{} '{}' is not a KV cache type llama.cpp accepts; use one of f32, f16, bf16, "
+                           "q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1", flag, s));
+}
+
+Result<PlanRequest> BuildRequest(const PlanOpts& o) {
+  PlanRequest r;
+  MOETUNE_ASSIGN_OR_RETURN(r.ctx.n_ctx, ParseTokenCount(o.ctx));
+  if (o.vram.empty())
+    return Error(ErrorKind::kInvalidArgument,
+                 "no GPU memory size given: pass --vram SIZE (free VRAM, e.g. --vram 12GiB)");
+  MOETUNE_ASSIGN_OR_RETURN(Bytes vram, ParseBytes(o.vram));
+  MOETUNE_ASSIGN_OR_RETURN(Bytes reserve, ParseBytes(o.reserve));
+  MOETUNE_ASSIGN_OR_RETURN(Bytes margin, ParseBytes(o.margin));
+  r.vram_free = vram.count();
+  r.reserve = reserve.count();
+  r.margin = margin.count();
+  if (r.reserve > r.vram_free)
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("--reserve {} is more than --vram {}", o.reserve, o.vram));
+  if (!o.host_ram.empty()) {
+    MOETUNE_ASSIGN_OR_RETURN(Bytes h, ParseBytes(o.host_ram));
+    r.host_ram_available = h.count();
+  } else {
+    r.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
+  }
+  MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_k, CacheType(o.ctk, "--ctk"));
+  MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_v, CacheType(o.ctv, "--ctv"));
+  if (o.ubatch < 1 || o.batch < 1 || o.parallel < 1)
+    return Error(ErrorKind::kInvalidArgument, "--ubatch, --batch and --parallel must be at least 1");
+  r.ctx.n_ubatch = std::min(o.ubatch, o.batch);
+  r.ctx.n_batch = o.batch;
+  r.ctx.n_seq = o.parallel;
+  if (o.fa != "on" && o.fa != "off")
+    return Error(ErrorKind::kInvalidArgument, fmt::format("--fa '{}': use on or off", o.fa));
+  r.ctx.flash_attn = o.fa == "on";
+  if (!r.ctx.flash_attn && r.ctx.type_v != ggml_type::kF16 && r.ctx.type_v != ggml_type::kF32 &&
+      r.ctx.type_v != ggml_type::kBF16)
+    return Error(ErrorKind::kInvalidArgument,
+                 "a quantized V cache needs flash attention (llama.cpp refuses it otherwise): use --fa on");
+  r.fine_fill = !o.no_fine_fill;
+  return r;
+}
+
+}  // namespace
+
+void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
+  auto o = std::make_shared<PlanOpts>();
+  CLI::App* cmd = app.add_subcommand("plan", "Plan the GPU/CPU split (-ngl 99 --n-cpu-moe N) for a GPU");
+  cmd->add_option("model", o->model, "GGUF model file (any part of a split model)")->required();
+  cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")->capture_default_str();
+  cmd->add_option("--vram", o->vram, "Free GPU memory (e.g. 12GiB, 11500MiB)");
+  cmd->add_option("--reserve", o->reserve, "Memory other programs hold or will hold on the GPU")
+      ->capture_default_str();
+  cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")->capture_default_str();
+  cmd->add_option("--host-ram", o->host_ram, "Host RAM available (default: MemAvailable)");
+  cmd->add_option("--ctk", o->ctk, "KV cache type for K")->capture_default_str();
+  cmd->add_option("--ctv", o->ctv, "KV cache type for V")->capture_default_str();
+  cmd->add_option("--ubatch,--ub", o->ubatch, "Micro-batch size (llama.cpp -ub)")->capture_default_str();
+  cmd->add_option("--batch,-b", o->batch, "Logical batch size (llama.cpp -b)")->capture_default_str();
+  cmd->add_option("--parallel,--np", o->parallel, "Server slots (llama-server -np)")->capture_default_str();
+  cmd->add_option("--fa", o->fa, "Flash attention: on or off")->capture_default_str();
+  cmd->add_flag("--no-fine-fill", o->no_fine_fill, "Do not propose -ot overrides for single expert tensors");
+  cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
+  cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
+  cmd->callback([o, run] {
+    *run = [o]() -> int {
+      auto req = BuildRequest(*o);
+      if (!req.ok()) return ReportError(req.error());
+      auto m = LoadModelInfo(o->model);
+      if (!m.ok()) return ReportError(m.error());
+      const Plan plan = PlanPlacement(m->gguf, m->arch, m->weights, *req);
+      const std::string text = o->json ? PlanJson(*m, plan, *req).dump(2) + "\n" : PlanText(*m, plan, *req);
+      auto st = WriteOutput(o->output, text);
+      return st.ok() ? kExitOk : ReportError(st.error());
+    };
+  });
+}
+
+}  // namespace moetune

@@ -1,0 +1,18 @@
+#include "model/model_info.h"
+
+#include "gguf/split.h"
+
+namespace moetune {
+
+Result<ModelInfo> LoadModelInfo(const std::string& path) {
+  ModelInfo info;
+  info.path = path;
+  MOETUNE_ASSIGN_OR_RETURN(info.gguf, OpenGgufModel(path));
+  auto arch = AnalyzeArchitecture(info.gguf);
+  if (!arch.ok()) return arch.take_error().Context(path);
+  info.arch = std::move(arch).value();
+  info.weights = ComputeWeightMap(info.gguf, info.arch);
+  return info;
+}
+
+}  // namespace moetune

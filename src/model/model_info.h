@@ -1,0 +1,23 @@
+#pragma once
+/// A model opened for planning: header, architecture analysis and weight map.
+
+#include <string>
+
+#include "gguf/gguf.h"
+#include "model/arch.h"
+#include "model/memory_map.h"
+#include "util/result.h"
+
+namespace moetune {
+
+struct ModelInfo {
+  std::string path;
+  GgufModel gguf;
+  ModelArch arch;
+  WeightMap weights;
+};
+
+/// Opens a model (any part of a split model), analyses it and maps its weights.
+Result<ModelInfo> LoadModelInfo(const std::string& path);
+
+}  // namespace moetune

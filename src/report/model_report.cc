@@ -1,0 +1,272 @@
+#include "report/model_report.h"
+
+#include <fmt/format.h>
+
+#include "gguf/ggml_type.h"
+#include "report/table.h"
+#include "util/units.h"
+
+namespace moetune {
+namespace {
+
+using nlohmann::json;
+
+constexpr TensorRole kLayerRoles[] = {TensorRole::kAttention,     TensorRole::kRoutedExperts,
+                                      TensorRole::kSharedExperts, TensorRole::kRouter,
+                                      TensorRole::kDenseFfn,      TensorRole::kRecurrent,
+                                      TensorRole::kNorm,          TensorRole::kOther};
+
+json RolesJson(const RoleBytes& rb) {
+  json j = json::object();
+  for (int r = 0; r < kTensorRoleCount; ++r) {
+    if (rb[static_cast<size_t>(r)] != 0) j[TensorRoleName(static_cast<TensorRole>(r))] = rb[static_cast<size_t>(r)];
+  }
+  return j;
+}
+
+std::string TypeName(uint32_t t) {
+  auto info = GgmlTypeById(t);
+  return info ? std::string(info->name) : fmt::format("type{}", t);
+}
+
+std::string LayerKind(const LayerInfo& l) {
+  std::string k = AttentionKindName(l.attention);
+  if (l.window) k += fmt::format("({})", l.window);
+  return k + (l.moe ? " moe" : " dense");
+}
+
+std::string Mib(int64_t b) { return FormatMiB(Bytes(b), 1); }
+
+ContextParams CtxAt(int64_t n_ctx) {
+  ContextParams cp;
+  cp.n_ctx = n_ctx;
+  return cp;
+}
+
+}  // namespace
+
+std::vector<int64_t> DefaultInspectContexts() { return {4096, 8192, 32768, 131072}; }
+
+json InspectJson(const ModelInfo& m, const std::vector<int64_t>& contexts) {
+  const Hparams& hp = m.arch.hp;
+  json j;
+  j["path"] = m.path;
+  j["parts"] = m.gguf.parts.size();
+  j["file_bytes"] = m.gguf.file_bytes();
+  j["tensor_count"] = m.gguf.tensors.size();
+  j["architecture"] = hp.arch;
+  j["known_architecture"] = m.arch.known_arch;
+  j["name"] = hp.name;
+  j["hparams"] = {{"n_layer", hp.n_layer},         {"n_embd", hp.n_embd},
+                  {"n_vocab", hp.n_vocab},         {"n_ctx_train", hp.n_ctx_train},
+                  {"n_expert", hp.n_expert},       {"n_expert_used", hp.n_expert_used},
+                  {"n_expert_shared", hp.n_expert_shared}, {"n_ff_exp", hp.n_ff_exp},
+                  {"n_embd_head_k", hp.n_embd_head_k}, {"n_embd_head_v", hp.n_embd_head_v},
+                  {"n_swa", hp.n_swa},             {"full_attention_interval", hp.full_attention_interval},
+                  {"leading_dense", hp.leading_dense}, {"nextn_layers", hp.nextn_layers},
+                  {"ssm_d_conv", hp.ssm_d_conv},   {"ssm_d_inner", hp.ssm_d_inner},
+                  {"ssm_d_state", hp.ssm_d_state}, {"ssm_n_group", hp.ssm_n_group},
+                  {"kv_lora_rank", hp.kv_lora_rank}};
+  j["warnings"] = m.arch.warnings;
+  json w;
+  w["total_bytes"] = m.weights.total;
+  w["expert_bytes"] = m.weights.expert_total();
+  w["bytes_per_token"] = m.weights.bytes_per_token;
+  w["global"] = RolesJson(m.weights.global);
+  json by_role = json::object();
+  for (int r = 0; r < kTensorRoleCount; ++r) {
+    const int64_t b = m.weights.by_role(static_cast<TensorRole>(r));
+    if (b) by_role[TensorRoleName(static_cast<TensorRole>(r))] = b;
+  }
+  w["by_role"] = by_role;
+  j["weights"] = w;
+  json layers = json::array();
+  for (size_t i = 0; i < m.arch.layers.size(); ++i) {
+    const LayerInfo& l = m.arch.layers[i];
+    const LayerWeights& lw = m.weights.layers[i];
+    layers.push_back({{"layer", l.index},
+                      {"attention", AttentionKindName(l.attention)},
+                      {"window", l.window},
+                      {"moe", l.moe},
+                      {"n_head", l.n_head},
+                      {"n_head_kv", l.n_head_kv},
+                      {"n_embd_k_gqa", l.n_embd_k_gqa},
+                      {"n_embd_v_gqa", l.n_embd_v_gqa},
+                      {"bytes", RolesJson(lw.bytes)},
+                      {"total_bytes", lw.total()},
+                      {"expert_bytes", lw.experts()}});
+  }
+  j["layers"] = layers;
+  j["kv_bytes_per_token_f16"] = KvBytesPerToken(m.arch);
+  j["recurrent_state_bytes_per_sequence"] = ComputeContextMemory(m.arch, CtxAt(256)).state_bytes;
+  json ctx = json::array();
+  for (int64_t c : contexts) {
+    const ContextParams cp = CtxAt(c);
+    const ContextMemory cm = ComputeContextMemory(m.arch, cp);
+    ctx.push_back({{"n_ctx", c},
+                   {"n_ctx_padded", cm.n_ctx_padded},
+                   {"kv_bytes", cm.kv_bytes},
+                   {"state_bytes", cm.state_bytes},
+                   {"compute_bytes_estimate", EstimateCompute(m.arch, cp).total()}});
+  }
+  j["contexts"] = ctx;
+  return j;
+}
+
+std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts) {
+  const Hparams& hp = m.arch.hp;
+  std::string o;
+  o += fmt::format("model:        {}{}\n", m.path,
+                   m.gguf.parts.size() > 1 ? fmt::format(" ({} parts)", m.gguf.parts.size()) : "");
+  o += fmt::format("architecture: {}{}{}\n", hp.arch.empty() ? "(none)" : hp.arch,
+                   hp.name.empty() ? "" : "  \"" + hp.name + "\"", m.arch.known_arch ? "" : "  [unknown: inferred]");
+  int moe = 0, n_full = 0, n_swa = 0, n_rec = 0, n_mla = 0, n_none = 0;
+  for (const auto& l : m.arch.layers) {
+    moe += l.moe;
+    switch (l.attention) {
+      case AttentionKind::kFull: ++n_full; break;
+      case AttentionKind::kSlidingWindow: case AttentionKind::kChunked: ++n_swa; break;
+      case AttentionKind::kRecurrent: ++n_rec; break;
+      case AttentionKind::kMla: ++n_mla; break;
+      case AttentionKind::kNone: ++n_none; break;
+    }
+  }
+  o += fmt::format("layers:       {} ({} MoE, {} dense); attention: {} full, {} windowed, {} recurrent, {} MLA, {} none\n",
+                   hp.n_layer, moe, hp.n_layer - moe, n_full, n_swa, n_rec, n_mla, n_none);
+  o += fmt::format("shape:        hidden {}, vocab {}, heads {}/{} x {}, experts {}/{} used (+{} shared), expert FFN {}\n",
+                   hp.n_embd, hp.n_vocab, m.arch.layers.empty() ? 0 : m.arch.layers.back().n_head,
+                   m.arch.layers.empty() ? 0 : m.arch.layers.back().n_head_kv, hp.n_embd_head_k, hp.n_expert_used,
+                   hp.n_expert, hp.n_expert_shared, hp.n_ff_exp);
+  o += fmt::format("weights:      {} in {} tensors; routed experts {} ({:.1f}%); read per token {}\n",
+                   FormatBytes(Bytes(m.weights.total)), m.gguf.tensors.size(),
+                   FormatBytes(Bytes(m.weights.expert_total())),
+                   m.weights.total ? 100.0 * static_cast<double>(m.weights.expert_total()) / static_cast<double>(m.weights.total) : 0.0,
+                   FormatBytes(Bytes(m.weights.bytes_per_token)));
+  o += fmt::format("KV cache:     {} per token (f16, growing layers); recurrent state {} per sequence\n",
+                   FormatBytes(Bytes(KvBytesPerToken(m.arch))),
+                   FormatBytes(Bytes(ComputeContextMemory(m.arch, CtxAt(256)).state_bytes)));
+  for (const auto& w : m.arch.warnings) o += "warning:      " + w + "\n";
+
+  o += "\nContext memory (f16 KV, 1 sequence, ubatch 512):\n\n";
+  MarkdownTable ct({{"context"}, {"KV MiB"}, {"state MiB"}, {"compute MiB (est.)"}});
+  for (int64_t c : contexts) {
+    const ContextParams cp = CtxAt(c);
+    const ContextMemory cm = ComputeContextMemory(m.arch, cp);
+    ct.AddRow({std::to_string(c), Mib(cm.kv_bytes), Mib(cm.state_bytes), Mib(EstimateCompute(m.arch, cp).total())});
+  }
+  o += ct.Render();
+
+  o += "\nWeights by layer and role (MiB):\n\n";
+  std::vector<MarkdownTable::Column> cols = {{"layer"}, {"kind", MarkdownTable::Align::kLeft}};
+  for (TensorRole r : kLayerRoles) cols.push_back({TensorRoleName(r)});
+  cols.push_back({"total"});
+  MarkdownTable lt(cols);
+  for (size_t i = 0; i < m.arch.layers.size(); ++i) {
+    std::vector<std::string> row = {std::to_string(i), LayerKind(m.arch.layers[i])};
+    for (TensorRole r : kLayerRoles) row.push_back(Mib(At(m.weights.layers[i].bytes, r)));
+    row.push_back(Mib(m.weights.layers[i].total()));
+    lt.AddRow(row);
+  }
+  std::vector<std::string> g = {"-", "global"};
+  for (TensorRole r : kLayerRoles) g.push_back(Mib(At(m.weights.global, r)));
+  g.push_back(Mib(Sum(m.weights.global)));
+  lt.AddRow(g);
+  o += lt.Render();
+  o += fmt::format("\nglobal: token_embd {} MiB (host), output {} MiB\n",
+                   Mib(At(m.weights.global, TensorRole::kTokenEmbedding)), Mib(At(m.weights.global, TensorRole::kOutput)));
+  return o;
+}
+
+namespace {
+
+json DeviceJson(const DeviceBreakdown& d) {
+  return {{"weights", RolesJson(d.weights)}, {"weights_bytes", d.weights_total()}, {"kv_bytes", d.kv},
+          {"state_bytes", d.state},          {"compute_bytes", d.compute},        {"total_bytes", d.total()}};
+}
+
+}  // namespace
+
+json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
+  json j;
+  j["model"] = m.path;
+  j["architecture"] = m.arch.hp.arch;
+  j["moe"] = plan.moe;
+  j["n_layer"] = plan.n_layer;
+  j["request"] = {{"vram_free_bytes", req.vram_free}, {"reserve_bytes", req.reserve}, {"margin_bytes", req.margin},
+                  {"n_ctx", req.ctx.n_ctx},          {"n_ubatch", req.ctx.n_ubatch}, {"n_batch", req.ctx.n_batch},
+                  {"type_k", TypeName(req.ctx.type_k)}, {"type_v", TypeName(req.ctx.type_v)},
+                  {"n_parallel", req.ctx.n_seq},     {"flash_attn", req.ctx.flash_attn},
+                  {"host_ram_available_bytes", req.host_ram_available}};
+  j["budget_bytes"] = plan.budget;
+  const PlacementOption* best = plan.best();
+  j["fits"] = best != nullptr;
+  if (plan.moe) {
+    j["n_cpu_moe"] = best ? json(plan.fine_fill.empty() ? best->n_cpu_moe : plan.fine_fill_n_cpu_moe) : json(nullptr);
+    j["n_cpu_moe_without_fine_fill"] = best ? json(best->n_cpu_moe) : json(nullptr);
+    j["ngl"] = std::max(99, plan.n_layer + 1);
+  } else {
+    j["ngl"] = best ? json(best->ngl) : json(nullptr);
+  }
+  json ot = json::array();
+  for (const auto& o : plan.fine_fill) ot.push_back({{"pattern", o.pattern}, {"buffer", o.buffer}, {"gpu_bytes_gained", o.bytes_on_gpu_gained}});
+  j["override_tensors"] = ot;
+  if (best) {
+    j["gpu"] = DeviceJson(best->gpu);
+    j["host"] = DeviceJson(best->host);
+    j["headroom_bytes"] = best->headroom;
+  }
+  j["host_ram_needed_bytes"] = plan.host_ram_needed;
+  j["host_ram_fits"] = plan.host_ram_fits;
+  json opts = json::array();
+  for (const auto& o : plan.options) {
+    opts.push_back({{"n_cpu_moe", o.n_cpu_moe}, {"ngl", o.ngl},     {"fits", o.fits},
+                    {"headroom_bytes", o.headroom}, {"gpu", DeviceJson(o.gpu)}, {"host", DeviceJson(o.host)}});
+  }
+  j["options"] = opts;
+  const auto args = ServerArgs(m.path, plan, req);
+  j["command"] = ShellJoin(args);
+  j["command_argv"] = args;
+  j["notes"] = plan.notes;
+  return j;
+}
+
+std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
+  std::string o;
+  o += fmt::format("model {} ({}, {} layers{}), context {} ({} parallel), ubatch {}, KV {}/{}\n", m.path,
+                   m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx, req.ctx.n_seq,
+                   req.ctx.n_ubatch, TypeName(req.ctx.type_k), TypeName(req.ctx.type_v));
+  o += fmt::format("GPU budget: {} free - {} reserved = {}; safety margin {}\n\n", FormatBytes(Bytes(req.vram_free)),
+                   FormatBytes(Bytes(req.reserve)), FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.margin)));
+  MarkdownTable t({{plan.moe ? "n-cpu-moe" : "ngl"}, {"GPU weights"}, {"KV"}, {"state"}, {"compute"},
+                   {"GPU total"}, {"headroom"}, {"host"}, {"fits", MarkdownTable::Align::kLeft}});
+  for (size_t i = 0; i < plan.options.size(); ++i) {
+    const auto& p = plan.options[i];
+    std::string fit = p.fits ? "yes" : "no";
+    if (plan.recommended && *plan.recommended == i) fit += "  <- recommended";
+    t.AddRow({std::to_string(plan.moe ? p.n_cpu_moe : p.ngl), Mib(p.gpu.weights_total()), Mib(p.gpu.kv),
+              Mib(p.gpu.state), Mib(p.gpu.compute), Mib(p.gpu.total()), Mib(p.headroom), Mib(p.host.total()), fit});
+  }
+  o += "All sizes in MiB.\n\n" + t.Render() + "\n";
+  if (const PlacementOption* best = plan.best()) {
+    o += fmt::format("Recommended: {}\n", plan.moe ? fmt::format("-ngl 99 --n-cpu-moe {}", best->n_cpu_moe)
+                                                  : fmt::format("-ngl {}", best->ngl));
+    o += fmt::format("  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the margin)\n",
+                     FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
+                     FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
+                     FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
+    o += fmt::format("  host: weights {} + compute {} = {}{}\n", FormatBytes(Bytes(best->host.weights_total())),
+                     FormatBytes(Bytes(best->host.compute)), FormatBytes(Bytes(best->host.total())),
+                     req.host_ram_available > 0
+                         ? fmt::format(" of {} available{}", FormatBytes(Bytes(req.host_ram_available)),
+                                       plan.host_ram_fits ? "" : "  (DOES NOT FIT)")
+                         : "");
+    if (plan.moe && best->n_cpu_moe + 1 <= plan.n_layer)
+      o += fmt::format("  One layer more conservative (if measurement shows the edge): --n-cpu-moe {}\n",
+                       best->n_cpu_moe + 1);
+  }
+  for (const auto& n : plan.notes) o += "note: " + n + "\n";
+  o += "\nllama-server command:\n  " + ShellJoin(ServerArgs(m.path, plan, req)) + "\n";
+  return o;
+}
+
+}  // namespace moetune
