@@ -1,0 +1,98 @@
+#include "hw/machine_profile.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace moetune {
+namespace {
+
+MachineProfile Sample() {
+  MachineProfile p;
+  p.created_at = "2026-11-30T10:00:00Z";
+  p.hostname = "box";
+  GpuInfo g;
+  g.index = 0;
+  g.vendor = "nvidia";
+  g.name = "NVIDIA GeForce RTX 4090";
+  g.total_bytes = 24LL << 30;
+  g.free_bytes = 22LL << 30;
+  g.used_by_others_bytes = 1LL << 30;
+  g.processes = {{4242, "firefox", 1LL << 30}, {4343, "Xorg", std::nullopt}};
+  g.pcie_gen_max = 4;
+  g.pcie_width_max = 16;
+  p.gpus.push_back(g);
+  p.cpu = ReadCpuTopology(SysRoot(std::string(MOETUNE_SOURCE_DIR) + "/tests/fixtures/hw/intel_hybrid_6p8e"), false);
+  p.memory.total_bytes = 64LL << 30;
+  p.memory.available_bytes = 58LL << 30;
+  BandwidthResult bw;
+  bw.read_gbps = 71.5;
+  bw.pass_gbps = {70.1, 71.5};
+  p.bandwidth = bw;
+  return p;
+}
+
+TEST(MachineProfile, JsonRoundTrip) {
+  const MachineProfile p = Sample();
+  auto back = MachineProfileFromJson(MachineProfileToJson(p));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->gpus.size(), 1u);
+  EXPECT_EQ(back->gpus[0].free_bytes, 22LL << 30);
+  EXPECT_EQ(back->gpus[0].processes.size(), 2u);
+  EXPECT_FALSE(back->gpus[0].processes[1].used_bytes.has_value());
+  EXPECT_EQ(back->cpu.logical_cpus, 20);
+  EXPECT_EQ(back->cpu.suggested_threads.size(), 3u);
+  EXPECT_EQ(back->cpu.suggested_threads[1].threads, 6);
+  ASSERT_TRUE(back->bandwidth.has_value());
+  EXPECT_DOUBLE_EQ(back->bandwidth->read_gbps, 71.5);
+  EXPECT_EQ(back->TotalFreeVramBytes(), 22LL << 30);
+}
+
+TEST(MachineProfile, SaveAndLoadAtomically) {
+  const auto dir = std::filesystem::temp_directory_path() / ("moetune-profile-" + std::to_string(::getpid()));
+  const std::string path = (dir / "sub/machine.json").string();
+  ASSERT_TRUE(SaveMachineProfile(Sample(), path).ok());
+  auto loaded = LoadMachineProfile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  EXPECT_EQ(loaded->hostname, "box");
+  // No temp file left behind.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "sub")) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MachineProfile, LoadErrorsSayWhatToDo) {
+  auto missing = LoadMachineProfile("/nonexistent-moetune/machine.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind(), ErrorKind::kNotFound);
+  EXPECT_NE(missing.error().message().find("moetune doctor"), std::string::npos);
+
+  const auto path = std::filesystem::temp_directory_path() / ("moetune-bad-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"schema_version": 1, "gpus": "no"})";
+  auto bad = LoadMachineProfile(path.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind(), ErrorKind::kFormat);
+  EXPECT_NE(bad.error().message().find(path.string()), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(MachineProfile, DefaultPathFollowsEnvironment) {
+  const char* old_profile = std::getenv("MOETUNE_PROFILE");
+  const char* old_xdg = std::getenv("XDG_CONFIG_HOME");
+  const std::string saved_profile = old_profile ? old_profile : "";
+  const std::string saved_xdg = old_xdg ? old_xdg : "";
+  ::setenv("MOETUNE_PROFILE", "/tmp/p.json", 1);
+  EXPECT_EQ(DefaultMachineProfilePath(), "/tmp/p.json");
+  ::unsetenv("MOETUNE_PROFILE");
+  ::setenv("XDG_CONFIG_HOME", "/cfg", 1);
+  EXPECT_EQ(DefaultMachineProfilePath(), "/cfg/moetune/machine.json");
+  if (old_profile) ::setenv("MOETUNE_PROFILE", saved_profile.c_str(), 1);
+  if (old_xdg) ::setenv("XDG_CONFIG_HOME", saved_xdg.c_str(), 1); else ::unsetenv("XDG_CONFIG_HOME");
+}
+
+}  // namespace
+}  // namespace moetune
