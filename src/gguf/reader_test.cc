@@ -1,5 +1,6 @@
 #include "gguf/reader.h"
 
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 
@@ -246,6 +247,24 @@ TEST(GgufReaderTest, ReadGgufFileReportsMissingAndUnreadablePaths) {
   std::string path = dir.File("bad.gguf");
   std::ofstream(path) << "GGUF\x03";
   ExpectError(ReadGgufFile(path), ErrorKind::kFormat, {"bad.gguf: byte offset 4", "version"});
+}
+
+}  // namespace
+}  // namespace moetune
+
+namespace moetune {
+namespace {
+
+// The fuzz seeds must stay valid, or the fuzzer starts from rejected inputs only.
+TEST(GgufReaderTest, FuzzSeedCorpusParses) {
+  const std::string dir = std::string(MOETUNE_SOURCE_DIR) + "/tests/fuzz/corpus/gguf";
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    auto f = ReadGgufFile(e.path().string());
+    EXPECT_TRUE(f.ok()) << e.path() << ": " << f.error().message();
+    ++n;
+  }
+  EXPECT_GE(n, 4u);
 }
 
 }  // namespace

@@ -197,7 +197,8 @@ Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t
   for (const auto& t : tensors_) {
     if (t.name == name) return bad("duplicate tensor name");
   }
-  if (ne.empty() || ne.size() > kGgufMaxDims) return bad("needs 1 to 4 dimensions");
+  // Zero dimensions (a scalar) is legal in GGUF and accepted by the reader.
+  if (ne.size() > kGgufMaxDims) return bad("has more than 4 dimensions");
   uint64_t n = 1;
   for (int64_t d : ne) {
     auto p = d > 0 ? CheckedMul(n, static_cast<uint64_t>(d)) : std::nullopt;
@@ -206,10 +207,11 @@ Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t
   }
   auto info = GgmlTypeById(type);
   if (!info) return bad(fmt::format("unknown ggml type id {}", type));
-  auto row = GgmlRowBytes(*info, static_cast<uint64_t>(ne[0]));
-  auto bytes = row ? CheckedMul(*row, n / static_cast<uint64_t>(ne[0])) : std::nullopt;
+  const uint64_t ne0 = ne.empty() ? 1 : static_cast<uint64_t>(ne[0]);
+  auto row = GgmlRowBytes(*info, ne0);
+  auto bytes = row ? CheckedMul(*row, n / ne0) : std::nullopt;
   if (!bytes) {
-    return bad(fmt::format("ne[0]={} is not a multiple of block size {} of {}", ne[0],
+    return bad(fmt::format("ne[0]={} is not a multiple of block size {} of {}", ne0,
                            info->block_size, info->name));
   }
   tensors_.push_back(Tensor{std::move(name), std::move(ne), type, *bytes, std::move(fill)});

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target (*_fuzz) built in BUILD_DIR for SECONDS each.
+# Usage: scripts/fuzz.sh BUILD_DIR SECONDS
+# Seeds come from tests/fuzz/corpus/<name without _fuzz>/ (small valid files made
+# by GgufWriter); inputs the fuzzer finds interesting go to BUILD_DIR/fuzz/<target>/corpus
+# and crash reproducers to BUILD_DIR/fuzz/<target>/. Exits non-zero on any finding.
+set -euo pipefail
+if [ $# -ne 2 ]; then
+  echo "usage: $0 BUILD_DIR SECONDS" >&2
+  exit 2
+fi
+build=$1
+seconds=$2
+repo=$(cd "$(dirname "$0")/.." && pwd)
+
+mapfile -t targets < <(find "$build" -type f -name '*_fuzz' -perm -u+x | sort)
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "fuzz: no *_fuzz targets in $build; build with CC=clang CXX=clang++ -DMOETUNE_FUZZ=ON" >&2
+  exit 1
+fi
+
+status=0
+for target in "${targets[@]}"; do
+  name=$(basename "$target")
+  work="$build/fuzz/$name"
+  mkdir -p "$work/corpus"
+  seeds="$repo/tests/fuzz/corpus/${name%_fuzz}"
+  seed_args=()
+  [ -d "$seeds" ] && seed_args=("$seeds")
+  log="$work/last-run.log"
+  rc=0
+  # One process (-jobs unset), crash reproducers under $work, 2 GiB RSS cap,
+  # 10 s per input: a slow input is a finding too (hangs on crafted headers).
+  "$target" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+    -max_len=8192 -artifact_prefix="$work/" "$work/corpus" "${seed_args[@]}" >"$log" 2>&1 || rc=$?
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  corpus=$(find "$work/corpus" -type f | wc -l)
+  if [ "$rc" -ne 0 ]; then
+    status=1
+    tail -n 40 "$log" >&2
+    artifact=$(grep -o "Test unit written to [^ ]*" "$log" | tail -1 | sed 's/Test unit written to //')
+    echo "fuzz: FAIL $name: finding after ${execs:-?} executions (exit $rc); reproducer: ${artifact:-see $log}; rerun: $target ${artifact:-}"
+  else
+    echo "fuzz: ok $name: ${execs:-0} executions in ${seconds} s, 0 findings, corpus ${corpus} inputs"
+  fi
+done
+exit $status
