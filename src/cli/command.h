@@ -30,5 +30,7 @@ Status WriteOutput(const std::string& path, const std::string& text);
 void RegisterInspectCommand(CLI::App& app, CommandRun* run);
 void RegisterPlanCommand(CLI::App& app, CommandRun* run);
 void RegisterSynthCommand(CLI::App& app, CommandRun* run);
+void RegisterBenchCommand(CLI::App& app, CommandRun* run);
+void RegisterEngineCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

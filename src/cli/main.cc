@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   moetune::RegisterInspectCommand(app, &run);
   moetune::RegisterPlanCommand(app, &run);
   moetune::RegisterSynthCommand(app, &run);
+  moetune::RegisterBenchCommand(app, &run);
+  moetune::RegisterEngineCommand(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

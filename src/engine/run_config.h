@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "engine/failure.h"
+#include "util/result.h"
 
 namespace moetune {
 
@@ -73,5 +75,12 @@ struct RunResult {
 
   bool ok() const { return !failure.has_value(); }
 };
+
+/// Parses a llama-bench style list: "1,2,4", ranges "1-4", "0-8+2" (step),
+/// "1-16*2" (multiply). Errors name the bad item.
+Result<std::vector<int>> ParseIntList(std::string_view text);
+
+/// Splits "a,b,c" into its items (for string-valued lists such as -fa).
+std::vector<std::string> SplitList(std::string_view text);
 
 }  // namespace moetune

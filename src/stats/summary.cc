@@ -44,7 +44,8 @@ Summary Summarize(const std::vector<double>& samples) {
   dev.reserve(s.n);
   for (double x : samples) dev.push_back(std::fabs(x - s.median));
   s.mad = Median(dev);
-  if (s.mad > 0) {
+  // Fewer than 5 samples cannot tell an outlier from ordinary spread.
+  if (s.mad > 0 && s.n >= 5) {
     for (std::size_t i = 0; i < s.n; ++i) {
       if (std::fabs(0.6745 * (samples[i] - s.median) / s.mad) > 3.5) s.outliers.push_back(i);
     }

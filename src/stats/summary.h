@@ -23,7 +23,7 @@ struct Summary {
   /// Median absolute deviation (unscaled).
   double mad = 0;
   /// Indices of samples whose modified z-score |0.6745 (x - median) / MAD|
-  /// exceeds 3.5 (Iglewicz and Hoaglin); empty when MAD is 0.
+  /// exceeds 3.5 (Iglewicz and Hoaglin); empty when MAD is 0 or n < 5.
   std::vector<std::size_t> outliers;
 
   /// Coefficient of variation (sd / mean), absent when sd is absent or mean is 0.

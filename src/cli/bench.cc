@@ -1,0 +1,211 @@
+// moetune bench: measure configurations with the real llama-bench (comma lists
+// sweep; configurations that share model parameters share one model load).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/command.h"
+#include "engine/bench_report.h"
+#include "engine/engine_info.h"
+#include "engine/llama_bench.h"
+#include "util/subprocess.h"
+
+namespace moetune {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string llama_dir;
+  std::string threads;
+  std::string ngl = "99";
+  std::string ncmoe = "0";
+  std::string ot;
+  std::string ubatch = "512";
+  std::string batch = "2048";
+  std::string depth = "0";
+  std::string n_prompt = "512";
+  std::string n_gen = "128";
+  std::string flash_attn;
+  std::string type_k = "f16";
+  std::string type_v = "f16";
+  std::string load_mode;
+  int repetitions = 5;
+  bool no_warmup = false;
+  double timeout = 600;
+  bool json = false;
+  std::string output;
+  bool progress = false;
+  bool no_progress = false;
+  bool dry_run = false;
+  bool verbose = false;
+};
+
+Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
+  auto list = [](const std::string& text, const char* flag) -> Result<std::vector<int>> {
+    auto r = ParseIntList(text);
+    if (!r.ok()) return r.take_error().Context(flag);
+    return r;
+  };
+  const std::string threads =
+      a.threads.empty() ? std::to_string(std::max(1u, std::thread::hardware_concurrency())) : a.threads;
+  MOETUNE_ASSIGN_OR_RETURN(auto t, list(threads, "--threads"));
+  MOETUNE_ASSIGN_OR_RETURN(auto ngl, list(a.ngl, "--ngl"));
+  MOETUNE_ASSIGN_OR_RETURN(auto ncmoe, list(a.ncmoe, "--ncmoe"));
+  MOETUNE_ASSIGN_OR_RETURN(auto ub, list(a.ubatch, "--ubatch"));
+  MOETUNE_ASSIGN_OR_RETURN(auto b, list(a.batch, "--batch"));
+  MOETUNE_ASSIGN_OR_RETURN(auto d, list(a.depth, "--depth"));
+  MOETUNE_ASSIGN_OR_RETURN(auto p, list(a.n_prompt, "--n-prompt"));
+  MOETUNE_ASSIGN_OR_RETURN(auto n, list(a.n_gen, "--n-gen"));
+  const auto fa = SplitList(a.flash_attn);
+  const auto ck = SplitList(a.type_k);
+  const auto cv = SplitList(a.type_v);
+  if (a.repetitions < 1) return Error(ErrorKind::kInvalidArgument, "--repetitions must be at least 1");
+  std::vector<std::pair<int, int>> tests;
+  for (int x : p) {
+    if (x > 0) tests.push_back({x, 0});
+  }
+  for (int x : n) {
+    if (x > 0) tests.push_back({0, x});
+  }
+  if (tests.empty()) {
+    return Error(ErrorKind::kInvalidArgument, "nothing to measure: give --n-prompt and/or --n-gen values above 0");
+  }
+  std::vector<RunConfig> out;
+  // Placement outermost so that configurations sharing a model load are adjacent.
+  for (int g : ngl) {
+    for (int m : ncmoe) {
+      for (int th : t) {
+        for (int u : ub) {
+          for (int bb : b) {
+            for (int dd : d) {
+              for (const auto& k : ck) {
+                for (const auto& v : cv) {
+                  for (const auto& f : fa) {
+                    for (auto [pp, tg] : tests) {
+                      RunConfig c;
+                      c.model = a.model;
+                      c.placement.n_gpu_layers = g;
+                      c.placement.n_cpu_moe = m;
+                      c.placement.override_tensor = a.ot;
+                      c.placement.n_ubatch = u;
+                      c.placement.n_batch = bb;
+                      c.placement.type_k = k;
+                      c.placement.type_v = v;
+                      c.placement.flash_attn = f;
+                      c.load_mode = a.load_mode;
+                      c.threads = th;
+                      c.n_depth = dd;
+                      c.n_prompt = pp;
+                      c.n_gen = tg;
+                      c.repetitions = a.repetitions;
+                      c.warmup = !a.no_warmup;
+                      out.push_back(c);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+int Run(const BenchArgs& a) {
+  InstallChildCleanupOnSignals();
+  auto configs = BuildConfigs(a);
+  if (!configs.ok()) return ReportError(configs.error());
+  DiscoveryOptions dopt;
+  dopt.llama_dir = a.llama_dir;
+  auto info = DiscoverEngine(dopt);
+  if (!info.ok()) return ReportError(info.error());
+  for (const auto& w : info->warnings) std::cerr << "moetune: WARNING: " << w << "\n";
+
+  LlamaBenchOptions opt;
+  opt.timeout_per_test = std::chrono::milliseconds(static_cast<int64_t>(a.timeout * 1000));
+  if (a.verbose) opt.on_engine_line = [](std::string_view l) { std::cerr << "  | " << l << "\n"; };
+  LlamaBenchEngine engine(*info, opt);
+  if (a.dry_run) {
+    for (const auto& inv : engine.PlanInvocations(*configs)) {
+      std::string line;
+      for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
+      std::cout << line << "\n";
+    }
+    return kExitOk;
+  }
+
+  const bool live = !a.no_progress && (a.progress || ::isatty(2));
+  ProgressCallback progress;
+  if (live) {
+    progress = [](const BenchProgress& p) {
+      std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush;
+    };
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  BenchRun run = engine.Run(*configs, progress);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (live) std::cerr << "\n";
+
+  std::string text;
+  if (a.json) {
+    text = BenchRunToJson(run, *info, wall).dump(2) + "\n";
+  } else {
+    text = FormatBenchMarkdown(run);
+    for (const auto& r : run.results) {
+      if (!r.ok()) continue;
+      const auto& c = r.config;
+      const std::string label = fmt::format("{} t={} ngl={} ncmoe={} ub={}", c.test_name(), c.threads,
+                                            c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.placement.n_ubatch);
+      for (const auto& w : SummaryWarnings(ResultSummary(r), label)) {
+        std::cerr << "moetune: note: " << w << "\n";
+      }
+    }
+  }
+  if (auto st = WriteOutput(a.output, text); !st.ok()) return ReportError(st.error());
+  if (run.FailureCount() > 0) {
+    std::cerr << fmt::format("moetune: {} of {} configuration(s) failed (see the table)\n", run.FailureCount(),
+                             run.results.size());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
+  auto a = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Measure configurations with the real llama-bench (comma lists sweep)");
+  cmd->add_option("model", a->model, "GGUF model file")->required();
+  cmd->add_option("--llama-dir", a->llama_dir, "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_option("-t,--threads", a->threads, "Threads, list/range (default: all logical CPUs)");
+  cmd->add_option("--ngl,--n-gpu-layers", a->ngl, "GPU layers, list (default 99)");
+  cmd->add_option("--ncmoe,--n-cpu-moe", a->ncmoe, "Layers whose experts stay on the CPU, list (default 0)");
+  cmd->add_option("--ot,--override-tensor", a->ot, "Tensor override pattern=BUFT[,...] (one value)");
+  cmd->add_option("--ub,--ubatch", a->ubatch, "Micro-batch sizes, list (default 512)");
+  cmd->add_option("-b,--batch", a->batch, "Batch sizes, list (default 2048)");
+  cmd->add_option("-d,--depth", a->depth, "Context depths before the test, list (default 0)");
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prefill test sizes, list (default 512; 0 = none)");
+  cmd->add_option("-n,--n-gen", a->n_gen, "Decode test sizes, list (default 128; 0 = none)");
+  cmd->add_option("--fa,--flash-attn", a->flash_attn, "on|off|auto, list (default: the engine's)");
+  cmd->add_option("--ctk,--cache-type-k", a->type_k, "K cache types, list (default f16)");
+  cmd->add_option("--ctv,--cache-type-v", a->type_v, "V cache types, list (default f16)");
+  cmd->add_option("--lm,--load-mode", a->load_mode, "Load mode (engines with -lm)");
+  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 5)");
+  cmd->add_flag("--no-warmup", a->no_warmup, "Skip the warm-up run");
+  cmd->add_option("--timeout", a->timeout, "Seconds allowed per test (default 600)");
+  cmd->add_flag("--json", a->json, "JSON output (see docs/cli.md)");
+  cmd->add_option("-o,--output", a->output, "Write the output to this file instead of stdout");
+  cmd->add_flag("--progress", a->progress, "Live progress line on stderr even when it is not a terminal");
+  cmd->add_flag("--no-progress", a->no_progress, "No live progress line");
+  cmd->add_flag("--dry-run", a->dry_run, "Print the llama-bench command lines without running them");
+  cmd->add_flag("-v,--verbose", a->verbose, "Echo the engine's log on stderr");
+  cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
+}
+
+}  // namespace moetune

@@ -1,0 +1,42 @@
+#include "engine/run_config.h"
+
+#include <gtest/gtest.h>
+
+namespace moetune {
+namespace {
+
+TEST(ParseIntListTest, ListsAndRanges) {
+  EXPECT_EQ(*ParseIntList("1,2,4"), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(*ParseIntList("1-4"), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(*ParseIntList("0-8+4"), (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(*ParseIntList("1-16*2"), (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(*ParseIntList("-1"), (std::vector<int>{-1}));
+  EXPECT_EQ(*ParseIntList("99,0-2"), (std::vector<int>{99, 0, 1, 2}));
+}
+
+TEST(ParseIntListTest, BadItemsAreNamed) {
+  auto r = ParseIntList("1,x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("'x'"), std::string::npos);
+  EXPECT_FALSE(ParseIntList("4-1").ok());
+  EXPECT_FALSE(ParseIntList("1-8+0").ok());
+  EXPECT_FALSE(ParseIntList("").ok());
+}
+
+TEST(RunConfigTest, TestNamesAndKeys) {
+  RunConfig c;
+  c.n_prompt = 512;
+  EXPECT_EQ(c.test_name(), "pp512");
+  EXPECT_EQ(c.kind(), TestKind::kPrefill);
+  c.n_gen = 128;
+  c.n_depth = 4096;
+  EXPECT_EQ(c.test_name(), "pp512+tg128 @ d4096");
+  RunConfig d = c;
+  d.threads = 7;
+  EXPECT_EQ(c.ModelKey(), d.ModelKey());  // threads do not reload the model
+  d.placement.n_cpu_moe = 3;
+  EXPECT_NE(c.ModelKey(), d.ModelKey());
+}
+
+}  // namespace
+}  // namespace moetune
