@@ -49,6 +49,7 @@ bool IsGenericAllocFailure(std::string_view lower) {
 
 bool IsInvalidArgument(std::string_view lower) {
   return Contains(lower, "invalid parameter for argument") || Contains(lower, "unknown argument") ||
+         Contains(lower, "error while handling argument") ||
          Contains(lower, "invalid range format") || Contains(lower, "invalid value") ||
          Contains(lower, "unknown buffer type") || Contains(lower, "invalid argument:") ||
          Contains(lower, "error: invalid");

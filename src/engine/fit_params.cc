@@ -1,0 +1,95 @@
+#include "engine/fit_params.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <regex>
+
+#include "util/subprocess.h"
+
+namespace moetune {
+
+const FitParamsDevice* FitParamsReport::Find(std::string_view name) const {
+  for (const auto& d : devices) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text) {
+  // "Host 13 32 12" / "CUDA0 20480 1024 512": name then three MiB numbers
+  // (integers in current versions; decimals accepted).
+  static const std::regex kLine(R"(^\s*(\S+)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s*$)");
+  std::vector<FitParamsDevice> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string line(text.substr(start, nl - start));
+    start = nl + 1;
+    std::smatch m;
+    if (!std::regex_match(line, m, kLine)) continue;
+    out.push_back({m[1], Bytes::MiB(std::stod(m[2])), Bytes::MiB(std::stod(m[3])), Bytes::MiB(std::stod(m[4]))});
+  }
+  if (out.empty()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("llama-fit-params printed no '<device> <model> <context> <compute>' line (got '{}'); "
+                             "this engine may not support -fitp",
+                             text.substr(0, 200)));
+  }
+  return out;
+}
+
+std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
+                                       const PlacementArgs& p) {
+  std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"), "-m", model,
+                                   "-ngl", std::to_string(p.n_gpu_layers),
+                                   "-ncmoe", std::to_string(p.n_cpu_moe),
+                                   "-c", std::to_string(p.ctx_size.value_or(4096)),
+                                   "-b", std::to_string(p.n_batch),
+                                   "-ub", std::to_string(p.n_ubatch),
+                                   "-ctk", p.type_k,
+                                   "-ctv", p.type_v};
+  if (!p.override_tensor.empty()) argv.insert(argv.end(), {"-ot", p.override_tensor});
+  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", p.flash_attn});
+  // Explicit placement, no fitting: the sizes are those of exactly this placement.
+  argv.insert(argv.end(), {"-fit", "off", "-fitp", "on"});
+  return argv;
+}
+
+Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
+                                     const PlacementArgs& placement) {
+  if (!engine.HasTool("llama-fit-params")) {
+    return Error(ErrorKind::kNotFound,
+                 fmt::format("the engine in {} has no llama-fit-params (Debian: llama.cpp-tools-extra; upstream: "
+                             "build target llama-fit-params)",
+                             engine.dir));
+  }
+  FitParamsReport report;
+  report.argv = FitParamsArgv(engine, model, placement);
+  RunOptions o;
+  o.spawn.argv = report.argv;
+  o.timeout = std::chrono::milliseconds(120000);
+  std::vector<std::string> diagnostics;
+  std::deque<std::string> tail;
+  o.stderr_tail_lines = 0;
+  o.on_stderr_line = [&](std::string_view l) {
+    if (IsNoiseLine(l)) return;
+    if (IsDiagnosticLine(l) && diagnostics.size() < 100) diagnostics.emplace_back(l);
+    tail.emplace_back(l);
+    if (tail.size() > 30) tail.pop_front();
+  };
+  MOETUNE_ASSIGN_OR_RETURN(RunOutput out, RunProcess(o));
+  report.wall_seconds = out.wall_seconds;
+  auto devices = ParseFitParamsOutput(out.stdout_text);
+  if (out.status.success() && !out.timed_out && devices.ok()) {
+    report.devices = std::move(devices).value();
+    return report;
+  }
+  const EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, diagnostics, tail);
+  if (f.kind == FailureKind::kUnparseable && !devices.ok()) return devices.take_error();
+  return Error(ErrorKind::kEngine,
+               fmt::format("llama-fit-params failed ({}, {}): {}", FailureKindName(f.kind), f.exit, f.message));
+}
+
+}  // namespace moetune

@@ -1,0 +1,54 @@
+#pragma once
+/// llama.cpp's own memory oracle: `llama-fit-params <flags> -fitp on` does a
+/// dry run (no weights read, no buffers allocated) and prints, per device, the
+/// model, context and compute sizes in MiB: `<device> <model> <context>
+/// <compute>` (a `Host` line for host memory). `moetune plan --check` puts
+/// moetune's own prediction beside it.
+///
+/// Caveat (docs/llama-cpp.md): on the CPU backend, repacked weights
+/// (CPU_REPACK) are not in the Host line.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine_info.h"
+#include "engine/failure.h"
+#include "engine/run_config.h"
+#include "util/result.h"
+#include "util/units.h"
+
+namespace moetune {
+
+/// Sizes of one device as the engine computed them (MiB precision).
+struct FitParamsDevice {
+  std::string name;  // "Host", "CUDA0", ...
+  Bytes model_bytes;
+  Bytes context_bytes;
+  Bytes compute_bytes;
+  Bytes total() const { return model_bytes + context_bytes + compute_bytes; }
+};
+
+struct FitParamsReport {
+  std::vector<FitParamsDevice> devices;
+  std::vector<std::string> argv;  // the command that produced it
+  double wall_seconds = 0;
+  /// The device named `name`, or nullptr.
+  const FitParamsDevice* Find(std::string_view name) const;
+};
+
+/// Parses the `-fitp on` lines of stdout. Errors when no line parses.
+Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text);
+
+/// The argument vector RunFitParams uses (placement explicit, fit off).
+std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
+                                       const PlacementArgs& placement);
+
+/// Runs llama-fit-params for `model` with `placement`. The context size
+/// defaults to 4096 when placement.ctx_size is unset (llama.cpp's own default
+/// would be the model's training context). Errors carry the engine's message
+/// (kEngine, with the failure kind in the text) or kNotFound for a missing tool.
+Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
+                                     const PlacementArgs& placement);
+
+}  // namespace moetune

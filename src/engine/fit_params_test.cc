@@ -1,0 +1,61 @@
+#include "engine/fit_params.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace moetune {
+namespace {
+
+TEST(FitParamsTest, ParsesRealOutput) {
+  // Real stdout of llama-fit-params 0.7.0 on a synthesized model (CPU only).
+  auto r = ParseFitParamsOutput("Host 13 32 12 \n");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].name, "Host");
+  EXPECT_EQ((*r)[0].model_bytes, Bytes::MiB(13));
+  EXPECT_EQ((*r)[0].context_bytes, Bytes::MiB(32));
+  EXPECT_EQ((*r)[0].compute_bytes, Bytes::MiB(12));
+  EXPECT_EQ((*r)[0].total(), Bytes::MiB(57));
+}
+
+TEST(FitParamsTest, ParsesSeveralDevicesAndIgnoresOtherLines) {
+  auto r = ParseFitParamsOutput("some log line\nCUDA0 20480 1024 512\nCUDA1 10240.5 0 256\nHost 900 0 64\n");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[1].name, "CUDA1");
+  EXPECT_EQ((*r)[1].model_bytes, Bytes::MiB(10240.5));
+}
+
+TEST(FitParamsTest, NothingParsedIsAnError) {
+  auto r = ParseFitParamsOutput("-c 4096 -ngl -1\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("-fitp"), std::string::npos);
+}
+
+TEST(FitParamsTest, ArgvIsExplicit) {
+  EngineInfo info;
+  info.dir = "/e";
+  PlacementArgs p;
+  p.n_cpu_moe = 5;
+  p.ctx_size = 32768;
+  const auto argv = FitParamsArgv(info, "/m/a b.gguf", p);
+  auto after = [&](const std::string& f) { return *(std::find(argv.begin(), argv.end(), f) + 1); };
+  EXPECT_EQ(argv[0], "/e/llama-fit-params");
+  EXPECT_EQ(after("-m"), "/m/a b.gguf");
+  EXPECT_EQ(after("-ncmoe"), "5");
+  EXPECT_EQ(after("-c"), "32768");
+  EXPECT_EQ(after("-fit"), "off");
+  EXPECT_EQ(after("-fitp"), "on");
+}
+
+TEST(FitParamsTest, MissingToolIsNotFound) {
+  EngineInfo info;
+  info.dir = "/nonexistent";
+  auto r = RunFitParams(info, "/m.gguf", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kNotFound);
+}
+
+}  // namespace
+}  // namespace moetune
