@@ -32,5 +32,6 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run);
 void RegisterSynthCommand(CLI::App& app, CommandRun* run);
 void RegisterBenchCommand(CLI::App& app, CommandRun* run);
 void RegisterEngineCommand(CLI::App& app, CommandRun* run);
+void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <sstream>
 
@@ -45,6 +46,11 @@ void ParseListDevices(const std::string& text, EngineProbe* probe) {
       continue;
     }
     if (!in_list) continue;
+    // The list is the indented block after the header; log lines end it.
+    if (line.empty() || !std::isspace(static_cast<unsigned char>(line[0]))) {
+      in_list = false;
+      continue;
+    }
     const std::string t(TrimSpace(line));
     if (t.empty() || t == "(none)") continue;
     probe->devices.push_back(t);
@@ -71,8 +77,11 @@ EngineProbe ProbeEngine(const std::string& llama_bench) {
     probe.note = r.error().message();
     return probe;
   }
+  // Devices are listed on stdout in current builds; older ones logged to stderr.
   std::string all = r->stdout_text;
-  for (const auto& l : r->stderr_tail) all += l + "\n";
+  if (all.find("Available devices:") == std::string::npos) {
+    for (const auto& l : r->stderr_tail) all += l + "\n";
+  }
   if (r->timed_out || !r->status.success()) {
     probe.note = fmt::format("`{} --list-devices` failed: {}", llama_bench,
                              r->timed_out ? "timed out" : r->status.Describe());

@@ -83,7 +83,7 @@ TEST(EngineTraps, ParseListDevicesCuda) {
   EXPECT_TRUE(probe.has_cuda);
   ASSERT_EQ(probe.devices.size(), 1u);
   EngineProbe none;
-  ParseListDevices("Available devices:\n  (none)\n", &none);
+  ParseListDevices("Available devices:\n  (none)\nggml_backend_load_best: failed to enumerate x\n", &none);
   EXPECT_TRUE(none.devices.empty());
 }
 

@@ -1,0 +1,118 @@
+// `moetune doctor [--model M --ctx C] [--json]`: the true picture of the
+// machine (GPUs and who holds their memory, CPU topology and usable threads,
+// RAM and its bandwidth, engine traps), verdicts with fixes, and the saved
+// machine profile that `plan` reads for --vram.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "hw/doctor.h"
+#include "model/model_info.h"
+#include "plan/placement.h"
+#include "util/units.h"
+
+namespace moetune {
+namespace {
+
+// Fills ModelNeeds from the memory map through the planner's own device model
+// (plan/placement.h), so that doctor and plan agree on what must sit in VRAM.
+Result<ModelNeeds> ModelNeedsFor(const std::string& path, int64_t n_ctx) {
+  MOETUNE_ASSIGN_OR_RETURN(ModelInfo info, LoadModelInfo(path));
+  if (!info.arch.is_moe()) {
+    return Error(ErrorKind::kUnsupported,
+                 fmt::format("'{}' is not a Mixture-of-Experts model; doctor's expert-layer advice "
+                             "needs one (run doctor without --model)",
+                             path));
+  }
+  PlanRequest req;
+  req.vram_free = int64_t{1} << 60;  // only the per-N breakdowns are used
+  req.ctx.n_ctx = n_ctx;
+  req.fine_fill = false;
+  const Plan plan = PlanPlacement(info.gguf, info.arch, info.weights, req);
+  ModelNeeds m;
+  m.name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  m.n_ctx = n_ctx;
+  for (const auto& layer : info.weights.layers) m.expert_bytes_by_layer.push_back(layer.experts());
+  const PlacementOption* all_cpu = nullptr;
+  const PlacementOption* all_gpu = nullptr;
+  for (const auto& o : plan.options) {
+    if (o.n_cpu_moe == plan.n_layer) all_cpu = &o;
+    if (o.n_cpu_moe == 0) all_gpu = &o;
+  }
+  if (all_cpu == nullptr || all_gpu == nullptr) {
+    return Error(ErrorKind::kInternal, fmt::format("the planner gave no --n-cpu-moe 0..{} breakdown for '{}'",
+                                                   plan.n_layer, path));
+  }
+  m.gpu_fixed_bytes = all_cpu->gpu.total();
+  m.host_fixed_bytes = all_gpu->host.total();
+  return m;
+}
+
+}  // namespace
+
+void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
+  struct Opts {
+    std::string model;
+    std::string ctx = "4096";
+    bool json = false;
+    std::string profile;
+    bool no_save = false;
+    bool no_bandwidth = false;
+    bool no_engine = false;
+    std::string sysroot = "/";
+    std::string nvml = "libnvidia-ml.so.1";
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor", "Show the true picture of this machine (GPUs, VRAM holders, CPU threads, RAM bandwidth, "
+                "engine traps) and save the machine profile");
+  cmd->add_option("--model", o->model, "GGUF MoE model: make the verdicts concrete (expert layers)");
+  cmd->add_option("--ctx", o->ctx, "Context length for --model (e.g. 32K)")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON on stdout (fields in docs/cli.md)");
+  cmd->add_option("--profile", o->profile,
+                  "Where to save the machine profile (default $MOETUNE_PROFILE, "
+                  "$XDG_CONFIG_HOME/moetune/machine.json or ~/.config/moetune/machine.json)");
+  cmd->add_flag("--no-save", o->no_save, "Do not save the machine profile");
+  cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the RAM bandwidth measurement (~1-2 s)");
+  cmd->add_flag("--no-engine", o->no_engine, "Do not run llama-bench --list-devices");
+  cmd->add_option("--sysroot", o->sysroot, "Read /sys and /proc under this folder (for tests)")
+      ->group("");
+  cmd->add_option("--nvml-library", o->nvml, "NVML library to load (for tests)")->group("");
+  cmd->callback([o, run] {
+    *run = [o]() -> int {
+      std::optional<int64_t> ctx;
+      if (!o->model.empty()) {
+        auto c = ParseTokenCount(o->ctx);
+        if (!c.ok()) return ReportError(c.error());
+        ctx = *c;
+      }
+      DoctorOptions d;
+      d.root = SysRoot(o->sysroot);
+      d.nvml_library = o->nvml;
+      d.measure_bandwidth = !o->no_bandwidth;
+      d.probe_engine = !o->no_engine;
+      d.env = CurrentEnvironment();
+      if (!o->json) std::cerr << "moetune: examining this machine (about 2 s)...\n";
+      DoctorReport report = RunDoctor(d);
+      if (ctx) {
+        auto needs = ModelNeedsFor(o->model, *ctx);
+        if (!needs.ok()) return ReportError(needs.error());
+        AddModelToReport(*needs, &report);
+      }
+      const std::string text = o->json ? DoctorReportToJson(report).dump(2) + "\n" : FormatDoctorText(report);
+      if (auto st = WriteOutput("-", text); !st.ok()) return ReportError(st.error());
+      if (!o->no_save) {
+        const std::string path = o->profile.empty() ? DefaultMachineProfilePath() : o->profile;
+        if (auto st = SaveMachineProfile(report.profile, path); !st.ok()) {
+          // The report is printed already; an unwritable profile is worth an exit code.
+          return ReportError(st.error());
+        }
+        std::cerr << fmt::format("moetune: machine profile saved to {}\n", path);
+      }
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace moetune

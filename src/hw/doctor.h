@@ -1,0 +1,55 @@
+#pragma once
+/// `moetune doctor` as a library call: probes GPUs, CPU, memory and the engine,
+/// builds the machine profile, and renders the report (text or JSON). The CLI
+/// (src/cli/doctor.cc) only parses flags, adds the model, prints and saves.
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/engine_traps.h"
+#include "hw/machine_profile.h"
+#include "hw/sysfs.h"
+#include "hw/verdicts.h"
+
+namespace moetune {
+
+struct DoctorOptions {
+  SysRoot root{"/"};
+  std::string nvml_library = "libnvidia-ml.so.1";
+  bool measure_bandwidth = true;
+  double bandwidth_budget_s = 1.0;
+  bool probe_engine = true;
+  std::map<std::string, std::string> env;  // CurrentEnvironment() in the CLI
+};
+
+struct DoctorReport {
+  MachineProfile profile;
+  std::optional<EngineProbe> engine;
+  std::vector<EngineTrap> traps;
+  std::vector<Verdict> verdicts;
+  std::optional<ModelNeeds> model;
+  std::optional<ExpertFit> model_fit;  // the split that fits the free VRAM now
+  double seconds = 0;
+};
+
+/// Runs every probe. Never fails: a missing source becomes a note.
+DoctorReport RunDoctor(const DoctorOptions& options);
+
+/// Recomputes verdicts (and the model fit) after `model` is set.
+void AddModelToReport(const ModelNeeds& model, DoctorReport* report);
+
+/// Every note about a missing or partial source, prefixed by its area.
+std::vector<std::string> MissingSources(const DoctorReport& report);
+
+/// The machine profile's JSON plus "verdicts", "engine", "model",
+/// "missing_sources" and "doctor_seconds" (docs/cli.md, "## doctor").
+nlohmann::json DoctorReportToJson(const DoctorReport& report);
+
+/// The human-readable report.
+std::string FormatDoctorText(const DoctorReport& report);
+
+}  // namespace moetune
