@@ -1,0 +1,237 @@
+// Integration: the llama-bench engine against the real llama.cpp on a
+// synthesized MoE model. Every failure kind is provoked for real, and after
+// every test no process started by it may be left (checked in /proc).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "engine/engine_info.h"
+#include "engine/fit_params.h"
+#include "engine/llama_bench.h"
+#include "support.h"
+#include "util/subprocess.h"
+
+namespace moetune::itest {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    model_ = dir_->File("tiny qwen3moe's model.gguf");  // spaces and a quote in the path
+    const auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    DiscoveryOptions o;
+    if (auto d = EngineDir()) o.llama_dir = d->string();
+    auto info = DiscoverEngine(o);
+    ASSERT_TRUE(info.ok()) << info.error().message();
+    info_ = new EngineInfo(*info);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete info_;
+  }
+  void SetUp() override { ASSERT_NE(info_, nullptr) << "engine discovery failed"; }
+  void TearDown() override {
+    // Nothing this test started may survive it.
+    for (int i = 0; i < 100 && !LiveDescendantsOf(::getpid()).empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
+    EXPECT_EQ(LiveChildGroupCount(), 0);
+  }
+
+  static RunConfig Config(int n_prompt, int n_gen, int threads = 1) {
+    RunConfig c;
+    c.model = model_;
+    c.threads = threads;
+    c.n_prompt = n_prompt;
+    c.n_gen = n_gen;
+    c.repetitions = 2;
+    return c;
+  }
+
+  static TempDir* dir_;
+  static std::string model_;
+  static EngineInfo* info_;
+};
+
+TempDir* EngineTest::dir_ = nullptr;
+std::string EngineTest::model_;
+EngineInfo* EngineTest::info_ = nullptr;
+
+TEST_F(EngineTest, DiscoveryReportsVersionBackendsAndFlags) {
+  EXPECT_FALSE(info_->version_line.empty());
+  EXPECT_GT(info_->build_number, 0);
+  EXPECT_TRUE(info_->HasBackend("CPU")) << FormatEngineInfo(*info_);
+  EXPECT_TRUE(info_->HasBenchFlag("-ngl"));
+  EXPECT_TRUE(info_->HasBenchFlag("-o"));
+}
+
+TEST_F(EngineTest, PrefillAndDecodeResultsParse) {
+  LlamaBenchEngine engine(*info_);
+  const BenchRun run = engine.Run({Config(32, 0), Config(0, 8)});
+  ASSERT_EQ(run.results.size(), 2u);
+  for (const auto& r : run.results) {
+    ASSERT_TRUE(r.ok()) << r.failure->message;
+    EXPECT_GT(r.avg_ts, 0);
+    EXPECT_EQ(r.samples_ts.size(), 2u);
+    EXPECT_EQ(r.samples_ns.size(), 2u);
+    EXPECT_EQ(r.record["n_threads"], 1);
+  }
+  EXPECT_EQ(run.results[0].record["n_prompt"], 32);
+  EXPECT_EQ(run.results[1].record["n_gen"], 8);
+  EXPECT_EQ(run.backends.find("CPU") != std::string::npos, true);
+}
+
+TEST_F(EngineTest, ThreadSweepLoadsTheModelOnce) {
+  std::vector<RunConfig> configs;
+  for (int t : {1, 2}) {
+    for (int ub : {32, 64}) {
+      RunConfig c = Config(16, 0, t);
+      c.placement.n_ubatch = ub;
+      c.repetitions = 1;
+      configs.push_back(c);
+    }
+  }
+  LlamaBenchEngine engine(*info_);
+  const BenchRun run = engine.Run(configs);
+  ASSERT_EQ(run.invocations.size(), 1u);
+  EXPECT_EQ(run.invocations[0].model_loads, 1);  // counted in the engine's own log
+  for (const auto& r : run.results) ASSERT_TRUE(r.ok()) << r.failure->message;
+  EXPECT_EQ(run.results[3].record["n_threads"], 2);
+  EXPECT_EQ(run.results[3].record["n_ubatch"], 64);
+}
+
+TEST_F(EngineTest, PlacementChangesReload) {
+  RunConfig a = Config(16, 0);
+  a.repetitions = 1;
+  RunConfig b = a;
+  b.placement.n_cpu_moe = 2;
+  LlamaBenchEngine engine(*info_);
+  const BenchRun run = engine.Run({a, b});
+  ASSERT_EQ(run.invocations.size(), 2u);
+  EXPECT_EQ(run.TotalModelLoads(), 2);
+  ASSERT_TRUE(run.results[1].ok());
+  EXPECT_EQ(run.results[1].record["n_cpu_moe"], 2);
+}
+
+TEST_F(EngineTest, MissingModelFile) {
+  RunConfig c = Config(16, 0);
+  c.model = dir_->File("no such model.gguf");
+  LlamaBenchEngine engine(*info_);
+  const RunResult r = engine.RunOne(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->kind, FailureKind::kModelLoad) << r.failure->message;
+  EXPECT_NE(r.failure->message.find("no such model.gguf"), std::string::npos) << r.failure->message;
+}
+
+TEST_F(EngineTest, CorruptGguf) {
+  const std::string bad = dir_->File("corrupt.gguf");
+  {
+    std::ofstream f(bad, std::ios::binary);
+    f << "GGUF\x03";  // a truncated header
+    for (int i = 0; i < 100; ++i) f << "garbage";
+  }
+  RunConfig c = Config(16, 0);
+  c.model = bad;
+  LlamaBenchEngine engine(*info_);
+  const RunResult r = engine.RunOne(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->kind, FailureKind::kModelLoad) << r.failure->message;
+  EXPECT_NE(r.failure->message.find("gguf"), std::string::npos) << r.failure->message;
+}
+
+TEST_F(EngineTest, TimeoutOnALongRun) {
+  RunConfig c = Config(0, 200000);
+  c.repetitions = 5;
+  LlamaBenchOptions o;
+  o.timeout_per_test = std::chrono::milliseconds(1000);
+  o.load_allowance = std::chrono::milliseconds(0);
+  LlamaBenchEngine engine(*info_, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = engine.RunOne(c);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->kind, FailureKind::kTimeout) << r.failure->message;
+  EXPECT_NE(r.failure->message.find("1 s"), std::string::npos) << r.failure->message;
+  EXPECT_LT(secs, 15);
+}
+
+TEST_F(EngineTest, EngineKilledBySignal) {
+  RunConfig c = Config(0, 200000);
+  LlamaBenchEngine engine(*info_);
+  std::atomic<bool> done{false};
+  std::atomic<bool> killed{false};
+  std::thread killer([&] {
+    // Wait for the engine's model to be loaded (a second is plenty), then segfault it.
+    for (int i = 0; i < 600 && !done; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const auto kids = LiveDescendantsOf(::getpid());
+      if (!kids.empty() && i >= 20) {
+        for (pid_t k : kids) ::kill(k, SIGSEGV);
+        killed = true;
+        return;
+      }
+    }
+  });
+  const RunResult r = engine.RunOne(c);
+  done = true;
+  killer.join();
+  ASSERT_TRUE(killed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->kind, FailureKind::kCrash) << r.failure->message;
+  EXPECT_NE(r.failure->message.find("SIGSEGV"), std::string::npos) << r.failure->message;
+}
+
+TEST_F(EngineTest, InvalidFlagValueIsRejectedByTheEngine) {
+  RunConfig c = Config(16, 0);
+  c.placement.flash_attn = "maybe";
+  LlamaBenchEngine engine(*info_);
+  const RunResult r = engine.RunOne(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->kind, FailureKind::kInvalidConfig) << r.failure->message;
+  EXPECT_NE(r.failure->message.find("-fa"), std::string::npos) << r.failure->message;
+}
+
+TEST_F(EngineTest, MissingEngine) {
+  EngineInfo gone = *info_;
+  gone.dir = dir_->File("no-engine-here");
+  LlamaBenchEngine engine(gone);
+  const RunResult r = engine.RunOne(Config(16, 0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->kind, FailureKind::kEngineMissing);
+  EXPECT_NE(r.failure->message.find("no-engine-here"), std::string::npos);
+
+  DiscoveryOptions o;
+  o.llama_dir = gone.dir;
+  EXPECT_EQ(DiscoverEngine(o).error().kind(), ErrorKind::kNotFound);
+}
+
+TEST_F(EngineTest, FitParamsOracleReportsHostSizes) {
+  PlacementArgs p;
+  p.ctx_size = 4096;
+  auto r = RunFitParams(*info_, model_, p);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const FitParamsDevice* host = r->Find("Host");
+  ASSERT_NE(host, nullptr);
+  EXPECT_GT(host->model_bytes.count(), 0);
+  EXPECT_GT(host->context_bytes.count(), 0);
+  // A larger context needs a larger KV cache.
+  p.ctx_size = 16384;
+  auto big = RunFitParams(*info_, model_, p);
+  ASSERT_TRUE(big.ok());
+  EXPECT_GT(big->Find("Host")->context_bytes, host->context_bytes);
+
+  auto bad = RunFitParams(*info_, dir_->File("missing.gguf"), p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("missing.gguf"), std::string::npos) << bad.error().message();
+}
+
+}  // namespace
+}  // namespace moetune::itest
