@@ -5,6 +5,9 @@
 
 #include "cli/command.h"
 #include "gguf/ggml_type.h"
+#include <iostream>
+
+#include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
@@ -19,6 +22,7 @@ struct PlanOpts {
   std::string model;
   std::string ctx = "4096";
   std::string vram;
+  std::string profile;
   std::string reserve = "0";
   std::string margin = "1024MiB";
   std::string host_ram;
@@ -44,13 +48,32 @@ Result<uint32_t> CacheType(const std::string& s, const char* flag) {
                            "q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1", flag, s));
 }
 
+// Free VRAM of the first GPU in the profile `moetune doctor` saved.
+Result<Bytes> VramFromProfile(const std::string& path_opt) {
+  const std::string path = path_opt.empty() ? DefaultMachineProfilePath() : path_opt;
+  auto no_vram = [](const std::string& why) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("no --vram given, and {}. Pass --vram SIZE (free VRAM, e.g. --vram 12GiB)", why));
+  };
+  if (path.empty()) return no_vram("no machine profile path ($HOME is not set)");
+  auto profile = LoadMachineProfile(path);
+  if (!profile.ok()) return no_vram(profile.error().message());
+  if (profile->gpus.empty()) return no_vram(fmt::format("the machine profile {} lists no GPU", path));
+  const GpuInfo& g = profile->gpus.front();
+  std::cerr << fmt::format("moetune: --vram from {} ({}, {} free, measured {})\n", path, g.name,
+                           FormatBytes(Bytes(g.free_bytes)), profile->created_at);
+  return Bytes(g.free_bytes);
+}
+
 Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   PlanRequest r;
   MOETUNE_ASSIGN_OR_RETURN(r.ctx.n_ctx, ParseTokenCount(o.ctx));
-  if (o.vram.empty())
-    return Error(ErrorKind::kInvalidArgument,
-                 "no GPU memory size given: pass --vram SIZE (free VRAM, e.g. --vram 12GiB)");
-  MOETUNE_ASSIGN_OR_RETURN(Bytes vram, ParseBytes(o.vram));
+  Bytes vram;
+  if (o.vram.empty()) {
+    MOETUNE_ASSIGN_OR_RETURN(vram, VramFromProfile(o.profile));
+  } else {
+    MOETUNE_ASSIGN_OR_RETURN(vram, ParseBytes(o.vram));
+  }
   MOETUNE_ASSIGN_OR_RETURN(Bytes reserve, ParseBytes(o.reserve));
   MOETUNE_ASSIGN_OR_RETURN(Bytes margin, ParseBytes(o.margin));
   r.vram_free = vram.count();
@@ -90,7 +113,9 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   CLI::App* cmd = app.add_subcommand("plan", "Plan the GPU/CPU split (-ngl 99 --n-cpu-moe N) for a GPU");
   cmd->add_option("model", o->model, "GGUF model file (any part of a split model)")->required();
   cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")->capture_default_str();
-  cmd->add_option("--vram", o->vram, "Free GPU memory (e.g. 12GiB, 11500MiB)");
+  cmd->add_option("--vram", o->vram,
+                  "Free GPU memory (e.g. 12GiB, 11500MiB); default: first GPU of the doctor's profile");
+  cmd->add_option("--profile", o->profile, "Machine profile to read when --vram is absent");
   cmd->add_option("--reserve", o->reserve, "Memory other programs hold or will hold on the GPU")
       ->capture_default_str();
   cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")->capture_default_str();
