@@ -30,7 +30,7 @@ class SynthEngineTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     engine_ = EngineDir();
-    if (!engine_) GTEST_SKIP() << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
+    ASSERT_TRUE(engine_.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
   }
   std::string Synth(const std::string& preset, const std::string& quant) {
     const std::string out = dir_.File(preset + ".gguf");
@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, SynthEngineTest,
 
 TEST(SynthServerTest, LlamaServerLoadsAndTokenizesText) {
   const auto engine = EngineDir();
-  if (!engine) GTEST_SKIP() << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
+  ASSERT_TRUE(engine.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
   TempDir dir;
   const std::string model = dir.File("m.gguf");
   auto s = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", model}, 60);
