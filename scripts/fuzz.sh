@@ -2,8 +2,9 @@
 # Runs every libFuzzer target (*_fuzz) built in BUILD_DIR for SECONDS each.
 # Usage: scripts/fuzz.sh BUILD_DIR SECONDS
 # Seeds come from tests/fuzz/corpus/<name without _fuzz>/ (small valid files made
-# by GgufWriter); inputs the fuzzer finds interesting go to BUILD_DIR/fuzz/<target>/corpus
-# and crash reproducers to BUILD_DIR/fuzz/<target>/. Exits non-zero on any finding.
+# by GgufWriter), tests/fuzz/<target>.dict is the dictionary if present; inputs
+# the fuzzer finds interesting go to BUILD_DIR/fuzz/<target>/corpus and crash
+# reproducers to BUILD_DIR/fuzz/<target>/. Exits non-zero on any finding.
 set -euo pipefail
 if [ $# -ne 2 ]; then
   echo "usage: $0 BUILD_DIR SECONDS" >&2
@@ -27,12 +28,15 @@ for target in "${targets[@]}"; do
   seeds="$repo/tests/fuzz/corpus/${name%_fuzz}"
   seed_args=()
   [ -d "$seeds" ] && seed_args=("$seeds")
+  dict="$repo/tests/fuzz/$name.dict"
+  dict_args=()
+  [ -f "$dict" ] && dict_args=("-dict=$dict")
   log="$work/last-run.log"
   rc=0
   # One process (-jobs unset), crash reproducers under $work, 2 GiB RSS cap,
   # 10 s per input: a slow input is a finding too (hangs on crafted headers).
   "$target" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-    -max_len=8192 -artifact_prefix="$work/" "$work/corpus" "${seed_args[@]}" >"$log" 2>&1 || rc=$?
+    -max_len=8192 -artifact_prefix="$work/" "${dict_args[@]}" "$work/corpus" "${seed_args[@]}" >"$log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   corpus=$(find "$work/corpus" -type f | wc -l)
   if [ "$rc" -ne 0 ]; then

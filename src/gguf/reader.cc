@@ -144,6 +144,18 @@ Status HeaderParser::ReadHeaderStart() {
   uint64_t at = r_.offset();
   MOETUNE_ASSIGN_OR_RETURN(n_tensors_, r_.Read<uint64_t>("tensor count"));
   MOETUNE_ASSIGN_OR_RETURN(n_kv_, r_.Read<uint64_t>("metadata entry count"));
+  if (n_tensors_ > kGgufMaxTensors) {
+    return r_.FormatError(at, "tensor count",
+                          fmt::format("{} tensors is above the limit of {}; the header is "
+                                      "corrupt (real models have a few thousand at most)",
+                                      n_tensors_, kGgufMaxTensors));
+  }
+  if (n_kv_ > kGgufMaxEntries) {
+    return r_.FormatError(at + 8, "metadata entry count",
+                          fmt::format("{} entries is above the limit of {}; the header is "
+                                      "corrupt (real models have about a hundred at most)",
+                                      n_kv_, kGgufMaxEntries));
+  }
   // Both counts are i64 upstream; each entry needs a minimum number of bytes.
   if (n_tensors_ > r_.remaining() / kMinTensorInfoBytes) {
     return r_.FormatError(at, "tensor count",

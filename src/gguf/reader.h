@@ -41,6 +41,7 @@
 ///  - every count (entries, tensors, array elements) must fit in the bytes that
 ///    remain at its minimum encoded size before anything is allocated, and
 ///    reservations are additionally capped, so memory grows only with bytes read;
+///  - at most kGgufMaxEntries metadata entries and kGgufMaxTensors tensors;
 ///  - every size and offset is computed with checked add/multiply;
 ///  - arrays longer than GgufReadOptions::max_array_elements (tokenizer vocab and
 ///    merges) are validated and skipped: array_count kept, array_elided set.
@@ -62,6 +63,11 @@ inline constexpr uint64_t kGgufMaxTensorNameBytes = 63;  // GGML_MAX_NAME - 1
 inline constexpr uint64_t kGgufMaxStringBytes = 16 * 1024 * 1024;
 inline constexpr uint32_t kGgufMaxDims = 4;            // GGML_MAX_DIMS
 inline constexpr uint64_t kGgufDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT
+/// Caps on counts, so that a file of tiny entries cannot make the in-memory
+/// form (~100+ bytes per entry) many times larger than the file. Real models
+/// have ~50 metadata entries and at most a few thousand tensors.
+inline constexpr uint64_t kGgufMaxEntries = 1 << 16;
+inline constexpr uint64_t kGgufMaxTensors = 1 << 20;
 
 struct GgufReadOptions {
   /// Arrays with more elements than this are validated but not kept

@@ -93,9 +93,13 @@ TEST(GgufReaderTest, EveryTruncationOfAValidFileIsAnErrorNamingAnOffset) {
 
 TEST(GgufReaderTest, RejectsCountsBeyondTheFile) {
   ExpectError(ParseBytes(ByteBuilder().Header(1000000000000ull, 0).Zeros(100).bytes),
-              ErrorKind::kFormat, {"byte offset 8", "tensor count", "1000000000000"});
+              ErrorKind::kFormat, {"byte offset 8", "tensor count", "1000000000000", "limit"});
   ExpectError(ParseBytes(ByteBuilder().Header(0, ~0ull).Zeros(100).bytes), ErrorKind::kFormat,
-              {"byte offset 16", "metadata entry count"});
+              {"byte offset 16", "metadata entry count", "limit"});
+  ExpectError(ParseBytes(ByteBuilder().Header(1000, 0).Zeros(100).bytes), ErrorKind::kFormat,
+              {"byte offset 8", "tensor count", "1000 tensors need at least 24 bytes each"});
+  ExpectError(ParseBytes(ByteBuilder().Header(0, 1000).Zeros(100).bytes), ErrorKind::kFormat,
+              {"byte offset 16", "metadata entry count", "only 100 bytes remain"});
   // An array of 2^61 u64 would need 2^64 bytes: the count check must not overflow.
   ByteBuilder arr;
   arr.Header(0, 1).Str("a").Put<uint32_t>(9).Put<uint32_t>(10).Put<uint64_t>(1ull << 61).Zeros(64);
