@@ -32,6 +32,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run);
 void RegisterSynthCommand(CLI::App& app, CommandRun* run);
 void RegisterBenchCommand(CLI::App& app, CommandRun* run);
 void RegisterEngineCommand(CLI::App& app, CommandRun* run);
+void RegisterDemoCommand(CLI::App& app, CommandRun* run);
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   moetune::RegisterSynthCommand(app, &run);
   moetune::RegisterBenchCommand(app, &run);
   moetune::RegisterEngineCommand(app, &run);
+  moetune::RegisterDemoCommand(app, &run);
   moetune::RegisterDoctorCommand(app, &run);
   try {
     app.parse(argc, argv);
