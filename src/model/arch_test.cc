@@ -95,3 +95,74 @@ TEST(AnalyzeArchitecture, NoLayersIsAClearError) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+struct PresetExpectation {
+  const char* preset;
+  int n_layer;
+  int dense_layers;      // layers without routed experts
+  AttentionKind kind0;   // layer 0's attention kind
+  int full_layers;       // layers whose KV grows with context (full or MLA)
+};
+
+class PresetArchTest : public ::testing::TestWithParam<PresetExpectation> {};
+
+TEST_P(PresetArchTest, LayerKindsMatchTheRealModel) {
+  const PresetExpectation& e = GetParam();
+  GgufModel m = SynthHeaderModel(e.preset);
+  auto a = AnalyzeArchitecture(m);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_TRUE(a->known_arch) << a->hp.arch;
+  ASSERT_EQ(static_cast<int>(a->layers.size()), e.n_layer);
+  int dense = 0, growing = 0;
+  for (const auto& l : a->layers) {
+    dense += !l.moe;
+    growing += l.attention == AttentionKind::kFull || l.attention == AttentionKind::kMla;
+  }
+  EXPECT_EQ(dense, e.dense_layers);
+  EXPECT_EQ(a->layers[0].attention, e.kind0);
+  EXPECT_EQ(growing, e.full_layers);
+  // Every tensor has a role; nothing of a real model's weight is "other"
+  // except MTP heads and rope factors.
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    if (a->tensors[i].role == TensorRole::kOther) {
+      EXPECT_TRUE(m.tensors[i].name.find("nextn") != std::string::npos ||
+                  m.tensors[i].name.find("rope") != std::string::npos)
+          << m.tensors[i].name;
+    }
+  }
+}
+
+// Shapes from shared/docs/models.md.
+INSTANTIATE_TEST_SUITE_P(
+    Presets, PresetArchTest,
+    ::testing::Values(PresetExpectation{"qwen3moe", 48, 0, AttentionKind::kFull, 48},
+                      PresetExpectation{"qwen35moe", 40, 0, AttentionKind::kRecurrent, 10},
+                      PresetExpectation{"qwen3next", 48, 0, AttentionKind::kRecurrent, 12},
+                      PresetExpectation{"gpt-oss-20b", 24, 0, AttentionKind::kSlidingWindow, 12},
+                      PresetExpectation{"glm4moe", 46, 1, AttentionKind::kFull, 46},
+                      PresetExpectation{"deepseek2", 61, 3, AttentionKind::kMla, 61},
+                      PresetExpectation{"mixtral", 32, 0, AttentionKind::kFull, 32},
+                      PresetExpectation{"llama4", 48, 0, AttentionKind::kChunked, 12},
+                      PresetExpectation{"llama", 16, 16, AttentionKind::kFull, 16},
+                      PresetExpectation{"qwen2", 24, 24, AttentionKind::kFull, 24},
+                      PresetExpectation{"qwen3", 28, 28, AttentionKind::kFull, 28}),
+    [](const ::testing::TestParamInfo<PresetExpectation>& p) {
+      std::string n = p.param.preset;
+      for (char& c : n) if (c == '-') c = '_';
+      return n;
+    });
+
+TEST(PresetKv, DeepSeekMlaCachesLatentOnly) {
+  GgufModel m = SynthHeaderModel("deepseek2");
+  auto a = AnalyzeArchitecture(m);
+  ASSERT_TRUE(a.ok());
+  // 576 values (512 latent + 64 rope) per layer and token, no V cache (models.md).
+  EXPECT_EQ(a->layers[0].n_embd_k_gqa, 576u);
+  EXPECT_EQ(a->layers[0].n_embd_v_gqa, 0u);
+}
+
+}  // namespace
+}  // namespace moetune
