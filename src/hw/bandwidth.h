@@ -4,9 +4,8 @@
 /// CPU-side layer).
 ///
 /// Method: one pinned thread per allowed physical core, each reading its own
-/// slice of one buffer far larger than the last-level cache, with wide loads
-/// and independent accumulators so that the loop is bound by memory, not by
-/// the core. Passes start together (barrier); a pass's time is the slowest
+/// slice of one buffer far larger than the last-level cache, with 64-bit loads
+/// into independent accumulators (see ReadSlice in bandwidth.cc for why not SIMD). Passes start together (barrier); a pass's time is the slowest
 /// thread's. The best pass wins: on a shared, noisy machine interference only
 /// ever makes a pass slower, so the maximum is the least biased estimate.
 

@@ -21,6 +21,8 @@ namespace {
 
 using nlohmann::json;
 
+double SysbenchOnce();
+
 json RunDoctorJson(const std::vector<std::string>& extra, CommandResult* raw = nullptr) {
   std::vector<std::string> argv = {MoetuneBinary(), "doctor", "--json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -34,14 +36,21 @@ json RunDoctorJson(const std::vector<std::string>& extra, CommandResult* raw = n
 }
 
 // sysbench's sequential read test, 2 threads over a 1 GiB block; GB/s (1e9).
+// Best of 3 short runs, the same rule doctor applies to its own passes.
 double SysbenchReadGbps() {
+  double best = 0;
+  for (int i = 0; i < 3; ++i) best = std::max(best, SysbenchOnce());
+  return best;
+}
+
+double SysbenchOnce() {
   auto sysbench = ResolveProgram("sysbench");
   if (!sysbench.ok()) {
     ADD_FAILURE() << "sysbench is required (scripts/install-deps.sh): " << sysbench.error().message();
     return 0;
   }
   CommandResult r = RunCommand({*sysbench, "memory", "--memory-oper=read", "--memory-block-size=1G",
-                                "--memory-total-size=16G", "--threads=2", "run"},
+                                "--memory-total-size=4G", "--threads=2", "run"},
                                120);
   EXPECT_EQ(r.exit_code, 0) << "sysbench is required (scripts/install-deps.sh): " << r.err;
   std::smatch m;
