@@ -166,6 +166,28 @@ TEST(Doctor, FixtureMachineAndModelVerdicts) {
   }
 }
 
+TEST(Doctor, FakeNvidiaDriverEndToEnd) {
+  // The real binary against the fake NVML library (tests/fake_nvml): one 24 GiB
+  // GPU on which firefox and Xorg hold 1.7 GiB.
+  TempDir dir;
+  json j = RunDoctorJson({"--nvml-library", MOETUNE_FAKE_NVML_PATH, "--no-bandwidth", "--no-engine", "--profile",
+                          dir.File("machine.json")});
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["gpus"].size(), 1u);
+  const json& g = j["gpus"][0];
+  EXPECT_EQ(g["memory_query"], "nvmlDeviceGetMemoryInfo_v2");
+  EXPECT_EQ(g["total_bytes"].get<int64_t>(), int64_t{24} << 30);
+  EXPECT_EQ(g["processes"].size(), 2u);
+  EXPECT_EQ(g["processes"][0]["name"], "firefox");
+  bool held = false;
+  for (const auto& v : j["verdicts"]) held = held || v["id"] == "vram_held_gpu0";
+  EXPECT_TRUE(held) << j["verdicts"].dump(2);
+  // The saved profile carries the free VRAM that plan uses for --vram.
+  auto loaded = LoadMachineProfile(dir.File("machine.json"));
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  EXPECT_EQ(loaded->TotalFreeVramBytes(), g["free_bytes"].get<int64_t>());
+}
+
 TEST(Doctor, BadContextIsAClearError) {
   CommandResult r = RunCommand({MoetuneBinary(), "doctor", "--model", "/nonexistent.gguf", "--ctx", "lots",
                                 "--no-save", "--no-bandwidth", "--no-engine"},
