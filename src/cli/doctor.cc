@@ -2,12 +2,13 @@
 // machine (GPUs and who holds their memory, CPU topology and usable threads,
 // RAM and its bandwidth, engine traps), verdicts with fixes, and the saved
 // machine profile that `plan` reads for --vram.
+#include "hw/doctor.h"
+
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli/command.h"
-#include "hw/doctor.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
 #include "util/units.h"
@@ -31,7 +32,8 @@ Result<ModelNeeds> ModelNeedsFor(const std::string& path, int64_t n_ctx) {
   req.fine_fill = false;
   const Plan plan = PlanPlacement(info.gguf, info.arch, info.weights, req);
   ModelNeeds m;
-  m.name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  m.name =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   m.n_ctx = n_ctx;
   for (const auto& layer : info.weights.layers) m.expert_bytes_by_layer.push_back(layer.experts());
   const PlacementOption* all_cpu = nullptr;
@@ -41,8 +43,9 @@ Result<ModelNeeds> ModelNeedsFor(const std::string& path, int64_t n_ctx) {
     if (o.n_cpu_moe == 0) all_gpu = &o;
   }
   if (all_cpu == nullptr || all_gpu == nullptr) {
-    return Error(ErrorKind::kInternal, fmt::format("the planner gave no --n-cpu-moe 0..{} breakdown for '{}'",
-                                                   plan.n_layer, path));
+    return Error(ErrorKind::kInternal,
+                 fmt::format("the planner gave no --n-cpu-moe 0..{} breakdown for '{}'",
+                             plan.n_layer, path));
   }
   m.gpu_fixed_bytes = all_cpu->gpu.total();
   m.host_fixed_bytes = all_gpu->host.total();
@@ -65,9 +68,11 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
-      "doctor", "Show the true picture of this machine (GPUs, VRAM holders, CPU threads, RAM bandwidth, "
-                "engine traps) and save the machine profile");
-  cmd->add_option("--model", o->model, "GGUF MoE model: make the verdicts concrete (expert layers)");
+      "doctor",
+      "Show the true picture of this machine (GPUs, VRAM holders, CPU threads, RAM bandwidth, "
+      "engine traps) and save the machine profile");
+  cmd->add_option("--model", o->model,
+                  "GGUF MoE model: make the verdicts concrete (expert layers)");
   cmd->add_option("--ctx", o->ctx, "Context length for --model (e.g. 32K)")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON on stdout (fields in docs/cli.md)");
   cmd->add_option("--profile", o->profile,
@@ -100,7 +105,8 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
         if (!needs.ok()) return ReportError(needs.error());
         AddModelToReport(*needs, &report);
       }
-      const std::string text = o->json ? DoctorReportToJson(report).dump(2) + "\n" : FormatDoctorText(report);
+      const std::string text =
+          o->json ? DoctorReportToJson(report).dump(2) + "\n" : FormatDoctorText(report);
       if (auto st = WriteOutput("-", text); !st.ok()) return ReportError(st.error());
       if (!o->no_save) {
         const std::string path = o->profile.empty() ? DefaultMachineProfilePath() : o->profile;

@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 // (sysbench's loop is one volatile load per iteration). It is also closer to what llama.cpp's
 // dequantizing matmuls get, which interleave loads with arithmetic.
 __attribute__((noinline, optimize("no-tree-vectorize"))) uint64_t ReadSlice(const uint64_t* p,
-                                                                             const uint64_t* end) {
+                                                                            const uint64_t* end) {
   uint64_t a = 0;
   uint64_t b = 0;
   uint64_t c = 0;

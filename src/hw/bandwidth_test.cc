@@ -8,13 +8,13 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 TEST(BandwidthBufferBytes, FarLargerThanCacheButBounded) {
-  EXPECT_EQ(BandwidthBufferBytes(32 * kMiB, 64LL << 30), 256 * kMiB);      // 8 x 32 MiB
-  EXPECT_EQ(BandwidthBufferBytes(96 * kMiB, 64LL << 30), 768 * kMiB);      // 8 x 96 MiB
-  EXPECT_EQ(BandwidthBufferBytes(200 * kMiB, 64LL << 30), 1024 * kMiB);    // capped
-  EXPECT_EQ(BandwidthBufferBytes(480 * kMiB, 64LL << 30), 1024 * kMiB);    // VM with host L3: capped
+  EXPECT_EQ(BandwidthBufferBytes(32 * kMiB, 64LL << 30), 256 * kMiB);    // 8 x 32 MiB
+  EXPECT_EQ(BandwidthBufferBytes(96 * kMiB, 64LL << 30), 768 * kMiB);    // 8 x 96 MiB
+  EXPECT_EQ(BandwidthBufferBytes(200 * kMiB, 64LL << 30), 1024 * kMiB);  // capped
+  EXPECT_EQ(BandwidthBufferBytes(480 * kMiB, 64LL << 30), 1024 * kMiB);  // VM with host L3: capped
   EXPECT_EQ(BandwidthBufferBytes(0, 0), 256 * kMiB);
-  EXPECT_EQ(BandwidthBufferBytes(96 * kMiB, 1LL << 30), 256 * kMiB);       // a quarter of RAM
-  EXPECT_EQ(BandwidthBufferBytes(96 * kMiB, 100 * kMiB), 64 * kMiB);       // floor
+  EXPECT_EQ(BandwidthBufferBytes(96 * kMiB, 1LL << 30), 256 * kMiB);  // a quarter of RAM
+  EXPECT_EQ(BandwidthBufferBytes(96 * kMiB, 100 * kMiB), 64 * kMiB);  // floor
 }
 
 TEST(MeasureReadBandwidth, SmallBufferGivesPlausibleRate) {

@@ -93,8 +93,8 @@ void ReadV1(const SysRoot& root, const std::string& controller, const std::strin
         const auto quota = root.ReadInt(base + "/cpu.cfs_quota_us");
         const auto period = root.ReadInt(base + "/cpu.cfs_period_us");
         if (quota && period && *quota > 0 && *period > 0) {
-          KeepMin(&out->cpu_quota,
-                  std::optional<double>(static_cast<double>(*quota) / static_cast<double>(*period)));
+          KeepMin(&out->cpu_quota, std::optional<double>(static_cast<double>(*quota) /
+                                                         static_cast<double>(*period)));
         }
       } else if (controller == "memory") {
         KeepMin(&out->memory_limit, ParseMemoryMax(root.ReadLine(base + "/memory.limit_in_bytes")));

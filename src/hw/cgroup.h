@@ -16,13 +16,13 @@
 namespace moetune {
 
 struct CgroupLimits {
-  int version = 0;                          // 2, 1, or 0 when no cgroup was found
-  std::string path;                         // the process's cgroup, e.g. "/user.slice"
-  std::optional<std::vector<int>> cpuset;   // effective CPUs, when the file was readable
-  std::optional<double> cpu_quota;          // CPUs' worth of time per period; nullopt = none
-  std::optional<int64_t> memory_limit;      // bytes; nullopt = unlimited/unknown
-  std::optional<int64_t> memory_usage;      // bytes charged now (includes page cache)
-  std::vector<std::string> notes;           // sources that were missing
+  int version = 0;                         // 2, 1, or 0 when no cgroup was found
+  std::string path;                        // the process's cgroup, e.g. "/user.slice"
+  std::optional<std::vector<int>> cpuset;  // effective CPUs, when the file was readable
+  std::optional<double> cpu_quota;         // CPUs' worth of time per period; nullopt = none
+  std::optional<int64_t> memory_limit;     // bytes; nullopt = unlimited/unknown
+  std::optional<int64_t> memory_usage;     // bytes charged now (includes page cache)
+  std::vector<std::string> notes;          // sources that were missing
 };
 
 /// Reads /proc/self/cgroup and the matching files under /sys/fs/cgroup. The

@@ -15,9 +15,12 @@ namespace moetune {
 
 const char* CoreKindName(CoreKind kind) {
   switch (kind) {
-    case CoreKind::kPerformance: return "performance";
-    case CoreKind::kEfficiency: return "efficiency";
-    case CoreKind::kUnknown: break;
+    case CoreKind::kPerformance:
+      return "performance";
+    case CoreKind::kEfficiency:
+      return "efficiency";
+    case CoreKind::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -53,9 +56,12 @@ std::optional<int64_t> ParseCacheSize(const std::string& s) {
   int64_t mult = 1;
   std::string digits = s;
   const char last = s.back();
-  if (last == 'K') mult = 1024;
-  else if (last == 'M') mult = 1024 * 1024;
-  else if (last == 'G') mult = int64_t{1} << 30;
+  if (last == 'K')
+    mult = 1024;
+  else if (last == 'M')
+    mult = 1024 * 1024;
+  else if (last == 'G')
+    mult = int64_t{1} << 30;
   if (mult != 1) digits.pop_back();
   try {
     return static_cast<int64_t>(std::stoll(digits)) * mult;
@@ -109,7 +115,8 @@ void ReadCaches(const SysRoot& root, CpuTopology* t) {
     }
   }
   t->l3_domains = static_cast<int>(domains.size());
-  if (best_level == 0) t->notes.push_back("cache sizes not readable under /sys/devices/system/cpu/cpu*/cache");
+  if (best_level == 0)
+    t->notes.push_back("cache sizes not readable under /sys/devices/system/cpu/cpu*/cache");
 }
 
 // Assigns P/E kinds; returns the source used, or "" when the CPU is not hybrid.
@@ -130,7 +137,8 @@ std::string AssignKinds(const SysRoot& root, bool use_hwloc, CpuTopology* t) {
   // ARM (and some others): relative capacity 0..1024 per CPU.
   std::map<int, int64_t> capacity;
   for (const auto& core : t->cores) {
-    if (auto c = root.ReadInt(CpuPath(core.cpus.front(), "cpu_capacity"))) capacity[core.cpus.front()] = *c;
+    if (auto c = root.ReadInt(CpuPath(core.cpus.front(), "cpu_capacity")))
+      capacity[core.cpus.front()] = *c;
   }
   if (capacity.size() == t->cores.size() && !capacity.empty()) {
     int64_t hi = 0;
@@ -141,7 +149,8 @@ std::string AssignKinds(const SysRoot& root, bool use_hwloc, CpuTopology* t) {
     }
     if (hi != lo) {
       for (auto& core : t->cores) {
-        core.kind = capacity[core.cpus.front()] == hi ? CoreKind::kPerformance : CoreKind::kEfficiency;
+        core.kind =
+            capacity[core.cpus.front()] == hi ? CoreKind::kPerformance : CoreKind::kEfficiency;
       }
       return "cpu_capacity";
     }
@@ -185,7 +194,8 @@ std::vector<int> ReadAllowed(const SysRoot& root, const CgroupLimits& cg, CpuTop
   if (affinity) {
     allowed = IntersectCpus(allowed, *affinity);
   } else {
-    t->notes.push_back("Cpus_allowed_list not readable in /proc/self/status: assuming all online CPUs");
+    t->notes.push_back(
+        "Cpus_allowed_list not readable in /proc/self/status: assuming all online CPUs");
   }
   if (cg.cpuset) allowed = IntersectCpus(allowed, *cg.cpuset);
   return allowed;
@@ -217,7 +227,8 @@ CpuTopology ReadCpuTopology(const SysRoot& root, bool use_hwloc) {
   bool missing_topology = false;
   for (int cpu : online) {
     CpuCore core;
-    core.package = static_cast<int>(root.ReadInt(CpuPath(cpu, "topology/physical_package_id")).value_or(0));
+    core.package =
+        static_cast<int>(root.ReadInt(CpuPath(cpu, "topology/physical_package_id")).value_or(0));
     core.die = static_cast<int>(root.ReadInt(CpuPath(cpu, "topology/die_id")).value_or(0));
     const auto core_id = root.ReadInt(CpuPath(cpu, "topology/core_id"));
     core.core_id = static_cast<int>(core_id.value_or(cpu));
@@ -234,15 +245,17 @@ CpuTopology ReadCpuTopology(const SysRoot& root, bool use_hwloc) {
     it->second.cpus.push_back(cpu);
   }
   if (missing_topology) {
-    t.notes.push_back("topology files missing under /sys/devices/system/cpu/cpu*/topology: "
-                      "each CPU counted as its own core");
+    t.notes.push_back(
+        "topology files missing under /sys/devices/system/cpu/cpu*/topology: "
+        "each CPU counted as its own core");
   }
   for (auto& [siblings, core] : by_siblings) t.cores.push_back(core);
   std::sort(t.cores.begin(), t.cores.end(),
             [](const CpuCore& a, const CpuCore& b) { return a.cpus.front() < b.cpus.front(); });
   t.sockets = static_cast<int>(packages.size());
   t.physical_cores = static_cast<int>(t.cores.size());
-  for (const auto& core : t.cores) t.max_smt = std::max(t.max_smt, static_cast<int>(core.cpus.size()));
+  for (const auto& core : t.cores)
+    t.max_smt = std::max(t.max_smt, static_cast<int>(core.cpus.size()));
 
   t.kind_source = AssignKinds(root, use_hwloc, &t);
   t.hybrid = !t.kind_source.empty();
@@ -282,7 +295,8 @@ int LlamaDefaultThreads(const SysRoot& root, const CpuTopology& topo, std::strin
     siblings.insert(*s);
   }
   int physical = static_cast<int>(siblings.size());
-  std::string physical_reason = "distinct thread_siblings in sysfs (physical cores of the whole machine)";
+  std::string physical_reason =
+      "distinct thread_siblings in sysfs (physical cores of the whole machine)";
   if (physical == 0) {
     // std::thread::hardware_concurrency() is the online CPU count on glibc.
     const int n = topo.online_cpus;
@@ -310,11 +324,13 @@ int LlamaDefaultThreads(const SysRoot& root, const CpuTopology& topo, std::strin
       ++result;
     }
     if (!pin_failed && result > 0) {
-      *reason = "hybrid CPU: P-cores counted by pinning to each CPU (common_cpu_get_num_math, "
-                "llama.cpp common/common.cpp)";
+      *reason =
+          "hybrid CPU: P-cores counted by pinning to each CPU (common_cpu_get_num_math, "
+          "llama.cpp common/common.cpp)";
       return result;
     }
-    physical_reason += pin_failed ? " (hybrid P-core count failed: a CPU is outside the affinity mask)" : "";
+    physical_reason +=
+        pin_failed ? " (hybrid P-core count failed: a CPU is outside the affinity mask)" : "";
   }
   *reason = physical_reason + " (common_cpu_get_num_physical_cores, llama.cpp common/common.cpp)";
   return physical;
@@ -344,9 +360,10 @@ std::vector<ThreadSuggestion> SuggestThreads(const CpuTopology& topo) {
     if (cap && s.threads > *cap) {
       s.threads = *cap;
       s.label = "cpu_quota";
-      s.reason = fmt::format("the cgroup CPU quota allows {:.2f} CPUs' worth of time; more "
-                             "threads than that are throttled and stall ggml's barriers",
-                             *topo.cpu_quota);
+      s.reason = fmt::format(
+          "the cgroup CPU quota allows {:.2f} CPUs' worth of time; more "
+          "threads than that are throttled and stall ggml's barriers",
+          *topo.cpu_quota);
     }
     const bool dup = std::any_of(out.begin(), out.end(),
                                  [&](const ThreadSuggestion& o) { return o.threads == s.threads; });

@@ -39,7 +39,7 @@ struct CpuCore {
 /// One thread count worth measuring, with the reason it is a candidate.
 struct ThreadSuggestion {
   int threads = 0;
-  std::string label;   // "physical_cores", "performance_cores", "logical_cpus", "cpu_quota"
+  std::string label;  // "physical_cores", "performance_cores", "logical_cpus", "cpu_quota"
   std::string reason;
 };
 
@@ -55,9 +55,10 @@ struct CpuTopology {
   bool hybrid = false;
   int performance_cores = 0;  // hybrid only
   int efficiency_cores = 0;   // hybrid only
-  std::string kind_source;    // where P/E came from: "sysfs cpu_core/cpu_atom", "cpu_capacity", "hwloc"
-  int l3_domains = 0;         // groups of cores sharing a last-level cache (e.g. AMD CCDs)
-  int64_t llc_bytes = 0;      // size of one last-level cache
+  std::string
+      kind_source;        // where P/E came from: "sysfs cpu_core/cpu_atom", "cpu_capacity", "hwloc"
+  int l3_domains = 0;     // groups of cores sharing a last-level cache (e.g. AMD CCDs)
+  int64_t llc_bytes = 0;  // size of one last-level cache
   std::vector<CpuCore> cores;
 
   // What this process may use.

@@ -134,14 +134,21 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
   nlohmann::json j = MachineProfileToJson(r.profile);
   nlohmann::json verdicts = nlohmann::json::array();
   for (const auto& v : r.verdicts) {
-    verdicts.push_back({{"id", v.id}, {"impact", v.impact}, {"severity", v.severity},
-                        {"title", v.title}, {"detail", v.detail}, {"fix", v.fix}});
+    verdicts.push_back({{"id", v.id},
+                        {"impact", v.impact},
+                        {"severity", v.severity},
+                        {"title", v.title},
+                        {"detail", v.detail},
+                        {"fix", v.fix}});
   }
   j["verdicts"] = verdicts;
   if (r.engine) {
-    j["engine"] = {{"llama_bench", r.engine->llama_bench}, {"probed", r.engine->ran},
-                   {"devices", r.engine->devices},       {"has_cuda", r.engine->has_cuda},
-                   {"has_vulkan", r.engine->has_vulkan}, {"has_rocm", r.engine->has_rocm},
+    j["engine"] = {{"llama_bench", r.engine->llama_bench},
+                   {"probed", r.engine->ran},
+                   {"devices", r.engine->devices},
+                   {"has_cuda", r.engine->has_cuda},
+                   {"has_vulkan", r.engine->has_vulkan},
+                   {"has_rocm", r.engine->has_rocm},
                    {"note", r.engine->note}};
   } else {
     j["engine"] = nullptr;
@@ -175,63 +182,79 @@ std::string FormatDoctorText(const DoctorReport& r) {
   if (p.gpus.empty()) out += "  none found\n";
   for (const auto& n : p.gpu_notes) out += fmt::format("  {}\n", n);
   for (const auto& g : p.gpus) {
-    out += fmt::format("  [{}] {} ({}): {} total, {} free, {} held by others\n", g.index, g.name, g.vendor,
-                       FormatBytes(Bytes(g.total_bytes)), FormatBytes(Bytes(g.free_bytes)),
-                       FormatBytes(Bytes(g.used_by_others_bytes)));
+    out +=
+        fmt::format("  [{}] {} ({}): {} total, {} free, {} held by others\n", g.index, g.name,
+                    g.vendor, FormatBytes(Bytes(g.total_bytes)), FormatBytes(Bytes(g.free_bytes)),
+                    FormatBytes(Bytes(g.used_by_others_bytes)));
     for (const auto& proc : g.processes) {
-      out += fmt::format("      pid {:<8} {:<24} {}\n", proc.pid, proc.name.empty() ? "?" : proc.name,
-                         proc.used_bytes ? FormatBytes(Bytes(*proc.used_bytes)) : "amount unknown");
+      out +=
+          fmt::format("      pid {:<8} {:<24} {}\n", proc.pid, proc.name.empty() ? "?" : proc.name,
+                      proc.used_bytes ? FormatBytes(Bytes(*proc.used_bytes)) : "amount unknown");
     }
     if (g.pcie_gen_max > 0) {
-      out += fmt::format("      PCIe gen {}/{} x{}/{} (current/max), {:.1f} GB/s per direction at max\n",
-                         g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max,
-                         g.pcie_bandwidth_gbps);
+      out += fmt::format(
+          "      PCIe gen {}/{} x{}/{} (current/max), {:.1f} GB/s per direction at max\n",
+          g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max,
+          g.pcie_bandwidth_gbps);
     }
     if (g.peak_bandwidth_gbps > 0) {
-      out += fmt::format("      memory {}-bit at {} MHz: {:.0f} GB/s peak\n", g.memory_bus_width_bits,
-                         g.memory_clock_max_mhz, g.peak_bandwidth_gbps);
+      out += fmt::format("      memory {}-bit at {} MHz: {:.0f} GB/s peak\n",
+                         g.memory_bus_width_bits, g.memory_clock_max_mhz, g.peak_bandwidth_gbps);
     }
   }
   const CpuTopology& c = p.cpu;
-  out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs", c.model_name, c.sockets,
-                     c.physical_cores, c.online_cpus);
-  if (c.hybrid) out += fmt::format(" ({} P + {} E cores, from {})", c.performance_cores, c.efficiency_cores, c.kind_source);
+  out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs", c.model_name,
+                     c.sockets, c.physical_cores, c.online_cpus);
+  if (c.hybrid)
+    out += fmt::format(" ({} P + {} E cores, from {})", c.performance_cores, c.efficiency_cores,
+                       c.kind_source);
   out += fmt::format("\n  usable: {} logical CPUs ({}) on {} physical cores", c.logical_cpus,
                      FormatCpuList(c.allowed_cpus), c.allowed_physical_cores);
   if (c.cpu_quota) out += fmt::format(", cgroup CPU quota {:.2f}", *c.cpu_quota);
-  out += fmt::format("\n  last-level cache {} x {}\n", c.l3_domains, FormatBytes(Bytes(c.llc_bytes)));
+  out +=
+      fmt::format("\n  last-level cache {} x {}\n", c.l3_domains, FormatBytes(Bytes(c.llc_bytes)));
   out += "  threads worth trying:\n";
-  for (const auto& s : c.suggested_threads) out += fmt::format("    -t {:<3} {}: {}\n", s.threads, s.label, s.reason);
-  out += fmt::format("  llama.cpp default: -t {} ({})\n", c.llama_default_threads, c.llama_default_reason);
+  for (const auto& s : c.suggested_threads)
+    out += fmt::format("    -t {:<3} {}: {}\n", s.threads, s.label, s.reason);
+  out += fmt::format("  llama.cpp default: -t {} ({})\n", c.llama_default_threads,
+                     c.llama_default_reason);
   const SystemMemory& m = p.memory;
-  out += fmt::format("\nMemory\n  RAM {} total, {} available; swap {}\n", FormatBytes(Bytes(m.total_bytes)),
-                     FormatBytes(Bytes(m.available_bytes)),
-                     m.swap_total_bytes > 0 ? FormatBytes(Bytes(m.swap_total_bytes)) : std::string("none"));
+  out += fmt::format(
+      "\nMemory\n  RAM {} total, {} available; swap {}\n", FormatBytes(Bytes(m.total_bytes)),
+      FormatBytes(Bytes(m.available_bytes)),
+      m.swap_total_bytes > 0 ? FormatBytes(Bytes(m.swap_total_bytes)) : std::string("none"));
   if (p.bandwidth) {
-    out += fmt::format("  read bandwidth {:.1f} GB/s (best of {} passes, median {:.1f}; {} threads, {} buffer, {:.2f} s)\n",
-                       p.bandwidth->read_gbps, p.bandwidth->pass_gbps.size(), p.bandwidth->median_gbps,
-                       p.bandwidth->threads, FormatBytes(Bytes(p.bandwidth->buffer_bytes)), p.bandwidth->seconds);
+    out += fmt::format(
+        "  read bandwidth {:.1f} GB/s (best of {} passes, median {:.1f}; {} threads, {} buffer, "
+        "{:.2f} s)\n",
+        p.bandwidth->read_gbps, p.bandwidth->pass_gbps.size(), p.bandwidth->median_gbps,
+        p.bandwidth->threads, FormatBytes(Bytes(p.bandwidth->buffer_bytes)), p.bandwidth->seconds);
   }
   if (r.engine) {
-    out += fmt::format("\nEngine\n  {}\n", r.engine->llama_bench.empty() ? "llama-bench not found" : r.engine->llama_bench);
+    out += fmt::format("\nEngine\n  {}\n", r.engine->llama_bench.empty() ? "llama-bench not found"
+                                                                         : r.engine->llama_bench);
     if (r.engine->ran) {
-      out += r.engine->devices.empty() ? "  devices: none (CPU only)\n"
-                                       : fmt::format("  devices: {}\n", fmt::join(r.engine->devices, "; "));
+      out += r.engine->devices.empty()
+                 ? "  devices: none (CPU only)\n"
+                 : fmt::format("  devices: {}\n", fmt::join(r.engine->devices, "; "));
     }
   }
   if (r.model) {
     out += fmt::format("\nModel {} at {} tokens\n", r.model->name, r.model->n_ctx);
     if (r.model_fit) {
-      out += fmt::format("  fits now with --n-cpu-moe {} ({} of {} expert layers on the GPU, {} of experts in RAM)\n",
-                         r.model_fit->n_cpu_moe, r.model_fit->gpu_expert_layers, r.model_fit->moe_layers,
-                         FormatBytes(Bytes(r.model_fit->cpu_expert_bytes)));
+      out += fmt::format(
+          "  fits now with --n-cpu-moe {} ({} of {} expert layers on the GPU, {} of experts in "
+          "RAM)\n",
+          r.model_fit->n_cpu_moe, r.model_fit->gpu_expert_layers, r.model_fit->moe_layers,
+          FormatBytes(Bytes(r.model_fit->cpu_expert_bytes)));
     }
   }
   out += "\nVerdicts (highest impact first)\n";
   if (r.verdicts.empty()) out += "  none: nothing on this machine stands in the way\n";
   int i = 0;
   for (const auto& v : r.verdicts) {
-    out += fmt::format("  {}. [{}] {}\n     {}\n     fix: {}\n", ++i, v.severity, v.title, v.detail, v.fix);
+    out += fmt::format("  {}. [{}] {}\n     {}\n     fix: {}\n", ++i, v.severity, v.title, v.detail,
+                       v.fix);
   }
   const auto missing = MissingSources(r);
   if (!missing.empty()) {

@@ -3,9 +3,8 @@
 /// builds the machine profile, and renders the report (text or JSON). The CLI
 /// (src/cli/doctor.cc) only parses flags, adds the model, prints and saves.
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -118,25 +118,28 @@ std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in) {
   std::vector<EngineTrap> traps;
   const auto& env = in.env;
   if (env.count("GGML_CUDA_ENABLE_UNIFIED_MEMORY")) {
-    traps.push_back({"unified_memory", 95, "GGML_CUDA_ENABLE_UNIFIED_MEMORY is set",
-                     fmt::format("GGML_CUDA_ENABLE_UNIFIED_MEMORY={}: CUDA buffers become managed "
-                                 "memory that silently spills to system RAM, and free VRAM is "
-                                 "reported as MemAvailable, so --fit and moetune's plan are fooled; "
-                                 "prefill collapses several times while decode drops ~20%",
-                                 Get(env, "GGML_CUDA_ENABLE_UNIFIED_MEMORY")),
-                     "unset GGML_CUDA_ENABLE_UNIFIED_MEMORY (any value enables it)"});
+    traps.push_back(
+        {"unified_memory", 95, "GGML_CUDA_ENABLE_UNIFIED_MEMORY is set",
+         fmt::format("GGML_CUDA_ENABLE_UNIFIED_MEMORY={}: CUDA buffers become managed "
+                     "memory that silently spills to system RAM, and free VRAM is "
+                     "reported as MemAvailable, so --fit and moetune's plan are fooled; "
+                     "prefill collapses several times while decode drops ~20%",
+                     Get(env, "GGML_CUDA_ENABLE_UNIFIED_MEMORY")),
+         "unset GGML_CUDA_ENABLE_UNIFIED_MEMORY (any value enables it)"});
   }
   if (in.nvidia_gpus > 0 && in.engine && in.engine->ran && !in.engine->has_cuda) {
     std::string fallback = in.engine->has_vulkan ? "Vulkan" : "the CPU";
-    traps.push_back({"no_cuda_backend", 100, "llama.cpp has no CUDA backend on an NVIDIA machine",
-                     fmt::format("`{} --list-devices` lists no CUDA device ({}); llama.cpp will run "
-                                 "on {} instead",
-                                 in.engine->llama_bench,
-                                 in.engine->devices.empty() ? "no devices at all"
-                                                            : fmt::format("only: {}", fmt::join(in.engine->devices, "; ")),
-                                 fallback),
-                     "install a CUDA build of llama.cpp (or the libggml CUDA backend) and point "
-                     "MOETUNE_LLAMA_DIR at it"});
+    traps.push_back(
+        {"no_cuda_backend", 100, "llama.cpp has no CUDA backend on an NVIDIA machine",
+         fmt::format("`{} --list-devices` lists no CUDA device ({}); llama.cpp will run "
+                     "on {} instead",
+                     in.engine->llama_bench,
+                     in.engine->devices.empty()
+                         ? "no devices at all"
+                         : fmt::format("only: {}", fmt::join(in.engine->devices, "; ")),
+                     fallback),
+         "install a CUDA build of llama.cpp (or the libggml CUDA backend) and point "
+         "MOETUNE_LLAMA_DIR at it"});
   }
   for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                           "GGML_VK_VISIBLE_DEVICES"}) {
@@ -163,31 +166,37 @@ std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in) {
                      "unset it unless you are tuning it on purpose"});
   }
   if (env.count("GGML_BACKEND_PATH")) {
-    traps.push_back({"backend_path", 20, "GGML_BACKEND_PATH is set",
-                     fmt::format("llama.cpp loads an extra backend from '{}'", Get(env, "GGML_BACKEND_PATH")),
-                     "make sure it is the backend you expect"});
+    traps.push_back(
+        {"backend_path", 20, "GGML_BACKEND_PATH is set",
+         fmt::format("llama.cpp loads an extra backend from '{}'", Get(env, "GGML_BACKEND_PATH")),
+         "make sure it is the backend you expect"});
   }
   std::vector<std::string> llama_args;
   for (const auto& [k, v] : env) {
     if (k.rfind("LLAMA_ARG_", 0) == 0) llama_args.push_back(k + "=" + v);
   }
   if (!llama_args.empty()) {
-    traps.push_back({"llama_arg_env", 70,
-                     fmt::format("{} LLAMA_ARG_* variable(s) change llama.cpp's flags", llama_args.size()),
-                     fmt::format("llama.cpp reads these as if they were flags: {}", fmt::join(llama_args, ", ")),
-                     "unset them (flags given on the command line still override them)"});
+    traps.push_back(
+        {"llama_arg_env", 70,
+         fmt::format("{} LLAMA_ARG_* variable(s) change llama.cpp's flags", llama_args.size()),
+         fmt::format("llama.cpp reads these as if they were flags: {}",
+                     fmt::join(llama_args, ", ")),
+         "unset them (flags given on the command line still override them)"});
   }
   std::vector<std::string> configs = {"/etc/llama.cpp/config.ini"};
   std::string user_config;
-  if (!Get(env, "XDG_CONFIG_HOME").empty()) user_config = Get(env, "XDG_CONFIG_HOME") + "/llama.cpp/config.ini";
-  else if (!Get(env, "HOME").empty()) user_config = Get(env, "HOME") + "/.config/llama.cpp/config.ini";
+  if (!Get(env, "XDG_CONFIG_HOME").empty())
+    user_config = Get(env, "XDG_CONFIG_HOME") + "/llama.cpp/config.ini";
+  else if (!Get(env, "HOME").empty())
+    user_config = Get(env, "HOME") + "/.config/llama.cpp/config.ini";
   for (const auto& path : configs) {
     if (auto text = in.root.Read(path)) {
       const auto settings = IniSettings(*text);
-      traps.push_back({"config_ini", 65, fmt::format("llama.cpp config file {}", path),
-                       fmt::format("applied before the command line; {} setting(s): {}", settings.size(),
-                                   fmt::join(settings, "; ")),
-                       fmt::format("move {} aside while tuning, or keep moetune's flags explicit", path)});
+      traps.push_back(
+          {"config_ini", 65, fmt::format("llama.cpp config file {}", path),
+           fmt::format("applied before the command line; {} setting(s): {}", settings.size(),
+                       fmt::join(settings, "; ")),
+           fmt::format("move {} aside while tuning, or keep moetune's flags explicit", path)});
     }
   }
   if (!user_config.empty()) {
@@ -197,9 +206,10 @@ std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in) {
       const SysRoot live("/");
       const auto settings = IniSettings(live.Read(user_config).value_or(""));
       traps.push_back({"config_ini_user", 65, fmt::format("llama.cpp config file {}", user_config),
-                       fmt::format("applied before the command line; {} setting(s): {}", settings.size(),
-                                   fmt::join(settings, "; ")),
-                       fmt::format("move {} aside while tuning, or keep moetune's flags explicit", user_config)});
+                       fmt::format("applied before the command line; {} setting(s): {}",
+                                   settings.size(), fmt::join(settings, "; ")),
+                       fmt::format("move {} aside while tuning, or keep moetune's flags explicit",
+                                   user_config)});
     }
   }
   return traps;

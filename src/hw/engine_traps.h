@@ -14,8 +14,8 @@ namespace moetune {
 
 /// One finding, ordered later by impact (verdicts.h).
 struct EngineTrap {
-  std::string id;        // stable key, e.g. "unified_memory"
-  int impact = 0;        // 0..100, higher first
+  std::string id;  // stable key, e.g. "unified_memory"
+  int impact = 0;  // 0..100, higher first
   std::string title;
   std::string detail;
   std::string fix;
@@ -23,18 +23,18 @@ struct EngineTrap {
 
 /// What `llama-bench --list-devices` said about the installed engine.
 struct EngineProbe {
-  std::string llama_bench;            // path used; "" when none was found
+  std::string llama_bench;  // path used; "" when none was found
   bool ran = false;
-  std::vector<std::string> devices;   // "CUDA0: NVIDIA ... (24080 MiB, 23000 MiB free)"
+  std::vector<std::string> devices;  // "CUDA0: NVIDIA ... (24080 MiB, 23000 MiB free)"
   bool has_cuda = false;
   bool has_vulkan = false;
   bool has_rocm = false;
-  std::string note;                   // why it did not run, or its error
+  std::string note;  // why it did not run, or its error
 };
 
 struct EngineTrapInputs {
   std::map<std::string, std::string> env;
-  SysRoot root{"/"};                  // /etc/llama.cpp/config.ini is read under it
+  SysRoot root{"/"};  // /etc/llama.cpp/config.ini is read under it
   int nvidia_gpus = 0;
   int amd_gpus = 0;
   std::optional<EngineProbe> engine;

@@ -41,7 +41,8 @@ TEST(EngineTraps, UnifiedMemoryAndLlamaArgs) {
 }
 
 TEST(EngineTraps, ConfigIniUnderRootAndHome) {
-  const auto dir = std::filesystem::temp_directory_path() / ("moetune-traps-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("moetune-traps-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "etc/llama.cpp");
   std::filesystem::create_directories(dir / "home/.config/llama.cpp");
   std::ofstream(dir / "etc/llama.cpp/config.ini") << "# comment\nn-gpu-layers = 10\n";
@@ -61,7 +62,10 @@ TEST(EngineTraps, MissingCudaBackendOnNvidiaMachine) {
   EngineProbe probe;
   probe.llama_bench = "/opt/llama/llama-bench";
   probe.ran = true;
-  ParseListDevices("load_backend: loaded CPU backend\nAvailable devices:\n  Vulkan0: NVIDIA GeForce RTX 4090 (24564 MiB, 23000 MiB free)\n", &probe);
+  ParseListDevices(
+      "load_backend: loaded CPU backend\nAvailable devices:\n  Vulkan0: NVIDIA GeForce RTX 4090 "
+      "(24564 MiB, 23000 MiB free)\n",
+      &probe);
   EXPECT_TRUE(probe.has_vulkan);
   EXPECT_FALSE(probe.has_cuda);
   EngineTrapInputs in;
@@ -79,11 +83,13 @@ TEST(EngineTraps, MissingCudaBackendOnNvidiaMachine) {
 
 TEST(EngineTraps, ParseListDevicesCuda) {
   EngineProbe probe;
-  ParseListDevices("Available devices:\n  CUDA0: NVIDIA H200 (143000 MiB, 142000 MiB free)\n", &probe);
+  ParseListDevices("Available devices:\n  CUDA0: NVIDIA H200 (143000 MiB, 142000 MiB free)\n",
+                   &probe);
   EXPECT_TRUE(probe.has_cuda);
   ASSERT_EQ(probe.devices.size(), 1u);
   EngineProbe none;
-  ParseListDevices("Available devices:\n  (none)\nggml_backend_load_best: failed to enumerate x\n", &none);
+  ParseListDevices("Available devices:\n  (none)\nggml_backend_load_best: failed to enumerate x\n",
+                   &none);
   EXPECT_TRUE(none.devices.empty());
 }
 

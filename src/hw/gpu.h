@@ -11,23 +11,23 @@ namespace moetune {
 /// A process holding memory on a GPU.
 struct GpuProcess {
   uint32_t pid = 0;
-  std::string name;                  // "" when neither NVML nor /proc could tell
-  std::optional<int64_t> used_bytes; // nullopt: the driver does not say (containers, WSL)
+  std::string name;                   // "" when neither NVML nor /proc could tell
+  std::optional<int64_t> used_bytes;  // nullopt: the driver does not say (containers, WSL)
 };
 
 struct GpuInfo {
-  int index = 0;                 // the vendor's device index (CUDA order for NVIDIA via NVML)
-  std::string vendor;            // "nvidia", "amd"
+  int index = 0;       // the vendor's device index (CUDA order for NVIDIA via NVML)
+  std::string vendor;  // "nvidia", "amd"
   std::string name;
   std::string pci_bus_id;
   int64_t total_bytes = 0;
   int64_t free_bytes = 0;
   int64_t used_bytes = 0;
-  int64_t reserved_bytes = 0;    // held by driver/firmware (NVML v2 memory query only)
+  int64_t reserved_bytes = 0;  // held by driver/firmware (NVML v2 memory query only)
   /// Memory that other programs hold now: total - free - reserved. moetune
   /// itself holds none while doctor runs (it never creates a GPU context).
   int64_t used_by_others_bytes = 0;
-  std::string memory_query;      // "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetMemoryInfo", "sysfs"
+  std::string memory_query;  // "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetMemoryInfo", "sysfs"
   std::vector<GpuProcess> processes;
   bool processes_known = false;  // false when the process list could not be read
   int pcie_gen_current = 0;      // 0 = unknown

@@ -48,11 +48,13 @@ AmdScan ScanAmdGpus(const SysRoot& root) {
       g.free_bytes = std::max<int64_t>(0, *total - *used);
       g.used_by_others_bytes = *used;
     } else {
-      g.notes.push_back(fmt::format("{}/mem_info_vram_total or _used not readable (amdgpu driver?)", dev));
+      g.notes.push_back(
+          fmt::format("{}/mem_info_vram_total or _used not readable (amdgpu driver?)", dev));
     }
     g.gtt_total_bytes = root.ReadInt(dev + "/mem_info_gtt_total").value_or(0);
     g.gtt_used_bytes = root.ReadInt(dev + "/mem_info_gtt_used").value_or(0);
-    g.pcie_gen_current = PcieGenerationFromSpeed(root.ReadLine(dev + "/current_link_speed").value_or(""));
+    g.pcie_gen_current =
+        PcieGenerationFromSpeed(root.ReadLine(dev + "/current_link_speed").value_or(""));
     g.pcie_gen_max = PcieGenerationFromSpeed(root.ReadLine(dev + "/max_link_speed").value_or(""));
     g.pcie_width_current = static_cast<int>(root.ReadInt(dev + "/current_link_width").value_or(0));
     g.pcie_width_max = static_cast<int>(root.ReadInt(dev + "/max_link_width").value_or(0));

@@ -18,8 +18,8 @@ using NvmlReturn = int;
 using NvmlDevice = struct NvmlDeviceOpaque*;
 
 constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr NvmlReturn kNvmlErrorInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
-constexpr unsigned kNvmlClockMem = 2;                   // NVML_CLOCK_MEM in nvmlClockType_t
+constexpr NvmlReturn kNvmlErrorInsufficientSize = 7;          // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr unsigned kNvmlClockMem = 2;                         // NVML_CLOCK_MEM in nvmlClockType_t
 constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
 
 // typedef struct nvmlMemory_st { unsigned long long total, free, used; } nvmlMemory_t;
@@ -211,7 +211,8 @@ void ReadProcesses(const Nvml& nvml, NvmlDevice dev, const SysRoot& proc_root, G
 
 void ReadDevice(const Nvml& nvml, NvmlDevice dev, const SysRoot& proc_root, GpuInfo* g) {
   char name[96] = {};  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-  if (auto fn = nvml.Sym<FnString>("nvmlDeviceGetName"); fn != nullptr && fn(dev, name, sizeof(name)) == kNvmlSuccess) {
+  if (auto fn = nvml.Sym<FnString>("nvmlDeviceGetName");
+      fn != nullptr && fn(dev, name, sizeof(name)) == kNvmlSuccess) {
     g->name = name;
   }
   NvmlPciInfo pci{};
@@ -236,7 +237,8 @@ void ReadDevice(const Nvml& nvml, NvmlDevice dev, const SysRoot& proc_root, GpuI
       g->memory_query = "nvmlDeviceGetMemoryInfo_v2";
       have_memory = true;
     } else {
-      g->notes.push_back("nvmlDeviceGetMemoryInfo_v2: " + nvml.ErrorString(r) + "; using the v1 query");
+      g->notes.push_back("nvmlDeviceGetMemoryInfo_v2: " + nvml.ErrorString(r) +
+                         "; using the v1 query");
     }
   }
   if (!have_memory) {
@@ -256,7 +258,8 @@ void ReadDevice(const Nvml& nvml, NvmlDevice dev, const SysRoot& proc_root, GpuI
     }
   }
   if (have_memory) {
-    g->used_by_others_bytes = std::max<int64_t>(0, g->total_bytes - g->free_bytes - g->reserved_bytes);
+    g->used_by_others_bytes =
+        std::max<int64_t>(0, g->total_bytes - g->free_bytes - g->reserved_bytes);
   }
   ReadProcesses(nvml, dev, proc_root, g);
 
@@ -275,7 +278,8 @@ void ReadDevice(const Nvml& nvml, NvmlDevice dev, const SysRoot& proc_root, GpuI
   read_uint("nvmlDeviceGetMaxPcieLinkWidth", &g->pcie_width_max);
   read_uint("nvmlDeviceGetMemoryBusWidth", &g->memory_bus_width_bits);
   unsigned clock = 0;
-  if (auto fn = nvml.Sym<FnClock>("nvmlDeviceGetMaxClockInfo"); fn != nullptr && fn(dev, kNvmlClockMem, &clock) == kNvmlSuccess) {
+  if (auto fn = nvml.Sym<FnClock>("nvmlDeviceGetMaxClockInfo");
+      fn != nullptr && fn(dev, kNvmlClockMem, &clock) == kNvmlSuccess) {
     g->memory_clock_max_mhz = static_cast<int>(clock);
   } else {
     g->notes.push_back("nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM) not available");
@@ -290,8 +294,8 @@ NvidiaScan ScanNvidiaGpus(const NvidiaScanOptions& options) {
   NvidiaScan scan;
   Nvml nvml(options.library);
   if (!nvml.loaded()) {
-    scan.notes.push_back(fmt::format("no NVIDIA driver: {} could not be loaded ({})", options.library,
-                                     nvml.load_error()));
+    scan.notes.push_back(fmt::format("no NVIDIA driver: {} could not be loaded ({})",
+                                     options.library, nvml.load_error()));
     return scan;
   }
   scan.library_loaded = true;
@@ -303,15 +307,17 @@ NvidiaScan ScanNvidiaGpus(const NvidiaScanOptions& options) {
     return scan;
   }
   if (const NvmlReturn r = init(); r != kNvmlSuccess) {
-    scan.notes.push_back(fmt::format("NVIDIA driver library found but nvmlInit failed: {}; is the "
-                                     "kernel driver loaded (nvidia-smi)?",
-                                     nvml.ErrorString(r)));
+    scan.notes.push_back(
+        fmt::format("NVIDIA driver library found but nvmlInit failed: {}; is the "
+                    "kernel driver loaded (nvidia-smi)?",
+                    nvml.ErrorString(r)));
     return scan;
   }
   nvml.set_initialized(shutdown);
   scan.initialized = true;
   char version[80] = {};  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
-  if (auto fn = nvml.Sym<FnSysString>("nvmlSystemGetDriverVersion"); fn != nullptr && fn(version, sizeof(version)) == kNvmlSuccess) {
+  if (auto fn = nvml.Sym<FnSysString>("nvmlSystemGetDriverVersion");
+      fn != nullptr && fn(version, sizeof(version)) == kNvmlSuccess) {
     scan.driver_version = version;
   }
   auto count_fn = nvml.Sym<FnCount>("nvmlDeviceGetCount_v2");

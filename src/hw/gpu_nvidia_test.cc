@@ -86,7 +86,7 @@ TEST(NvidiaScan, NormalDriverUsesV2Memory) {
   ASSERT_NE(FindPid(g, 4242), nullptr);
   EXPECT_EQ(FindPid(g, 4242)->name, "firefox");  // from NVML, path stripped
   ASSERT_NE(FindPid(g, 4343), nullptr);
-  EXPECT_EQ(FindPid(g, 4343)->name, "Xorg");     // from /proc/4343/comm
+  EXPECT_EQ(FindPid(g, 4343)->name, "Xorg");  // from /proc/4343/comm
   EXPECT_EQ(FindPid(g, 4343)->used_bytes, 512 * kMiB);
   EXPECT_EQ(g.pcie_gen_current, 1);
   EXPECT_EQ(g.pcie_gen_max, 4);

@@ -70,7 +70,8 @@ GpuInfo GpuFromJson(const json& j) {
     GpuProcess gp;
     gp.pid = p.at("pid").get<uint32_t>();
     gp.name = p.value("name", "");
-    if (p.contains("used_bytes") && !p["used_bytes"].is_null()) gp.used_bytes = p["used_bytes"].get<int64_t>();
+    if (p.contains("used_bytes") && !p["used_bytes"].is_null())
+      gp.used_bytes = p["used_bytes"].get<int64_t>();
     g.processes.push_back(gp);
   }
   if (j.contains("pcie")) {
@@ -138,7 +139,8 @@ CpuTopology CpuFromJson(const json& j) {
   c.kind_source = j.value("core_kind_source", "");
   c.l3_domains = j.value("l3_domains", 0);
   c.llc_bytes = j.value("llc_bytes", int64_t{0});
-  if (j.contains("cpu_quota") && !j["cpu_quota"].is_null()) c.cpu_quota = j["cpu_quota"].get<double>();
+  if (j.contains("cpu_quota") && !j["cpu_quota"].is_null())
+    c.cpu_quota = j["cpu_quota"].get<double>();
   c.llama_default_threads = j.value("llama_default_threads", 0);
   c.llama_default_reason = j.value("llama_default_reason", "");
   for (const auto& s : j.at("suggested_threads")) {
@@ -161,12 +163,9 @@ json MemoryToJson(const SystemMemory& m, const std::optional<BandwidthResult>& b
               {"read_bandwidth_gbps", bw ? json(bw->read_gbps) : json(nullptr)},
               {"notes", m.notes}};
   if (bw) {
-    out["read_bandwidth"] = {{"best_gbps", bw->read_gbps},
-                             {"median_gbps", bw->median_gbps},
-                             {"passes_gbps", bw->pass_gbps},
-                             {"threads", bw->threads},
-                             {"buffer_bytes", bw->buffer_bytes},
-                             {"seconds", bw->seconds}};
+    out["read_bandwidth"] = {{"best_gbps", bw->read_gbps},       {"median_gbps", bw->median_gbps},
+                             {"passes_gbps", bw->pass_gbps},     {"threads", bw->threads},
+                             {"buffer_bytes", bw->buffer_bytes}, {"seconds", bw->seconds}};
   }
   return out;
 }
@@ -223,10 +222,11 @@ Result<MachineProfile> MachineProfileFromJson(const json& j) {
   try {
     p.schema_version = j.at("schema_version").get<int>();
     if (p.schema_version != 1) {
-      return Error(ErrorKind::kUnsupported,
-                   fmt::format("machine profile schema_version {} is not 1; run `moetune doctor` to "
-                               "write a new one",
-                               p.schema_version));
+      return Error(
+          ErrorKind::kUnsupported,
+          fmt::format("machine profile schema_version {} is not 1; run `moetune doctor` to "
+                      "write a new one",
+                      p.schema_version));
     }
     p.created_at = j.value("created_at", "");
     p.hostname = j.value("hostname", "");
@@ -261,8 +261,9 @@ Result<MachineProfile> LoadMachineProfile(const std::string& path) {
   if (!f) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      return Error(ErrorKind::kNotFound,
-                   fmt::format("no machine profile at '{}'; run `moetune doctor` to create it", path));
+      return Error(
+          ErrorKind::kNotFound,
+          fmt::format("no machine profile at '{}'; run `moetune doctor` to create it", path));
     }
     return Error(ErrorKind::kIo, fmt::format("cannot read machine profile '{}'", path));
   }
@@ -289,8 +290,9 @@ Status SaveMachineProfile(const MachineProfile& profile, const std::string& path
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return Error(ErrorKind::kIo, fmt::format("cannot create folder '{}' for the machine profile: {}",
-                                             dir.string(), ec.message()));
+    return Error(ErrorKind::kIo,
+                 fmt::format("cannot create folder '{}' for the machine profile: {}", dir.string(),
+                             ec.message()));
   }
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   {

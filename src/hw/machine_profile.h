@@ -7,7 +7,6 @@
 /// $XDG_CONFIG_HOME/moetune/machine.json, else ~/.config/moetune/machine.json.
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,13 +21,13 @@ namespace moetune {
 
 struct MachineProfile {
   int schema_version = 1;
-  std::string created_at;       // UTC, ISO 8601
+  std::string created_at;  // UTC, ISO 8601
   std::string hostname;
   std::string moetune_version;
-  std::vector<GpuInfo> gpus;    // NVIDIA first (NVML order = CUDA order), then AMD
+  std::vector<GpuInfo> gpus;  // NVIDIA first (NVML order = CUDA order), then AMD
   std::string nvidia_driver_version;
   std::vector<std::string> gpu_notes;  // "no NVIDIA driver: ..." and other scan notes
-  CpuTopology cpu;              // cores[] is not saved
+  CpuTopology cpu;                     // cores[] is not saved
   SystemMemory memory;
   std::optional<BandwidthResult> bandwidth;  // absent when not measured
   std::vector<std::string> notes;

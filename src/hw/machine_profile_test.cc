@@ -25,7 +25,8 @@ MachineProfile Sample() {
   g.pcie_gen_max = 4;
   g.pcie_width_max = 16;
   p.gpus.push_back(g);
-  p.cpu = ReadCpuTopology(SysRoot(std::string(MOETUNE_SOURCE_DIR) + "/tests/fixtures/hw/intel_hybrid_6p8e"), false);
+  p.cpu = ReadCpuTopology(
+      SysRoot(std::string(MOETUNE_SOURCE_DIR) + "/tests/fixtures/hw/intel_hybrid_6p8e"), false);
   p.memory.total_bytes = 64LL << 30;
   p.memory.available_bytes = 58LL << 30;
   BandwidthResult bw;
@@ -52,7 +53,8 @@ TEST(MachineProfile, JsonRoundTrip) {
 }
 
 TEST(MachineProfile, SaveAndLoadAtomically) {
-  const auto dir = std::filesystem::temp_directory_path() / ("moetune-profile-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("moetune-profile-" + std::to_string(::getpid()));
   const std::string path = (dir / "sub/machine.json").string();
   ASSERT_TRUE(SaveMachineProfile(Sample(), path).ok());
   auto loaded = LoadMachineProfile(path);
@@ -60,7 +62,8 @@ TEST(MachineProfile, SaveAndLoadAtomically) {
   EXPECT_EQ(loaded->hostname, "box");
   // No temp file left behind.
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "sub")) files += e.is_regular_file();
+  for (const auto& e : std::filesystem::directory_iterator(dir / "sub"))
+    files += e.is_regular_file();
   EXPECT_EQ(files, 1);
   std::filesystem::remove_all(dir);
 }
@@ -71,7 +74,8 @@ TEST(MachineProfile, LoadErrorsSayWhatToDo) {
   EXPECT_EQ(missing.error().kind(), ErrorKind::kNotFound);
   EXPECT_NE(missing.error().message().find("moetune doctor"), std::string::npos);
 
-  const auto path = std::filesystem::temp_directory_path() / ("moetune-bad-" + std::to_string(::getpid()) + ".json");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("moetune-bad-" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << R"({"schema_version": 1, "gpus": "no"})";
   auto bad = LoadMachineProfile(path.string());
   ASSERT_FALSE(bad.ok());
@@ -91,7 +95,10 @@ TEST(MachineProfile, DefaultPathFollowsEnvironment) {
   ::setenv("XDG_CONFIG_HOME", "/cfg", 1);
   EXPECT_EQ(DefaultMachineProfilePath(), "/cfg/moetune/machine.json");
   if (old_profile) ::setenv("MOETUNE_PROFILE", saved_profile.c_str(), 1);
-  if (old_xdg) ::setenv("XDG_CONFIG_HOME", saved_xdg.c_str(), 1); else ::unsetenv("XDG_CONFIG_HOME");
+  if (old_xdg)
+    ::setenv("XDG_CONFIG_HOME", saved_xdg.c_str(), 1);
+  else
+    ::unsetenv("XDG_CONFIG_HOME");
 }
 
 }  // namespace

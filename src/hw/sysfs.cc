@@ -124,10 +124,14 @@ std::optional<std::vector<int>> ParseCpuMask(std::string_view text) {
     const char c = text[i];
     if (c == ',') continue;
     int nibble = 0;
-    if (c >= '0' && c <= '9') nibble = c - '0';
-    else if (c >= 'a' && c <= 'f') nibble = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') nibble = c - 'A' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      nibble = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      nibble = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      nibble = c - 'A' + 10;
+    else
+      return std::nullopt;
     for (int b = 0; b < 4; ++b) {
       if (nibble & (1 << b)) out.push_back(bit + b);
     }

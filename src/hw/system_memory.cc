@@ -54,7 +54,8 @@ SystemMemory ReadSystemMemory(const SysRoot& root) {
       m.available_bytes = std::max<int64_t>(0, headroom);
     }
     if (m.total_bytes == 0 || *cg.memory_limit < m.total_bytes) {
-      m.notes.push_back("the cgroup memory limit is below the machine's RAM; available RAM is capped to it");
+      m.notes.push_back(
+          "the cgroup memory limit is below the machine's RAM; available RAM is capped to it");
     }
   }
   return m;

@@ -15,7 +15,7 @@ struct SystemMemory {
   int64_t total_bytes = 0;      // MemTotal
   int64_t available_bytes = 0;  // MemAvailable, lowered to the cgroup's headroom when tighter
   int64_t meminfo_available_bytes = 0;
-  int64_t cached_bytes = 0;     // Cached (page cache, includes mmapped model files)
+  int64_t cached_bytes = 0;  // Cached (page cache, includes mmapped model files)
   int64_t swap_total_bytes = 0;
   int64_t swap_free_bytes = 0;
   std::optional<int64_t> cgroup_limit_bytes;

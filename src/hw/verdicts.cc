@@ -13,7 +13,8 @@ ExpertFit FitExperts(const ModelNeeds& model, int64_t vram_budget_bytes) {
   ExpertFit fit;
   const auto& e = model.expert_bytes_by_layer;
   const int n = static_cast<int>(e.size());
-  fit.moe_layers = static_cast<int>(std::count_if(e.begin(), e.end(), [](int64_t b) { return b > 0; }));
+  fit.moe_layers =
+      static_cast<int>(std::count_if(e.begin(), e.end(), [](int64_t b) { return b > 0; }));
   int64_t left = vram_budget_bytes - model.gpu_fixed_bytes;
   fit.fixed_part_fits = left >= 0;
   // --n-cpu-moe keeps a prefix of layers on the CPU, so the GPU holds a suffix:
@@ -46,17 +47,20 @@ std::string Severity(int impact) {
   return "info";
 }
 
-void Add(std::vector<Verdict>* out, std::string id, int impact, std::string title, std::string detail,
-         std::string fix) {
+void Add(std::vector<Verdict>* out, std::string id, int impact, std::string title,
+         std::string detail, std::string fix) {
   impact = std::clamp(impact, 0, 100);
-  out->push_back({std::move(id), impact, Severity(impact), std::move(title), std::move(detail), std::move(fix)});
+  out->push_back({std::move(id), impact, Severity(impact), std::move(title), std::move(detail),
+                  std::move(fix)});
 }
 
 std::string ProcessList(const GpuInfo& g) {
   std::vector<std::string> parts;
   for (const auto& p : g.processes) {
-    const std::string name = p.name.empty() ? fmt::format("pid {}", p.pid) : fmt::format("{} (pid {})", p.name, p.pid);
-    parts.push_back(p.used_bytes ? fmt::format("{} {}", name, FormatBytes(Bytes(*p.used_bytes))) : name);
+    const std::string name =
+        p.name.empty() ? fmt::format("pid {}", p.pid) : fmt::format("{} (pid {})", p.name, p.pid);
+    parts.push_back(p.used_bytes ? fmt::format("{} {}", name, FormatBytes(Bytes(*p.used_bytes)))
+                                 : name);
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -64,7 +68,8 @@ std::string ProcessList(const GpuInfo& g) {
 void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
   const MachineProfile& p = in.profile;
   if (p.gpus.empty()) {
-    const std::string bw = p.bandwidth ? fmt::format("{:.1f} GB/s", p.bandwidth->read_gbps) : "unmeasured";
+    const std::string bw =
+        p.bandwidth ? fmt::format("{:.1f} GB/s", p.bandwidth->read_gbps) : "unmeasured";
     Add(out, "no_gpu", 25, "no GPU found: llama.cpp will run on the CPU only",
         fmt::format("every weight is read from RAM for every token; decode speed is bound by the "
                     "RAM read bandwidth ({}). {}",
@@ -74,7 +79,9 @@ void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
   }
   const int64_t free_total = p.TotalFreeVramBytes();
   std::optional<ExpertFit> now;
-  if (in.model) now = FitExperts(*in.model, free_total - in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
+  if (in.model)
+    now = FitExperts(*in.model,
+                     free_total - in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
   for (const auto& g : p.gpus) {
     // What closing the other programs would give back.
     int64_t held = 0;
@@ -88,22 +95,26 @@ void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
     if (known == 0) held = g.used_by_others_bytes;
     if (held < (int64_t{256} << 20)) continue;
     const int n_procs = static_cast<int>(g.processes.size());
-    std::string who = n_procs > 0 ? fmt::format("{} program{} hold{} {} of VRAM on GPU {} ({})", n_procs,
-                                               n_procs == 1 ? "" : "s", n_procs == 1 ? "s" : "", FormatBytes(Bytes(held)),
-                                               g.index, ProcessList(g))
-                                  : fmt::format("{} of VRAM on GPU {} is held by other programs (the driver "
-                                                "does not list them)",
-                                                FormatBytes(Bytes(held)), g.index);
+    std::string who = n_procs > 0
+                          ? fmt::format("{} program{} hold{} {} of VRAM on GPU {} ({})", n_procs,
+                                        n_procs == 1 ? "" : "s", n_procs == 1 ? "s" : "",
+                                        FormatBytes(Bytes(held)), g.index, ProcessList(g))
+                          : fmt::format(
+                                "{} of VRAM on GPU {} is held by other programs (the driver "
+                                "does not list them)",
+                                FormatBytes(Bytes(held)), g.index);
     int impact = held >= (int64_t{1} << 30) ? 50 : 35;
     std::string detail = fmt::format("{} free of {} on {}", FormatBytes(Bytes(g.free_bytes)),
                                      FormatBytes(Bytes(g.total_bytes)), g.name);
     if (now) {
-      const ExpertFit after = FitExperts(
-          *in.model, free_total + held - in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
+      const ExpertFit after =
+          FitExperts(*in.model, free_total + held -
+                                    in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
       const int gained = after.gpu_expert_layers - now->gpu_expert_layers;
       if (gained > 0) {
-        who += fmt::format("; closing them frees room for {} more expert layer{} (--n-cpu-moe {} -> {})",
-                           gained, gained == 1 ? "" : "s", now->n_cpu_moe, after.n_cpu_moe);
+        who += fmt::format(
+            "; closing them frees room for {} more expert layer{} (--n-cpu-moe {} -> {})", gained,
+            gained == 1 ? "" : "s", now->n_cpu_moe, after.n_cpu_moe);
         impact = std::min(90, 55 + 5 * gained);
       } else {
         who += "; closing them would not move another expert layer to the GPU";
@@ -115,26 +126,35 @@ void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
         "llama.cpp, then rerun `moetune doctor`");
   }
   for (const auto& g : p.gpus) {
-    if (g.pcie_width_max > 0 && g.pcie_width_current > 0 && g.pcie_width_current < g.pcie_width_max) {
+    if (g.pcie_width_max > 0 && g.pcie_width_current > 0 &&
+        g.pcie_width_current < g.pcie_width_max) {
       Add(out, fmt::format("pcie_width_gpu{}", g.index), 45,
-          fmt::format("GPU {} PCIe link runs at x{} of x{}", g.index, g.pcie_width_current, g.pcie_width_max),
-          "prefill with CPU-side experts copies them over PCIe; a narrow link slows it proportionally",
+          fmt::format("GPU {} PCIe link runs at x{} of x{}", g.index, g.pcie_width_current,
+                      g.pcie_width_max),
+          "prefill with CPU-side experts copies them over PCIe; a narrow link slows it "
+          "proportionally",
           "move the card to a full-width slot or check the BIOS lane split");
     }
     if (g.gtt_total_bytes > 0 && g.vendor == "amd") {
       Add(out, fmt::format("gtt_gpu{}", g.index), 30,
-          fmt::format("GPU {} can map {} of system memory (GTT)", g.index, FormatBytes(Bytes(g.gtt_total_bytes))),
-          "ROCm/Vulkan allocations beyond VRAM may land in GTT silently, the AMD analogue of unified memory",
+          fmt::format("GPU {} can map {} of system memory (GTT)", g.index,
+                      FormatBytes(Bytes(g.gtt_total_bytes))),
+          "ROCm/Vulkan allocations beyond VRAM may land in GTT silently, the AMD analogue of "
+          "unified memory",
           "keep the planned VRAM below the card's free VRAM; watch prefill speed at long context");
     }
   }
   if (in.model && now && !now->fixed_part_fits) {
     Add(out, "fixed_part_overflows", 95,
-        fmt::format("{} at {} tokens does not fit even with every expert on the CPU", in.model->name, in.model->n_ctx),
-        fmt::format("attention weights, KV cache and compute buffers need {}, free VRAM minus margin is {}",
-                    FormatBytes(Bytes(in.model->gpu_fixed_bytes)),
-                    FormatBytes(Bytes(free_total - in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size())))),
-        "shorten the context, quantize the KV cache (-ctk/-ctv q8_0), or offload fewer layers (-ngl)");
+        fmt::format("{} at {} tokens does not fit even with every expert on the CPU",
+                    in.model->name, in.model->n_ctx),
+        fmt::format(
+            "attention weights, KV cache and compute buffers need {}, free VRAM minus margin is {}",
+            FormatBytes(Bytes(in.model->gpu_fixed_bytes)),
+            FormatBytes(
+                Bytes(free_total - in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size())))),
+        "shorten the context, quantize the KV cache (-ctk/-ctv q8_0), or offload fewer layers "
+        "(-ngl)");
   }
 }
 
@@ -145,29 +165,33 @@ void RamVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
     int64_t cpu_side = in.model->host_fixed_bytes;
     std::string split;
     if (p.gpus.empty()) {
-      cpu_side += std::accumulate(in.model->expert_bytes_by_layer.begin(), in.model->expert_bytes_by_layer.end(),
-                                  int64_t{0}) +
+      cpu_side += std::accumulate(in.model->expert_bytes_by_layer.begin(),
+                                  in.model->expert_bytes_by_layer.end(), int64_t{0}) +
                   in.model->gpu_fixed_bytes;
       split = "everything on the CPU";
     } else {
-      const ExpertFit fit = FitExperts(*in.model, p.TotalFreeVramBytes() - in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
+      const ExpertFit fit =
+          FitExperts(*in.model, p.TotalFreeVramBytes() -
+                                    in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
       cpu_side += fit.cpu_expert_bytes;
       split = fmt::format("--n-cpu-moe {}", fit.n_cpu_moe);
     }
     const double ratio = static_cast<double>(cpu_side) / static_cast<double>(m.available_bytes);
     if (ratio > 1.0) {
       Add(out, "ram_short", 92,
-          fmt::format("the CPU-side weights need {} but only {} of RAM is available", FormatBytes(Bytes(cpu_side)),
-                      FormatBytes(Bytes(m.available_bytes))),
+          fmt::format("the CPU-side weights need {} but only {} of RAM is available",
+                      FormatBytes(Bytes(cpu_side)), FormatBytes(Bytes(m.available_bytes))),
           fmt::format("with {}, the weights kept in host memory do not fit in RAM: the page cache "
                       "thrashes and decode drops by several times{}",
                       split, m.swap_total_bytes > 0 ? " (swap makes it worse, not better)" : ""),
           "close programs, use a smaller quantization, or add RAM");
     } else if (ratio > 0.9) {
       Add(out, "ram_tight", 55,
-          fmt::format("the CPU-side weights need {} of the {} of RAM available", FormatBytes(Bytes(cpu_side)),
-                      FormatBytes(Bytes(m.available_bytes))),
-          fmt::format("with {} less than 10% of RAM stays free; other programs can push model pages out", split),
+          fmt::format("the CPU-side weights need {} of the {} of RAM available",
+                      FormatBytes(Bytes(cpu_side)), FormatBytes(Bytes(m.available_bytes))),
+          fmt::format(
+              "with {} less than 10% of RAM stays free; other programs can push model pages out",
+              split),
           "close memory-hungry programs before long runs");
     }
   }
@@ -183,7 +207,8 @@ void RamVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
 void CpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
   const CpuTopology& c = in.profile.cpu;
   if (c.logical_cpus <= 0) return;
-  const int best = c.suggested_threads.empty() ? c.logical_cpus : c.suggested_threads.front().threads;
+  const int best =
+      c.suggested_threads.empty() ? c.logical_cpus : c.suggested_threads.front().threads;
   int usable = c.logical_cpus;
   if (c.cpu_quota) usable = std::min(usable, std::max(1, static_cast<int>(*c.cpu_quota)));
   if (c.llama_default_threads > usable) {
@@ -192,14 +217,17 @@ void CpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
                     c.llama_default_threads, usable, usable == 1 ? "" : "s"),
         fmt::format("llama.cpp counts the whole machine's cores ({}) and ignores the affinity mask "
                     "and the cgroup{}; oversubscribed threads stall at ggml's barriers",
-                    c.llama_default_reason, c.cpu_quota ? fmt::format(" (CPU quota {:.2f})", *c.cpu_quota) : ""),
+                    c.llama_default_reason,
+                    c.cpu_quota ? fmt::format(" (CPU quota {:.2f})", *c.cpu_quota) : ""),
         fmt::format("always pass -t {}", best));
   }
   if (c.hybrid) {
     std::vector<std::string> counts;
-    for (const auto& s : c.suggested_threads) counts.push_back(fmt::format("{} ({})", s.threads, s.label));
+    for (const auto& s : c.suggested_threads)
+      counts.push_back(fmt::format("{} ({})", s.threads, s.label));
     Add(out, "hybrid_cpu", 35,
-        fmt::format("hybrid CPU: {} performance + {} efficiency cores", c.performance_cores, c.efficiency_cores),
+        fmt::format("hybrid CPU: {} performance + {} efficiency cores", c.performance_cores,
+                    c.efficiency_cores),
         fmt::format("llama.cpp defaults to {} threads; all physical cores can be faster for MoE "
                     "experts, or slower: only a measurement tells",
                     c.llama_default_threads),
@@ -215,7 +243,8 @@ std::vector<Verdict> MakeVerdicts(const VerdictInputs& in) {
   GpuVerdicts(in, &out);
   RamVerdicts(in, &out);
   CpuVerdicts(in, &out);
-  std::stable_sort(out.begin(), out.end(), [](const Verdict& a, const Verdict& b) { return a.impact > b.impact; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Verdict& a, const Verdict& b) { return a.impact > b.impact; });
   return out;
 }
 

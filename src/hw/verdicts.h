@@ -32,12 +32,12 @@ struct ModelNeeds {
 
 /// The split that fits a VRAM budget.
 struct ExpertFit {
-  int moe_layers = 0;          // layers that have routed experts
-  int gpu_expert_layers = 0;   // of those, how many keep their experts on the GPU
-  int n_cpu_moe = 0;           // the --n-cpu-moe value (layers 0..n_cpu_moe-1 on CPU)
-  int64_t gpu_bytes = 0;       // fixed + experts on GPU
+  int moe_layers = 0;         // layers that have routed experts
+  int gpu_expert_layers = 0;  // of those, how many keep their experts on the GPU
+  int n_cpu_moe = 0;          // the --n-cpu-moe value (layers 0..n_cpu_moe-1 on CPU)
+  int64_t gpu_bytes = 0;      // fixed + experts on GPU
   int64_t cpu_expert_bytes = 0;
-  bool fixed_part_fits = true; // false: even with every expert on the CPU it overflows
+  bool fixed_part_fits = true;  // false: even with every expert on the CPU it overflows
 };
 
 /// The smallest --n-cpu-moe whose GPU part fits in `vram_budget_bytes`.

@@ -72,7 +72,8 @@ TEST(Verdicts, ProgramsHoldingVramBecomeExpertLayers) {
   // + 1.70 GiB held by the two programs -> 25 layers: 3 more.
   EXPECT_NE(held->title.find("2 programs hold 1.70 GiB of VRAM"), std::string::npos) << held->title;
   EXPECT_NE(held->title.find("firefox"), std::string::npos);
-  EXPECT_NE(held->title.find("frees room for 3 more expert layers"), std::string::npos) << held->title;
+  EXPECT_NE(held->title.find("frees room for 3 more expert layers"), std::string::npos)
+      << held->title;
   EXPECT_NE(held->title.find("--n-cpu-moe 18 -> 15"), std::string::npos) << held->title;
   EXPECT_EQ(held->severity, "warning");
 }
@@ -113,7 +114,9 @@ TEST(Verdicts, HybridCpuListsCandidates) {
   const auto v = MakeVerdicts(in);
   const Verdict* h = Find(v, "hybrid_cpu");
   ASSERT_NE(h, nullptr);
-  EXPECT_NE(h->fix.find("14 (physical_cores), 6 (performance_cores), 20 (logical_cpus)"), std::string::npos) << h->fix;
+  EXPECT_NE(h->fix.find("14 (physical_cores), 6 (performance_cores), 20 (logical_cpus)"),
+            std::string::npos)
+      << h->fix;
 }
 
 }  // namespace

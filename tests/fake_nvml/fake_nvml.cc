@@ -15,9 +15,17 @@ extern "C" {
 
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st* nvmlDevice_t;
-struct nvmlMemory_t { unsigned long long total, free, used; };
-struct nvmlMemory_v2_t { unsigned int version; unsigned long long total, reserved, free, used; };
-struct nvmlProcessInfo_v1_t { unsigned int pid; unsigned long long usedGpuMemory; };
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+struct nvmlProcessInfo_v1_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
 struct nvmlProcessInfo_t {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -69,7 +77,8 @@ constexpr unsigned long long kReserved = 300 * kMiB;
 
 template <typename Info>
 nvmlReturn_t FillProcesses(nvmlDevice_t dev, unsigned* count, Info* infos) {
-  if (dev != reinterpret_cast<nvmlDevice_t>(&g_device_tag) || count == nullptr) return kInvalidArgument;
+  if (dev != reinterpret_cast<nvmlDevice_t>(&g_device_tag) || count == nullptr)
+    return kInvalidArgument;
   const int n = ProcessCount();
   ++g_process_calls;
   if (*count < static_cast<unsigned>(n) || infos == nullptr) {
@@ -106,14 +115,20 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlInit() { return Init(); 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlShutdown() { return kSuccess; }
 __attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case kSuccess: return "Success";
-    case kInvalidArgument: return "Invalid Argument";
-    case kDriverNotLoaded: return "Driver Not Loaded";
-    case kArgumentVersionMismatch: return "Argument Version Mismatch";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kInvalidArgument:
+      return "Invalid Argument";
+    case kDriverNotLoaded:
+      return "Driver Not Loaded";
+    case kArgumentVersionMismatch:
+      return "Argument Version Mismatch";
+    default:
+      return "Unknown Error";
   }
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* buf, unsigned len) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* buf,
+                                                                               unsigned len) {
   std::strncpy(buf, "555.42.02-fake", len);
   return kSuccess;
 }
@@ -121,18 +136,21 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCount(unsigned*
   *n = 1;
   return kSuccess;
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned i, nvmlDevice_t* dev) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned i,
+                                                                               nvmlDevice_t* dev) {
   if (i != 0) return kInvalidArgument;
   *dev = reinterpret_cast<nvmlDevice_t>(&g_device_tag);
   return kSuccess;
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char* buf, unsigned len) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char* buf,
+                                                                      unsigned len) {
   if (!IsDevice(dev)) return kInvalidArgument;
   std::strncpy(buf, "NVIDIA GeForce RTX 4090 (fake)", len);
   return kSuccess;
 }
 // v1: "used" includes the driver's reservation.
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t* m) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev,
+                                                                            nvmlMemory_t* m) {
   if (!IsDevice(dev)) return kInvalidArgument;
   m->total = kTotal;
   m->used = HeldBytes() + kReserved;
@@ -152,17 +170,41 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGraphicsRunning
   return kSuccess;
 }
 // Only pid 4242 is known to NVML; the loader must name 4343 from /proc/4343/comm.
-__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetProcessName(unsigned pid, char* buf, unsigned len) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetProcessName(unsigned pid,
+                                                                             char* buf,
+                                                                             unsigned len) {
   if (pid != 4242) return kNotFound;
   std::strncpy(buf, "/usr/lib/firefox/firefox", len);
   return kSuccess;
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned* v) { *v = 1; return kSuccess; }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t, unsigned* v) { *v = 4; return kSuccess; }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t, unsigned* v) { *v = 16; return kSuccess; }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t, unsigned* v) { *v = 16; return kSuccess; }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t, unsigned* v) { *v = 384; return kSuccess; }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t, unsigned type, unsigned* mhz) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(
+    nvmlDevice_t, unsigned* v) {
+  *v = 1;
+  return kSuccess;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(
+    nvmlDevice_t, unsigned* v) {
+  *v = 4;
+  return kSuccess;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t,
+                                                                                   unsigned* v) {
+  *v = 16;
+  return kSuccess;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t,
+                                                                                  unsigned* v) {
+  *v = 16;
+  return kSuccess;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t,
+                                                                                unsigned* v) {
+  *v = 384;
+  return kSuccess;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t,
+                                                                              unsigned type,
+                                                                              unsigned* mhz) {
   if (type != 2) return kInvalidArgument;  // NVML_CLOCK_MEM
   *mhz = 10501;
   return kSuccess;
@@ -170,12 +212,16 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxClockInfo(nv
 
 #ifndef FAKE_NVML_OLD
 __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() { return Init(); }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* n) { return nvmlDeviceGetCount(n); }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* dev) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* n) {
+  return nvmlDeviceGetCount(n);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(
+    unsigned i, nvmlDevice_t* dev) {
   return nvmlDeviceGetHandleByIndex(i, dev);
 }
 // v2: reserved is reported apart; the struct's version must be nvmlMemory_v2.
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t* m) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev,
+                                                                               nvmlMemory_v2_t* m) {
   if (!IsDevice(dev)) return kInvalidArgument;
   const unsigned expected = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
   if (g_mode == "v2_mismatch" || m->version != expected) return kArgumentVersionMismatch;

@@ -5,11 +5,10 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "hw/machine_profile.h"
@@ -46,7 +45,8 @@ double SysbenchReadGbps() {
 double SysbenchOnce() {
   auto sysbench = ResolveProgram("sysbench");
   if (!sysbench.ok()) {
-    ADD_FAILURE() << "sysbench is required (scripts/install-deps.sh): " << sysbench.error().message();
+    ADD_FAILURE() << "sysbench is required (scripts/install-deps.sh): "
+                  << sysbench.error().message();
     return 0;
   }
   CommandResult r = RunCommand({*sysbench, "memory", "--memory-oper=read", "--memory-block-size=1G",
@@ -125,8 +125,9 @@ TEST(Doctor, JsonMatchesKernelDriverAndSysbench) {
 
 TEST(Doctor, MissingSourcesAreNamedNotFatal) {
   TempDir empty;
-  json j = RunDoctorJson({"--sysroot", empty.path().string(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
-                          "--no-bandwidth", "--no-engine", "--no-save"});
+  json j = RunDoctorJson({"--sysroot", empty.path().string(), "--nvml-library",
+                          "/nonexistent/libnvidia-ml.so.1", "--no-bandwidth", "--no-engine",
+                          "--no-save"});
   ASSERT_TRUE(j.is_object());
   const auto missing = j["missing_sources"].get<std::vector<std::string>>();
   auto names = [&](const std::string& what) {
@@ -146,10 +147,12 @@ TEST(Doctor, FixtureMachineAndModelVerdicts) {
   const std::string root = std::string(MOETUNE_SOURCE_DIR) + "/tests/fixtures/hw/intel_hybrid_6p8e";
   TempDir dir;
   const std::string model = dir.File("m.gguf");
-  CommandResult s = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", model}, 120);
+  CommandResult s =
+      RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", model}, 120);
   ASSERT_EQ(s.exit_code, 0) << s.err;
-  json j = RunDoctorJson({"--sysroot", root, "--nvml-library", "/nonexistent/libnvidia-ml.so.1", "--no-bandwidth",
-                          "--no-engine", "--no-save", "--model", model, "--ctx", "8K"});
+  json j = RunDoctorJson({"--sysroot", root, "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+                          "--no-bandwidth", "--no-engine", "--no-save", "--model", model, "--ctx",
+                          "8K"});
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["cpu"]["logical_cpus"].get<int>(), 20);
   EXPECT_EQ(j["cpu"]["llama_default_threads"].get<int>(), 6);
@@ -170,8 +173,8 @@ TEST(Doctor, FakeNvidiaDriverEndToEnd) {
   // The real binary against the fake NVML library (tests/fake_nvml): one 24 GiB
   // GPU on which firefox and Xorg hold 1.7 GiB.
   TempDir dir;
-  json j = RunDoctorJson({"--nvml-library", MOETUNE_FAKE_NVML_PATH, "--no-bandwidth", "--no-engine", "--profile",
-                          dir.File("machine.json")});
+  json j = RunDoctorJson({"--nvml-library", MOETUNE_FAKE_NVML_PATH, "--no-bandwidth", "--no-engine",
+                          "--profile", dir.File("machine.json")});
   ASSERT_TRUE(j.is_object());
   ASSERT_EQ(j["gpus"].size(), 1u);
   const json& g = j["gpus"][0];
@@ -189,8 +192,8 @@ TEST(Doctor, FakeNvidiaDriverEndToEnd) {
 }
 
 TEST(Doctor, BadContextIsAClearError) {
-  CommandResult r = RunCommand({MoetuneBinary(), "doctor", "--model", "/nonexistent.gguf", "--ctx", "lots",
-                                "--no-save", "--no-bandwidth", "--no-engine"},
+  CommandResult r = RunCommand({MoetuneBinary(), "doctor", "--model", "/nonexistent.gguf", "--ctx",
+                                "lots", "--no-save", "--no-bandwidth", "--no-engine"},
                                60);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("lots"), std::string::npos) << r.err;
