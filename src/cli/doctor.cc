@@ -111,10 +111,14 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
       if (!o->no_save) {
         const std::string path = o->profile.empty() ? DefaultMachineProfilePath() : o->profile;
         if (auto st = SaveMachineProfile(report.profile, path); !st.ok()) {
-          // The report is printed already; an unwritable profile is worth an exit code.
-          return ReportError(st.error());
+          // A profile the user asked for is worth an exit code; the default
+          // location being unusable (no HOME, read-only home) is only a warning.
+          if (!o->profile.empty()) return ReportError(st.error());
+          std::cerr << fmt::format("moetune: warning: machine profile not saved: {}\n",
+                                   st.error().message());
+        } else {
+          std::cerr << fmt::format("moetune: machine profile saved to {}\n", path);
         }
-        std::cerr << fmt::format("moetune: machine profile saved to {}\n", path);
       }
       return kExitOk;
     };
