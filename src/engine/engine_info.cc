@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <future>
 #include <regex>
 #include <sstream>
 
@@ -75,6 +78,53 @@ Result<std::string> Probe(const std::string& tool, const std::vector<std::string
                                                  tool, fmt::join(args, " "), out.status.Describe()));
   }
   return all;
+}
+
+// Cache of the static probes, in $XDG_CACHE_HOME/moetune or ~/.cache/moetune.
+std::string ProbeCacheFile(const std::string& bench) {
+  std::error_code ec;
+  const auto size = fs::file_size(bench, ec);
+  if (ec) return "";
+  const auto mtime = fs::last_write_time(bench, ec).time_since_epoch().count();
+  if (ec) return "";
+  fs::path base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    base = x;
+  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    base = fs::path(h) / ".cache";
+  } else {
+    return "";
+  }
+  const std::size_t key = std::hash<std::string>{}(fmt::format("{}|{}|{}", bench, size, mtime));
+  return (base / "moetune" / fmt::format("engine-{:016x}.json", key)).string();
+}
+
+bool ReadProbeCache(const std::string& file, Result<std::string>* version, Result<std::string>* help) {
+  if (file.empty()) return false;
+  std::ifstream f(file);
+  if (!f) return false;
+  const auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.contains("version") || !j.contains("help") || !j["version"].is_string() ||
+      !j["help"].is_string()) {
+    return false;
+  }
+  *version = j["version"].get<std::string>();
+  *help = j["help"].get<std::string>();
+  return true;
+}
+
+void WriteProbeCache(const std::string& file, const std::string& version, const std::string& help) {
+  if (file.empty()) return;
+  std::error_code ec;
+  fs::create_directories(fs::path(file).parent_path(), ec);
+  const std::string tmp = fmt::format("{}.tmp.{}", file, ::getpid());
+  {
+    std::ofstream f(tmp);
+    f << nlohmann::json{{"version", version}, {"help", help}}.dump();
+    if (!f) return;
+  }
+  fs::rename(tmp, file, ec);  // best effort: a cache that cannot be written is only slower
+  if (ec) fs::remove(tmp, ec);
 }
 
 }  // namespace
@@ -283,14 +333,29 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
   if (!options.probe) return info;
 
   const std::string bench = info.ToolPath(kBench);
-  MOETUNE_ASSIGN_OR_RETURN(const std::string version, Probe(bench, {"--version"}));
-  ParseVersionOutput(version, &info);
-  info.backends = ParseLoadedBackends(version);
-  MOETUNE_ASSIGN_OR_RETURN(const std::string devices, Probe(bench, {"--list-devices"}));
-  info.devices = ParseListDevices(devices);
-  // --help exits non-zero in some versions; its text is all that matters.
-  MOETUNE_ASSIGN_OR_RETURN(const std::string help, Probe(bench, {"--help"}));
-  info.bench_flags = ParseHelpFlags(help);
+  // --version and --help depend only on the binary: they are cached per
+  // (path, size, mtime) so that every command does not pay two engine starts
+  // (part of moetune's overhead over llama-bench). --list-devices (free
+  // memory changes) always runs, concurrently with the uncached probes.
+  auto devices_f = std::async(std::launch::async, [&] { return Probe(bench, {"--list-devices"}); });
+  const std::string cache_file = ProbeCacheFile(bench);
+  Result<std::string> version = Error(ErrorKind::kInternal, "unset");
+  Result<std::string> help = Error(ErrorKind::kInternal, "unset");
+  if (!ReadProbeCache(cache_file, &version, &help)) {
+    auto version_f = std::async(std::launch::async, [&] { return Probe(bench, {"--version"}); });
+    // --help exits non-zero in some versions; its text is all that matters.
+    help = Probe(bench, {"--help"});
+    version = version_f.get();
+    if (version.ok() && help.ok()) WriteProbeCache(cache_file, *version, *help);
+  }
+  auto devices = devices_f.get();
+  if (!version.ok()) return version.take_error();
+  if (!devices.ok()) return devices.take_error();
+  if (!help.ok()) return help.take_error();
+  ParseVersionOutput(*version, &info);
+  info.backends = ParseLoadedBackends(*version);
+  info.devices = ParseListDevices(*devices);
+  info.bench_flags = ParseHelpFlags(*help);
   if (info.version_line.empty()) {
     info.warnings.push_back(fmt::format("{} --version printed no version line; the engine may be very old", bench));
   }
