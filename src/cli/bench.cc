@@ -118,7 +118,6 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
 }
 
 int Run(const BenchArgs& a) {
-  InstallChildCleanupOnSignals();
   auto configs = BuildConfigs(a);
   if (!configs.ok()) return ReportError(configs.error());
   DiscoveryOptions dopt;

@@ -32,7 +32,6 @@ struct DemoArgs {
 void Step(int n, const std::string& what) { std::cout << fmt::format("\n## {}. {}\n\n", n, what) << std::flush; }
 
 int Run(const DemoArgs& a) {
-  InstallChildCleanupOnSignals();
   const auto t0 = std::chrono::steady_clock::now();
   namespace fs = std::filesystem;
   std::error_code ec;

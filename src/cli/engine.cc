@@ -18,7 +18,6 @@ struct EngineArgs {
 };
 
 int Run(const EngineArgs& a) {
-  InstallChildCleanupOnSignals();
   DiscoveryOptions o;
   o.llama_dir = a.llama_dir;
   auto info = DiscoverEngine(o);

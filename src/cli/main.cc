@@ -3,8 +3,12 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "util/subprocess.h"
 
 int main(int argc, char** argv) {
+  // Every command may start engine processes: kill their process groups on
+  // SIGINT/SIGTERM/SIGHUP so that no llama.cpp process outlives moetune.
+  moetune::InstallChildCleanupOnSignals();
   CLI::App app{"moetune: fastest safe llama.cpp settings for MoE models larger than VRAM"};
   app.set_version_flag("--version", std::string("moetune ") + MOETUNE_VERSION);
   app.require_subcommand(1);

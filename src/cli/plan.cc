@@ -6,10 +6,14 @@
 #include "cli/command.h"
 #include "gguf/ggml_type.h"
 #include <iostream>
+#include <optional>
 
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "model/model_info.h"
+#include "engine/engine_info.h"
+#include "engine/fit_params.h"
+#include "plan/check.h"
 #include "plan/placement.h"
 #include "report/model_report.h"
 #include "util/units.h"
@@ -34,6 +38,8 @@ struct PlanOpts {
   std::string fa = "on";
   bool no_fine_fill = false;
   bool json = false;
+  bool check = false;
+  std::string llama_dir;
   std::string output;
 };
 
@@ -106,6 +112,41 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   return r;
 }
 
+// Runs llama-fit-params for the recommended placement (or all experts on the
+// CPU when nothing fits) and compares it with the prediction.
+Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
+                                  const std::string& llama_dir) {
+  DiscoveryOptions d;
+  d.llama_dir = llama_dir;
+  MOETUNE_ASSIGN_OR_RETURN(EngineInfo engine, DiscoverEngine(d));
+  const PlacementOption& option = plan.best() ? *plan.best() : plan.options.back();
+  PlacementArgs p;
+  p.n_gpu_layers = option.ngl;
+  p.n_cpu_moe = option.n_cpu_moe;
+  if (plan.best() && !plan.fine_fill.empty()) {
+    p.n_cpu_moe = plan.fine_fill_n_cpu_moe;
+    p.override_tensor = plan.fine_fill.front().pattern;
+  }
+  p.ctx_size = static_cast<int>(req.ctx.n_ctx);
+  p.n_batch = req.ctx.n_batch;
+  p.n_ubatch = req.ctx.n_ubatch;
+  p.type_k = std::string(GgmlTypeById(req.ctx.type_k)->name);
+  p.type_v = std::string(GgmlTypeById(req.ctx.type_v)->name);
+  p.flash_attn = req.ctx.flash_attn ? "on" : "off";
+  FitParamsOptions fo;
+  fo.count_host_weights = true;
+  auto report = RunFitParams(engine, m.path, p, fo);
+  if (!report.ok()) return report.take_error().Context("plan --check");
+  // The fine fill moves part of one layer's experts; compare the option it came from.
+  PlanCheck c = ComparePlanWithEngine(m.arch, m.weights, req, option, report->devices);
+  c.n_cpu_moe = p.n_cpu_moe;
+  c.argv = report->argv;
+  if (!p.override_tensor.empty())
+    c.notes.push_back("the engine ran with the fine-fill -ot override; moetune's figures are for --n-cpu-moe " +
+                      std::to_string(option.n_cpu_moe) + " without it");
+  return c;
+}
+
 }  // namespace
 
 void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
@@ -127,6 +168,9 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--parallel,--np", o->parallel, "Server slots (llama-server -np)")->capture_default_str();
   cmd->add_option("--fa", o->fa, "Flash attention: on or off")->capture_default_str();
   cmd->add_flag("--no-fine-fill", o->no_fine_fill, "Do not propose -ot overrides for single expert tensors");
+  cmd->add_flag("--check", o->check,
+                "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
+  cmd->add_option("--llama-dir", o->llama_dir, "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
   cmd->callback([o, run] {
@@ -136,7 +180,20 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       auto m = LoadModelInfo(o->model);
       if (!m.ok()) return ReportError(m.error());
       const Plan plan = PlanPlacement(m->gguf, m->arch, m->weights, *req);
-      const std::string text = o->json ? PlanJson(*m, plan, *req).dump(2) + "\n" : PlanText(*m, plan, *req);
+      std::optional<PlanCheck> check;
+      if (o->check) {
+        auto c = CheckWithEngine(*m, plan, *req, o->llama_dir);
+        if (!c.ok()) return ReportError(c.error());
+        check = std::move(c).value();
+      }
+      std::string text;
+      if (o->json) {
+        nlohmann::json j = PlanJson(*m, plan, *req);
+        if (check) j["check"] = PlanCheckJson(*check);
+        text = j.dump(2) + "\n";
+      } else {
+        text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "");
+      }
       auto st = WriteOutput(o->output, text);
       return st.ok() ? kExitOk : ReportError(st.error());
     };

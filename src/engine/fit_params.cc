@@ -41,7 +41,7 @@ Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text)
 }
 
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const PlacementArgs& p) {
+                                       const PlacementArgs& p, const FitParamsOptions& options) {
   std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"), "-m", model,
                                    "-ngl", std::to_string(p.n_gpu_layers),
                                    "-ncmoe", std::to_string(p.n_cpu_moe),
@@ -52,13 +52,14 @@ std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::stri
                                    "-ctv", p.type_v};
   if (!p.override_tensor.empty()) argv.insert(argv.end(), {"-ot", p.override_tensor});
   if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", p.flash_attn});
+  if (options.count_host_weights) argv.insert(argv.end(), {"-lm", "none", "--no-repack"});
   // Explicit placement, no fitting: the sizes are those of exactly this placement.
   argv.insert(argv.end(), {"-fit", "off", "-fitp", "on"});
   return argv;
 }
 
 Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const PlacementArgs& placement) {
+                                     const PlacementArgs& placement, const FitParamsOptions& options) {
   if (!engine.HasTool("llama-fit-params")) {
     return Error(ErrorKind::kNotFound,
                  fmt::format("the engine in {} has no llama-fit-params (Debian: llama.cpp-tools-extra; upstream: "
@@ -66,7 +67,7 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
                              engine.dir));
   }
   FitParamsReport report;
-  report.argv = FitParamsArgv(engine, model, placement);
+  report.argv = FitParamsArgv(engine, model, placement, options);
   RunOptions o;
   o.spawn.argv = report.argv;
   o.timeout = std::chrono::milliseconds(120000);

@@ -40,15 +40,22 @@ struct FitParamsReport {
 /// Parses the `-fitp on` lines of stdout. Errors when no line parses.
 Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text);
 
+struct FitParamsOptions {
+  /// Load without mmap and without CPU repacking (`-lm none --no-repack`), so
+  /// that host-resident weights are counted in the Host line. With the engine's
+  /// defaults they are mapped or repacked and the Host "model" column reads 0.
+  bool count_host_weights = false;
+};
+
 /// The argument vector RunFitParams uses (placement explicit, fit off).
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const PlacementArgs& placement);
+                                       const PlacementArgs& placement, const FitParamsOptions& options = {});
 
 /// Runs llama-fit-params for `model` with `placement`. The context size
 /// defaults to 4096 when placement.ctx_size is unset (llama.cpp's own default
 /// would be the model's training context). Errors carry the engine's message
 /// (kEngine, with the failure kind in the text) or kNotFound for a missing tool.
 Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const PlacementArgs& placement);
+                                     const PlacementArgs& placement, const FitParamsOptions& options = {});
 
 }  // namespace moetune

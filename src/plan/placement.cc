@@ -85,7 +85,8 @@ Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMa
   if (plan.moe) {
     // -ngl 99 always; N from 0 (all experts on GPU) to n_layer (all on CPU).
     for (int n = 0; n <= plan.n_layer; ++n)
-      plan.options.push_back(Evaluate(arch, wm, cm, ce, req, plan.n_layer + 1, n, biggest_expert_layer));
+      plan.options.push_back(
+          Evaluate(arch, wm, cm, ce, req, std::max(99, plan.n_layer + 1), n, biggest_expert_layer));
     for (size_t i = 0; i < plan.options.size(); ++i) {
       if (plan.options[i].fits) { plan.recommended = i; break; }
     }

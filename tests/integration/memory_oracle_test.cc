@@ -97,6 +97,19 @@ TEST_P(MemoryOracleTest, PredictionsAgreeWithLlamaFitParams) {
                 GetParam(), ctx, weights, eng.model_mib, context, eng.context_mib, compute, eng.compute_mib,
                 100.0 * (compute - eng.compute_mib) / eng.compute_mib);
   }
+
+  // `plan --check` runs the same dry run itself and must report agreement.
+  auto check = RunCommand({MoetuneBinary(), "plan", model, "--vram", "1GiB", "--margin", "64MiB", "--ctx",
+                           "32768", "--check", "--json"},
+                          300);
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  const json p = json::parse(check.out);
+  ASSERT_TRUE(p.contains("check")) << check.out;
+  EXPECT_TRUE(p["check"]["agrees"].get<bool>()) << p["check"].dump(2);
+  ASSERT_EQ(p["check"]["devices"].size(), 1u);
+  EXPECT_EQ(p["check"]["devices"][0]["device"], "Host");
+  ASSERT_FALSE(p["n_cpu_moe"].is_null()) << "1 GiB holds some placement";
+  EXPECT_EQ(p["check"]["n_cpu_moe"], p["n_cpu_moe"]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, MemoryOracleTest,
