@@ -49,9 +49,12 @@ PlacementOption Evaluate(const ModelArch& arch, const WeightMap& wm, const Conte
   }
   if (ngl > 0) {
     o.gpu.compute = ce.total();
-    // Prefill with host-resident experts: the CUDA backend copies those
-    // weights to the GPU to compute there (GGML_OP_OFFLOAD_MIN_BATCH), staged
-    // in the GPU compute buffer one layer at a time.
+    // Prefill with host-resident experts: the scheduler copies those weights
+    // to the GPU to compute there (GGML_OP_OFFLOAD_MIN_BATCH, 32 tokens). The
+    // copies are split inputs allocated in the GPU compute buffer, sized as the
+    // whole expert tensors even though only the used experts are transferred
+    // (ggml-backend.cpp; llama.cpp PR #15346). One layer's set is budgeted: an
+    // estimate until compared with llama-fit-params on a GPU machine.
     if (n_cpu_moe > 0 && req.ctx.n_ubatch >= 32) o.gpu.compute += biggest_expert_layer;
     o.host.compute = HostComputeWithGpu(arch, req.ctx);
   } else {
