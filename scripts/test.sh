@@ -18,6 +18,6 @@ if [ -d tests/fuzz ] && ls tests/fuzz/*_fuzz.cc >/dev/null 2>&1; then
     CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMOETUNE_FUZZ=ON -DMOETUNE_TESTS=OFF \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   fi
-  cmake --build build-fuzz -j "$(nproc)"
+  cmake --build build-fuzz -j "$(nproc)" --target fuzzers
   scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-60}"
 fi

@@ -24,12 +24,19 @@ using Clock = std::chrono::steady_clock;
 // contended memory system; this loop lands within ~10-20% of sysbench there
 // (sysbench's loop is one volatile load per iteration). It is also closer to what llama.cpp's
 // dequantizing matmuls get, which interleave loads with arithmetic.
-__attribute__((noinline, optimize("no-tree-vectorize"))) uint64_t ReadSlice(const uint64_t* p,
-                                                                            const uint64_t* end) {
+#if defined(__clang__)
+#define MOETUNE_NO_VECTORIZE __attribute__((noinline))
+#else
+#define MOETUNE_NO_VECTORIZE __attribute__((noinline, optimize("no-tree-vectorize")))
+#endif
+MOETUNE_NO_VECTORIZE uint64_t ReadSlice(const uint64_t* p, const uint64_t* end) {
   uint64_t a = 0;
   uint64_t b = 0;
   uint64_t c = 0;
   uint64_t d = 0;
+#if defined(__clang__)
+#pragma clang loop vectorize(disable) interleave(disable)
+#endif
   for (; p + 8 <= end; p += 8) {
     a += p[0] ^ p[4];
     b += p[1] ^ p[5];
