@@ -10,7 +10,7 @@ scripts/install-deps.sh
 scripts/setup-engine.sh
 scripts/build.sh build
 export MOETUNE_LLAMA_DIR="$repo/.engine/bin"
-ctest --test-dir build --output-on-failure -j 2 --timeout 900
+ctest --test-dir build --output-on-failure -j 2 --timeout 900 | tee build/ctest.log
 
 # libFuzzer targets need clang; built separately so the main build stays on GCC.
 if [ -d tests/fuzz ] && ls tests/fuzz/*_fuzz.cc >/dev/null 2>&1; then
@@ -21,3 +21,8 @@ if [ -d tests/fuzz ] && ls tests/fuzz/*_fuzz.cc >/dev/null 2>&1; then
   cmake --build build-fuzz -j "$(nproc)" --target fuzzers
   scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-60}"
 fi
+
+# One closing line for the whole run (ctest's own summary is further up).
+passed=$(sed -n 's/^[0-9]*% tests passed, \([0-9]*\) tests failed out of \([0-9]*\)$/\2 \1/p' build/ctest.log)
+read -r total failed <<<"$passed"
+echo "tests: $((total - failed)) passed, $failed failed"
