@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds moetune (Release-with-debug-info, Ninja) into build/.
-# Usage: scripts/build.sh [BUILD_DIR]
+# Usage: scripts/build.sh [BUILD_DIR] [TARGET...]   (default: everything)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
+shift || true
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}"

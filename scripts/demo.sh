@@ -9,5 +9,5 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 scripts/install-deps.sh
 scripts/setup-engine.sh
-scripts/build.sh build
+scripts/build.sh build moetune  # the tool only; scripts/test.sh builds the tests
 exec build/moetune demo "$@"
