@@ -12,6 +12,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+
 #include "gguf/gguf.h"
 #include "gguf/reader.h"
 
@@ -95,5 +99,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+/// Asserts that r failed with `kind` and that the message holds every fragment.
+template <typename T>
+void ExpectError(const Result<T>& r, ErrorKind kind, std::initializer_list<const char*> parts) {
+  ASSERT_FALSE(r.ok()) << "expected an error";
+  EXPECT_EQ(r.error().kind(), kind) << r.error().message();
+  for (const char* p : parts) {
+    EXPECT_NE(r.error().message().find(p), std::string::npos)
+        << "missing '" << p << "' in: " << r.error().message();
+  }
+}
 
 }  // namespace moetune::testing

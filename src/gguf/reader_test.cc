@@ -15,21 +15,12 @@ namespace {
 
 using testing::ByteBuilder;
 using testing::ParseBytes;
+using testing::ExpectError;
 using testing::TempDir;
 
 constexpr uint32_t kF32 = ggml_type::kF32;
 constexpr uint32_t kU32 = static_cast<uint32_t>(GgufValueType::kUint32);
 
-// Asserts that r failed with `kind` and that the message holds every fragment.
-template <typename T>
-void ExpectError(const Result<T>& r, ErrorKind kind, std::initializer_list<const char*> parts) {
-  ASSERT_FALSE(r.ok()) << "expected an error";
-  EXPECT_EQ(r.error().kind(), kind) << r.error().message();
-  for (const char* p : parts) {
-    EXPECT_NE(r.error().message().find(p), std::string::npos)
-        << "missing '" << p << "' in: " << r.error().message();
-  }
-}
 
 // A valid file: one metadata entry, tensors laid out by the caller, data appended.
 ByteBuilder WithTensors(std::initializer_list<std::tuple<const char*, std::vector<int64_t>,

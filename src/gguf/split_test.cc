@@ -11,17 +11,9 @@
 namespace moetune {
 namespace {
 
+using testing::ExpectError;
 using testing::TempDir;
 
-template <typename T>
-void ExpectError(const Result<T>& r, ErrorKind kind, std::initializer_list<const char*> parts) {
-  ASSERT_FALSE(r.ok()) << "expected an error";
-  EXPECT_EQ(r.error().kind(), kind) << r.error().message();
-  for (const char* p : parts) {
-    EXPECT_NE(r.error().message().find(p), std::string::npos)
-        << "missing '" << p << "' in: " << r.error().message();
-  }
-}
 
 GgufWriter SixTensorModel() {
   GgufWriter w;
