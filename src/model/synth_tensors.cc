@@ -148,6 +148,17 @@ Result<std::vector<SynthTensor>> SynthTensorList(const SynthSpec& s) {
   b.Head();
   const std::string& a = s.arch;
   const int n_layer = static_cast<int>(s.n_layer);
+  // glm4moe and deepseek2: leading dense layers, then routed experts with a
+  // selection bias and one shared expert.
+  auto sigmoid_moe_or_dense = [&](int il) {
+    if (s.IsMoeLayer(il)) {
+      b.Experts(il);
+      b.ExpProbsBias(il);
+      b.SharedExpert(il, false);
+    } else {
+      b.DenseFfn(il, s.n_ff);
+    }
+  };
   for (int il = 0; il < n_layer; ++il) {
     b.Norm(il, "attn_norm", s.n_embd);
     if (a == "llama" || a == "qwen2" || a == "qwen3" || a == "qwen3moe" || a == "llama4") {
@@ -177,23 +188,11 @@ Result<std::vector<SynthTensor>> SynthTensorList(const SynthSpec& s) {
     } else if (a == "glm4moe") {
       b.Attention(il, true, false);
       b.Norm(il, "post_attention_norm", s.n_embd);
-      if (s.IsMoeLayer(il)) {
-        b.Experts(il);
-        b.ExpProbsBias(il);
-        b.SharedExpert(il, false);
-      } else {
-        b.DenseFfn(il, s.n_ff);
-      }
+      sigmoid_moe_or_dense(il);
     } else if (a == "deepseek2") {
       b.Mla(il);
       b.Norm(il, "ffn_norm", s.n_embd);
-      if (s.IsMoeLayer(il)) {
-        b.Experts(il);
-        b.ExpProbsBias(il);
-        b.SharedExpert(il, false);
-      } else {
-        b.DenseFfn(il, s.n_ff);
-      }
+      sigmoid_moe_or_dense(il);
     } else {
       return Error(ErrorKind::kUnsupported,
                    fmt::format("synth has no tensor list for architecture '{}'", a));
