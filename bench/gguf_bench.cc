@@ -4,8 +4,6 @@
 // (ftruncate), ~17 GB that the reader must never touch: the figure is the cost
 // of reading a big model's header. Target: well under 50 ms.
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -15,6 +13,7 @@
 #include "gguf/ggml_type.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "sparse_model.h"
 
 namespace moetune {
 namespace {
@@ -69,28 +68,8 @@ GgufWriter SyntheticModel() {
   return w;
 }
 
-// Writes the header and extends the file with a hole as large as the data.
-std::string WriteSparseModel() {
-  GgufWriter w = SyntheticModel();
-  auto header = w.HeaderBytes();
-  if (!header.ok()) std::abort();
-  uint64_t data = 0;
-  for (const auto& t : w.tensors()) data += (t.n_bytes + 31) / 32 * 32;
-  std::string path = "/tmp/moetune_gguf_bench_" + std::to_string(::getpid()) + ".gguf";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0 || ::write(fd, header->data(), header->size()) != static_cast<ssize_t>(header->size()) ||
-      ::ftruncate(fd, static_cast<off_t>(header->size() + data)) != 0) {
-    std::abort();
-  }
-  ::close(fd);
-  std::fprintf(stderr, "gguf_bench: %zu tensors, header %.1f MiB, file %.1f GiB (sparse) at %s\n",
-               w.tensors().size(), static_cast<double>(header->size()) / (1 << 20),
-               static_cast<double>(header->size() + data) / (1ull << 30), path.c_str());
-  return path;
-}
-
 const std::string& ModelPath() {
-  static const std::string path = WriteSparseModel();
+  static const std::string path = WriteSparseModel(SyntheticModel(), "moetune_gguf_bench");
   return path;
 }
 

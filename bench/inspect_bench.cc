@@ -4,8 +4,6 @@
 // exists only as a sparse hole (ftruncate): inspect must never read it.
 // Target (issue 2): under 50 ms.
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
@@ -16,6 +14,7 @@
 #include "model/model_info.h"
 #include "model/synth.h"
 #include "report/model_report.h"
+#include "sparse_model.h"
 
 namespace moetune {
 namespace {
@@ -31,15 +30,7 @@ std::string MakeSparseModel() {
   o.quant = SynthQuant::kQ4_K_M;
   auto w = BuildSynthWriter(o);
   if (!w.ok()) std::abort();
-  auto header = w->HeaderBytes();
-  if (!header.ok()) std::abort();
-  uint64_t data = 0;
-  for (const auto& t : w->tensors()) data += (t.n_bytes + w->alignment() - 1) / w->alignment() * w->alignment();
-  path = "/tmp/moetune-inspect-bench-" + std::to_string(getpid()) + ".gguf";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f || std::fwrite(header->data(), 1, header->size(), f) != header->size()) std::abort();
-  std::fclose(f);
-  if (truncate(path.c_str(), static_cast<off_t>(header->size() + data)) != 0) std::abort();
+  path = WriteSparseModel(*w, "moetune_inspect_bench");
   return path;
 }
 
