@@ -130,8 +130,8 @@ Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const Pl
   p.ctx_size = static_cast<int>(req.ctx.n_ctx);
   p.n_batch = req.ctx.n_batch;
   p.n_ubatch = req.ctx.n_ubatch;
-  p.type_k = std::string(GgmlTypeById(req.ctx.type_k)->name);
-  p.type_v = std::string(GgmlTypeById(req.ctx.type_v)->name);
+  p.type_k = GgmlTypeName(req.ctx.type_k);
+  p.type_v = GgmlTypeName(req.ctx.type_v);
   p.flash_attn = req.ctx.flash_attn ? "on" : "off";
   FitParamsOptions fo;
   fo.count_host_weights = true;

@@ -42,6 +42,11 @@ std::optional<GgmlTypeInfo> GgmlTypeById(uint32_t id) {
   return std::nullopt;
 }
 
+std::string GgmlTypeName(uint32_t id) {
+  auto t = GgmlTypeById(id);
+  return t ? std::string(t->name) : "type" + std::to_string(id);
+}
+
 std::optional<GgmlTypeInfo> GgmlTypeByName(std::string_view name) {
   for (const auto& t : kTypes) {
     if (t.block_size != 0 && EqualNoCase(t.name, name)) return t;

@@ -19,6 +19,8 @@ struct GgmlTypeInfo {
 
 /// Info for a type id, or nullopt for an id this build does not know.
 std::optional<GgmlTypeInfo> GgmlTypeById(uint32_t id);
+/// The type's name ("q8_0"), or "type<id>" for an id this build does not know.
+std::string GgmlTypeName(uint32_t id);
 /// Looks a type up by name, case-insensitively ("Q4_K", "q8_0", "f16", "bf16").
 std::optional<GgmlTypeInfo> GgmlTypeByName(std::string_view name);
 

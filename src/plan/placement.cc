@@ -66,10 +66,6 @@ PlacementOption Evaluate(const ModelArch& arch, const WeightMap& wm, const Conte
   return o;
 }
 
-std::string TypeName(uint32_t t) {
-  auto info = GgmlTypeById(t);
-  return info ? std::string(info->name) : "f16";
-}
 
 }  // namespace
 
@@ -182,8 +178,8 @@ std::vector<std::string> ServerArgs(const std::string& model_path, const Plan& p
   }
   a.insert(a.end(), {"-c", std::to_string(req.ctx.n_ctx), "-ub", std::to_string(req.ctx.n_ubatch), "-b",
                      std::to_string(req.ctx.n_batch), "-fa", req.ctx.flash_attn ? "on" : "off"});
-  if (req.ctx.type_k != ggml_type::kF16) a.insert(a.end(), {"-ctk", TypeName(req.ctx.type_k)});
-  if (req.ctx.type_v != ggml_type::kF16) a.insert(a.end(), {"-ctv", TypeName(req.ctx.type_v)});
+  if (req.ctx.type_k != ggml_type::kF16) a.insert(a.end(), {"-ctk", GgmlTypeName(req.ctx.type_k)});
+  if (req.ctx.type_v != ggml_type::kF16) a.insert(a.end(), {"-ctv", GgmlTypeName(req.ctx.type_v)});
   // Explicit slots and no automatic fit: the plan was sized for exactly this.
   a.insert(a.end(), {"-np", std::to_string(std::max(1, req.ctx.n_seq)), "-fit", "off"});
   return a;

@@ -24,10 +24,6 @@ json RolesJson(const RoleBytes& rb) {
   return j;
 }
 
-std::string TypeName(uint32_t t) {
-  auto info = GgmlTypeById(t);
-  return info ? std::string(info->name) : fmt::format("type{}", t);
-}
 
 std::string LayerKind(const LayerInfo& l) {
   std::string k = AttentionKindName(l.attention);
@@ -194,7 +190,7 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   j["n_layer"] = plan.n_layer;
   j["request"] = {{"vram_free_bytes", req.vram_free}, {"reserve_bytes", req.reserve}, {"margin_bytes", req.margin},
                   {"n_ctx", req.ctx.n_ctx},          {"n_ubatch", req.ctx.n_ubatch}, {"n_batch", req.ctx.n_batch},
-                  {"type_k", TypeName(req.ctx.type_k)}, {"type_v", TypeName(req.ctx.type_v)},
+                  {"type_k", GgmlTypeName(req.ctx.type_k)}, {"type_v", GgmlTypeName(req.ctx.type_v)},
                   {"n_parallel", req.ctx.n_seq},     {"flash_attn", req.ctx.flash_attn},
                   {"host_ram_available_bytes", req.host_ram_available}};
   j["budget_bytes"] = plan.budget;
@@ -234,7 +230,7 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
   std::string o;
   o += fmt::format("model {} ({}, {} layers{}), context {} ({} parallel), ubatch {}, KV {}/{}\n", m.path,
                    m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx, req.ctx.n_seq,
-                   req.ctx.n_ubatch, TypeName(req.ctx.type_k), TypeName(req.ctx.type_v));
+                   req.ctx.n_ubatch, GgmlTypeName(req.ctx.type_k), GgmlTypeName(req.ctx.type_v));
   o += fmt::format("GPU budget: {} free - {} reserved = {}; safety margin {}\n\n", FormatBytes(Bytes(req.vram_free)),
                    FormatBytes(Bytes(req.reserve)), FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.margin)));
   MarkdownTable t({{plan.moe ? "n-cpu-moe" : "ngl"}, {"GPU weights"}, {"KV"}, {"state"}, {"compute"},
