@@ -66,7 +66,6 @@ PlacementOption Evaluate(const ModelArch& arch, const WeightMap& wm, const Conte
   return o;
 }
 
-
 }  // namespace
 
 Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
