@@ -15,6 +15,8 @@
 #include <fstream>
 #include <thread>
 
+#include "util/units.h"
+
 namespace moetune {
 namespace {
 
@@ -137,13 +139,18 @@ Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine
       return Error(ErrorKind::kEngine, fmt::format("llama-server exited before it was ready ({}, {}): {}",
                                                    FailureKindName(f.kind), f.exit, f.message));
     }
-    if (auto res = client.Get("/health"); res && res->status == 200) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
+    // A health request can block while the server loads: an answer that
+    // arrives after the deadline is still a timeout.
+    const auto res = client.Get("/health");
+    const bool late = std::chrono::steady_clock::now() > deadline;
+    if (res && res->status == 200 && !late) break;
+    if (late) {
       server->Stop(std::chrono::milliseconds(2000));
       const double secs = std::chrono::duration<double>(options.health_timeout).count();
-      return Error(ErrorKind::kEngine, fmt::format("timeout: llama-server was not healthy within {:.0f} s; last log "
+      return Error(ErrorKind::kEngine, fmt::format("timeout: llama-server was not healthy within {}; last log "
                                                    "line: {}",
-                                                   secs, server->LogTail(1).empty() ? "" : server->LogTail(1)[0]));
+                                                   FormatSeconds(secs),
+                                                   server->LogTail(1).empty() ? "" : server->LogTail(1)[0]));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
