@@ -4,11 +4,10 @@
 // (ftruncate), ~17 GB that the reader must never touch: the figure is the cost
 // of reading a big model's header. Target: well under 50 ms.
 
+#include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <string>
-
-#include <benchmark/benchmark.h>
 
 #include "gguf/ggml_type.h"
 #include "gguf/reader.h"

@@ -4,7 +4,6 @@
 // exists only as a sparse hole (ftruncate): inspect must never read it.
 // Target (issue 2): under 50 ms.
 
-
 #include <benchmark/benchmark.h>
 
 #include <cstdio>

@@ -51,7 +51,8 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
     return r;
   };
   const std::string threads =
-      a.threads.empty() ? std::to_string(std::max(1u, std::thread::hardware_concurrency())) : a.threads;
+      a.threads.empty() ? std::to_string(std::max(1u, std::thread::hardware_concurrency()))
+                        : a.threads;
   MOETUNE_ASSIGN_OR_RETURN(auto t, list(threads, "--threads"));
   MOETUNE_ASSIGN_OR_RETURN(auto ngl, list(a.ngl, "--ngl"));
   MOETUNE_ASSIGN_OR_RETURN(auto ncmoe, list(a.ncmoe, "--ncmoe"));
@@ -63,7 +64,8 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
   const auto fa = SplitList(a.flash_attn);
   const auto ck = SplitList(a.type_k);
   const auto cv = SplitList(a.type_v);
-  if (a.repetitions < 1) return Error(ErrorKind::kInvalidArgument, "--repetitions must be at least 1");
+  if (a.repetitions < 1)
+    return Error(ErrorKind::kInvalidArgument, "--repetitions must be at least 1");
   std::vector<std::pair<int, int>> tests;
   for (int x : p) {
     if (x > 0) tests.push_back({x, 0});
@@ -72,7 +74,8 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
     if (x > 0) tests.push_back({0, x});
   }
   if (tests.empty()) {
-    return Error(ErrorKind::kInvalidArgument, "nothing to measure: give --n-prompt and/or --n-gen values above 0");
+    return Error(ErrorKind::kInvalidArgument,
+                 "nothing to measure: give --n-prompt and/or --n-gen values above 0");
   }
   std::vector<RunConfig> out;
   // Placement outermost so that configurations sharing a model load are adjacent.
@@ -159,8 +162,9 @@ int Run(const BenchArgs& a) {
     for (const auto& r : run.results) {
       if (!r.ok()) continue;
       const auto& c = r.config;
-      const std::string label = fmt::format("{} t={} ngl={} ncmoe={} ub={}", c.test_name(), c.threads,
-                                            c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.placement.n_ubatch);
+      const std::string label =
+          fmt::format("{} t={} ngl={} ncmoe={} ub={}", c.test_name(), c.threads,
+                      c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.placement.n_ubatch);
       for (const auto& w : SummaryWarnings(ResultSummary(r), label)) {
         std::cerr << "moetune: note: " << w << "\n";
       }
@@ -168,8 +172,8 @@ int Run(const BenchArgs& a) {
   }
   if (auto st = WriteOutput(a.output, text); !st.ok()) return ReportError(st.error());
   if (run.FailureCount() > 0) {
-    std::cerr << fmt::format("moetune: {} of {} configuration(s) failed (see the table)\n", run.FailureCount(),
-                             run.results.size());
+    std::cerr << fmt::format("moetune: {} of {} configuration(s) failed (see the table)\n",
+                             run.FailureCount(), run.results.size());
     return kExitError;
   }
   return kExitOk;
@@ -179,13 +183,17 @@ int Run(const BenchArgs& a) {
 
 void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   auto a = std::make_shared<BenchArgs>();
-  auto* cmd = app.add_subcommand("bench", "Measure configurations with the real llama-bench (comma lists sweep)");
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure configurations with the real llama-bench (comma lists sweep)");
   cmd->add_option("model", a->model, "GGUF model file")->required();
-  cmd->add_option("--llama-dir", a->llama_dir, "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_option("--llama-dir", a->llama_dir,
+                  "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_option("-t,--threads", a->threads, "Threads, list/range (default: all logical CPUs)");
   cmd->add_option("--ngl,--n-gpu-layers", a->ngl, "GPU layers, list (default 99)");
-  cmd->add_option("--ncmoe,--n-cpu-moe", a->ncmoe, "Layers whose experts stay on the CPU, list (default 0)");
-  cmd->add_option("--ot,--override-tensor", a->ot, "Tensor override pattern=BUFT[,...] (one value)");
+  cmd->add_option("--ncmoe,--n-cpu-moe", a->ncmoe,
+                  "Layers whose experts stay on the CPU, list (default 0)");
+  cmd->add_option("--ot,--override-tensor", a->ot,
+                  "Tensor override pattern=BUFT[,...] (one value)");
   cmd->add_option("--ub,--ubatch", a->ubatch, "Micro-batch sizes, list (default 512)");
   cmd->add_option("-b,--batch", a->batch, "Batch sizes, list (default 2048)");
   cmd->add_option("-d,--depth", a->depth, "Context depths before the test, list (default 0)");
@@ -200,9 +208,11 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--timeout", a->timeout, "Seconds allowed per test (default 600)");
   cmd->add_flag("--json", a->json, "JSON output (see docs/cli.md)");
   cmd->add_option("-o,--output", a->output, "Write the output to this file instead of stdout");
-  cmd->add_flag("--progress", a->progress, "Live progress line on stderr even when it is not a terminal");
+  cmd->add_flag("--progress", a->progress,
+                "Live progress line on stderr even when it is not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "No live progress line");
-  cmd->add_flag("--dry-run", a->dry_run, "Print the llama-bench command lines without running them");
+  cmd->add_flag("--dry-run", a->dry_run,
+                "Print the llama-bench command lines without running them");
   cmd->add_flag("-v,--verbose", a->verbose, "Echo the engine's log on stderr");
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
 }

@@ -1,17 +1,18 @@
 #include "cli/command.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 namespace moetune {
 
 int ReportError(const Error& error) {
-  std::cerr << fmt::format("moetune: error ({}): {}\n", ErrorKindName(error.kind()), error.message());
+  std::cerr << fmt::format("moetune: error ({}): {}\n", ErrorKindName(error.kind()),
+                           error.message());
   return kExitError;
 }
 
@@ -29,14 +30,16 @@ Status WriteOutput(const std::string& path, const std::string& text) {
     if (!f) {
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
-      return Error(ErrorKind::kIo, fmt::format("cannot write '{}'; check the folder exists and is writable", path));
+      return Error(ErrorKind::kIo,
+                   fmt::format("cannot write '{}'; check the folder exists and is writable", path));
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
-    return Error(ErrorKind::kIo, fmt::format("cannot rename output into '{}': {}", path, ec.message()));
+    return Error(ErrorKind::kIo,
+                 fmt::format("cannot rename output into '{}': {}", path, ec.message()));
   }
   return OkStatus();
 }

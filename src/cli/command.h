@@ -4,7 +4,6 @@
 /// main() runs it after parsing and maps the result to an exit code.
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <iosfwd>
 #include <string>

@@ -29,14 +29,18 @@ struct DemoArgs {
   int repetitions = 3;
 };
 
-void Step(int n, const std::string& what) { std::cout << fmt::format("\n## {}. {}\n\n", n, what) << std::flush; }
+void Step(int n, const std::string& what) {
+  std::cout << fmt::format("\n## {}. {}\n\n", n, what) << std::flush;
+}
 
 int Run(const DemoArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(a.dir, ec);
-  if (ec) return ReportError(Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
+  if (ec)
+    return ReportError(
+        Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
 
   std::cout << "# moetune demo\n";
   Step(1, "Engine");
@@ -58,8 +62,9 @@ int Run(const DemoArgs& a) {
     auto s = WriteSynthModel(sopt, model);
     if (!s.ok()) return ReportError(s.error());
   }
-  std::cout << fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model, sopt.spec.model_name,
-                           sopt.spec.arch, sopt.spec.n_layer, sopt.spec.n_expert, sopt.spec.n_expert_used,
+  std::cout << fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model,
+                           sopt.spec.model_name, sopt.spec.arch, sopt.spec.n_layer,
+                           sopt.spec.n_expert, sopt.spec.n_expert_used,
                            FormatBytes(Bytes(static_cast<int64_t>(fs::file_size(model, ec)))));
 
   Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
@@ -81,7 +86,8 @@ int Run(const DemoArgs& a) {
         planned_n = j["n_cpu_moe"].get<int>();
       }
     } else {
-      std::cout << "(the plan step is unavailable in this build; continuing with the engine's own numbers)\n";
+      std::cout << "(the plan step is unavailable in this build; continuing with the engine's own "
+                   "numbers)\n";
     }
   }
 
@@ -97,7 +103,8 @@ int Run(const DemoArgs& a) {
     }
     for (const auto& d : fit->devices) {
       std::cout << fmt::format("--n-cpu-moe {}: {} model {}, context {}, compute {}\n", n, d.name,
-                               FormatBytes(d.model_bytes), FormatBytes(d.context_bytes), FormatBytes(d.compute_bytes));
+                               FormatBytes(d.model_bytes), FormatBytes(d.context_bytes),
+                               FormatBytes(d.compute_bytes));
     }
   }
 
@@ -122,7 +129,10 @@ int Run(const DemoArgs& a) {
   }
   LlamaBenchEngine engine(*info);
   ProgressCallback progress;
-  if (::isatty(2)) progress = [](const BenchProgress& p) { std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush; };
+  if (::isatty(2))
+    progress = [](const BenchProgress& p) {
+      std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush;
+    };
   const BenchRun run = engine.Run(configs, progress);
   if (progress) std::cerr << "\n";
   std::cout << FormatBenchMarkdown(run);
@@ -141,13 +151,17 @@ int Run(const DemoArgs& a) {
   for (const auto& w : info->warnings) std::cout << "- WARNING: " << w << "\n";
   for (const RunResult* b : {best_pp, best_tg}) {
     if (b == nullptr) continue;
-    std::cout << fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n", b->config.test_name(),
-                             ResultSummary(*b).median, b->config.placement.n_cpu_moe, b->config.threads);
+    std::cout << fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n",
+                             b->config.test_name(), ResultSummary(*b).median,
+                             b->config.placement.n_cpu_moe, b->config.threads);
   }
-  std::cout << fmt::format("- {} configurations measured in {} engine processes with {} model loads; {} failed\n",
-                           run.results.size(), run.invocations.size(), run.TotalModelLoads(), run.FailureCount());
-  std::cout << "- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where the\n"
-               "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n";
+  std::cout << fmt::format(
+      "- {} configurations measured in {} engine processes with {} model loads; {} failed\n",
+      run.results.size(), run.invocations.size(), run.TotalModelLoads(), run.FailureCount());
+  std::cout
+      << "- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where "
+         "the\n"
+         "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n";
   std::cout << fmt::format("- demo finished in {:.1f} s\n", wall);
   return run.FailureCount() == 0 ? kExitOk : kExitError;
 }
@@ -156,9 +170,11 @@ int Run(const DemoArgs& a) {
 
 void RegisterDemoCommand(CLI::App& app, CommandRun* run) {
   auto a = std::make_shared<DemoArgs>();
-  auto* cmd = app.add_subcommand("demo", "Synthesize a small MoE model, plan it and benchmark it with the real engine");
+  auto* cmd = app.add_subcommand(
+      "demo", "Synthesize a small MoE model, plan it and benchmark it with the real engine");
   cmd->add_option("--dir", a->dir, "Working folder for the demo's files (default .moetune/demo)");
-  cmd->add_option("--llama-dir", a->llama_dir, "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_option("--llama-dir", a->llama_dir,
+                  "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_option("--preset", a->preset, "Model shape to synthesize (default qwen3moe)");
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 3)");
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });

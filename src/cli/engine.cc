@@ -28,10 +28,11 @@ int Run(const EngineArgs& a) {
   }
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : info->devices) {
-    devices.push_back({{"name", d.name},
-                       {"description", d.description},
-                       {"total_bytes", d.total ? nlohmann::json(d.total->count()) : nlohmann::json(nullptr)},
-                       {"free_bytes", d.free ? nlohmann::json(d.free->count()) : nlohmann::json(nullptr)}});
+    devices.push_back(
+        {{"name", d.name},
+         {"description", d.description},
+         {"total_bytes", d.total ? nlohmann::json(d.total->count()) : nlohmann::json(nullptr)},
+         {"free_bytes", d.free ? nlohmann::json(d.free->count()) : nlohmann::json(nullptr)}});
   }
   nlohmann::json tools = nlohmann::json::object();
   for (const char* t : {"llama-bench", "llama-server", "llama-fit-params", "llama-cli"}) {
@@ -57,9 +58,11 @@ int Run(const EngineArgs& a) {
 
 void RegisterEngineCommand(CLI::App& app, CommandRun* run) {
   auto args = std::make_shared<EngineArgs>();
-  auto* cmd = app.add_subcommand("engine", "Show the llama.cpp engine moetune uses: path, version, backends, devices");
-  cmd->add_option("--llama-dir", args->llama_dir,
-                  "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, the default engine, PATH)");
+  auto* cmd = app.add_subcommand(
+      "engine", "Show the llama.cpp engine moetune uses: path, version, backends, devices");
+  cmd->add_option(
+      "--llama-dir", args->llama_dir,
+      "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, the default engine, PATH)");
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
   cmd->callback([args, run] { *run = [args] { return Run(*args); }; });
 }

@@ -20,7 +20,8 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
   CLI::App* cmd = app.add_subcommand("inspect", "Show a model's architecture and exact memory map");
   cmd->add_option("model", opts->model, "GGUF model file (any part of a split model)")->required();
   cmd->add_flag("--json", opts->json, "Print JSON (fields in docs/cli.md)");
-  cmd->add_option("--ctx", opts->contexts, "Contexts to size (e.g. 4K 32768); default 4K 8K 32K 128K")
+  cmd->add_option("--ctx", opts->contexts,
+                  "Contexts to size (e.g. 4K 32768); default 4K 8K 32K 128K")
       ->delimiter(',');
   cmd->add_option("-o,--output", opts->output, "Write to this file (atomically) instead of stdout");
   cmd->callback([opts, run] {
@@ -34,7 +35,8 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
       if (ctx.empty()) ctx = DefaultInspectContexts();
       auto m = LoadModelInfo(opts->model);
       if (!m.ok()) return ReportError(m.error());
-      const std::string text = opts->json ? InspectJson(*m, ctx).dump(2) + "\n" : InspectText(*m, ctx);
+      const std::string text =
+          opts->json ? InspectJson(*m, ctx).dump(2) + "\n" : InspectText(*m, ctx);
       auto st = WriteOutput(opts->output, text);
       return st.ok() ? kExitOk : ReportError(st.error());
     };

@@ -3,16 +3,16 @@
 // every N, host RAM, and the exact llama-server command.
 #include <fmt/format.h>
 
-#include "cli/command.h"
-#include "gguf/ggml_type.h"
 #include <iostream>
 #include <optional>
 
+#include "cli/command.h"
+#include "engine/engine_info.h"
+#include "engine/fit_params.h"
+#include "gguf/ggml_type.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "model/model_info.h"
-#include "engine/engine_info.h"
-#include "engine/fit_params.h"
 #include "plan/check.h"
 #include "plan/placement.h"
 #include "report/model_report.h"
@@ -45,26 +45,32 @@ struct PlanOpts {
 
 Result<uint32_t> CacheType(const std::string& s, const char* flag) {
   auto t = GgmlTypeByName(s);
-  static const char* kAllowed[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  static const char* kAllowed[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
+                                   "q4_1", "iq4_nl", "q5_0", "q5_1"};
   for (const char* a : kAllowed) {
     if (t && t->name == a) return t->id;
   }
-  return Error(ErrorKind::kInvalidArgument,
-               fmt::format("{} '{}' is not a KV cache type llama.cpp accepts; use one of f32, f16, bf16, "
-                           "q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1", flag, s));
+  return Error(
+      ErrorKind::kInvalidArgument,
+      fmt::format("{} '{}' is not a KV cache type llama.cpp accepts; use one of f32, f16, bf16, "
+                  "q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
+                  flag, s));
 }
 
 // Free VRAM of the first GPU in the profile `moetune doctor` saved.
 Result<Bytes> VramFromProfile(const std::string& path_opt) {
   const std::string path = path_opt.empty() ? DefaultMachineProfilePath() : path_opt;
   auto no_vram = [](const std::string& why) {
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("no --vram given, and {}. Pass --vram SIZE (free VRAM, e.g. --vram 12GiB)", why));
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("no --vram given, and {}. Pass --vram SIZE (free VRAM, e.g. --vram 12GiB)",
+                    why));
   };
   if (path.empty()) return no_vram("no machine profile path ($HOME is not set)");
   auto profile = LoadMachineProfile(path);
   if (!profile.ok()) return no_vram(profile.error().message());
-  if (profile->gpus.empty()) return no_vram(fmt::format("the machine profile {} lists no GPU", path));
+  if (profile->gpus.empty())
+    return no_vram(fmt::format("the machine profile {} lists no GPU", path));
   const GpuInfo& g = profile->gpus.front();
   std::cerr << fmt::format("moetune: --vram from {} ({}, {} free, measured {})\n", path, g.name,
                            FormatBytes(Bytes(g.free_bytes)), profile->created_at);
@@ -97,7 +103,8 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_k, CacheType(o.ctk, "--ctk"));
   MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_v, CacheType(o.ctv, "--ctv"));
   if (o.ubatch < 1 || o.batch < 1 || o.parallel < 1)
-    return Error(ErrorKind::kInvalidArgument, "--ubatch, --batch and --parallel must be at least 1");
+    return Error(ErrorKind::kInvalidArgument,
+                 "--ubatch, --batch and --parallel must be at least 1");
   r.ctx.n_ubatch = std::min(o.ubatch, o.batch);
   r.ctx.n_batch = o.batch;
   r.ctx.n_seq = o.parallel;
@@ -106,8 +113,9 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   r.ctx.flash_attn = o.fa == "on";
   if (!r.ctx.flash_attn && r.ctx.type_v != ggml_type::kF16 && r.ctx.type_v != ggml_type::kF32 &&
       r.ctx.type_v != ggml_type::kBF16)
-    return Error(ErrorKind::kInvalidArgument,
-                 "a quantized V cache needs flash attention (llama.cpp refuses it otherwise): use --fa on");
+    return Error(
+        ErrorKind::kInvalidArgument,
+        "a quantized V cache needs flash attention (llama.cpp refuses it otherwise): use --fa on");
   r.fine_fill = !o.no_fine_fill;
   return r;
 }
@@ -142,8 +150,9 @@ Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const Pl
   c.n_cpu_moe = p.n_cpu_moe;
   c.argv = report->argv;
   if (!p.override_tensor.empty())
-    c.notes.push_back("the engine ran with the fine-fill -ot override; moetune's figures are for --n-cpu-moe " +
-                      std::to_string(option.n_cpu_moe) + " without it");
+    c.notes.push_back(
+        "the engine ran with the fine-fill -ot override; moetune's figures are for --n-cpu-moe " +
+        std::to_string(option.n_cpu_moe) + " without it");
   return c;
 }
 
@@ -151,26 +160,35 @@ Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const Pl
 
 void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   auto o = std::make_shared<PlanOpts>();
-  CLI::App* cmd = app.add_subcommand("plan", "Plan the GPU/CPU split (-ngl 99 --n-cpu-moe N) for a GPU");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Plan the GPU/CPU split (-ngl 99 --n-cpu-moe N) for a GPU");
   cmd->add_option("model", o->model, "GGUF model file (any part of a split model)")->required();
   cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")->capture_default_str();
-  cmd->add_option("--vram", o->vram,
-                  "Free GPU memory (e.g. 12GiB, 11500MiB); default: first GPU of the doctor's profile");
+  cmd->add_option(
+      "--vram", o->vram,
+      "Free GPU memory (e.g. 12GiB, 11500MiB); default: first GPU of the doctor's profile");
   cmd->add_option("--profile", o->profile, "Machine profile to read when --vram is absent");
   cmd->add_option("--reserve", o->reserve, "Memory other programs hold or will hold on the GPU")
       ->capture_default_str();
-  cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")->capture_default_str();
+  cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
+      ->capture_default_str();
   cmd->add_option("--host-ram", o->host_ram, "Host RAM available (default: MemAvailable)");
   cmd->add_option("--ctk", o->ctk, "KV cache type for K")->capture_default_str();
   cmd->add_option("--ctv", o->ctv, "KV cache type for V")->capture_default_str();
-  cmd->add_option("--ubatch,--ub", o->ubatch, "Micro-batch size (llama.cpp -ub)")->capture_default_str();
-  cmd->add_option("--batch,-b", o->batch, "Logical batch size (llama.cpp -b)")->capture_default_str();
-  cmd->add_option("--parallel,--np", o->parallel, "Server slots (llama-server -np)")->capture_default_str();
+  cmd->add_option("--ubatch,--ub", o->ubatch, "Micro-batch size (llama.cpp -ub)")
+      ->capture_default_str();
+  cmd->add_option("--batch,-b", o->batch, "Logical batch size (llama.cpp -b)")
+      ->capture_default_str();
+  cmd->add_option("--parallel,--np", o->parallel, "Server slots (llama-server -np)")
+      ->capture_default_str();
   cmd->add_option("--fa", o->fa, "Flash attention: on or off")->capture_default_str();
-  cmd->add_flag("--no-fine-fill", o->no_fine_fill, "Do not propose -ot overrides for single expert tensors");
-  cmd->add_flag("--check", o->check,
-                "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
-  cmd->add_option("--llama-dir", o->llama_dir, "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_flag("--no-fine-fill", o->no_fine_fill,
+                "Do not propose -ot overrides for single expert tensors");
+  cmd->add_flag(
+      "--check", o->check,
+      "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
+  cmd->add_option("--llama-dir", o->llama_dir,
+                  "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
   cmd->callback([o, run] {

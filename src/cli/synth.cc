@@ -1,4 +1,6 @@
 // moetune synth: write a synthetic GGUF model of a preset or config.json shape.
+#include "model/synth.h"
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "model/synth.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -27,7 +28,8 @@ struct SynthArgs {
 
 Result<SynthSpec> LoadSpec(const SynthArgs& a) {
   if (a.preset.empty() == a.config.empty()) {
-    return Error(ErrorKind::kInvalidArgument, "give exactly one of --preset NAME or --config config.json");
+    return Error(ErrorKind::kInvalidArgument,
+                 "give exactly one of --preset NAME or --config config.json");
   }
   if (!a.preset.empty()) return SynthPreset(a.preset);
   std::ifstream f(a.config);
@@ -73,8 +75,8 @@ int Run(const SynthArgs& a) {
   auto next = std::make_shared<uint64_t>(uint64_t{1} << 30);
   o.progress = [next](uint64_t done, uint64_t total) -> Status {
     if (done >= *next) {
-      std::cerr << fmt::format("  {:.1f}%\n", 100.0 * static_cast<double>(done) /
-                                                  static_cast<double>(total));
+      std::cerr << fmt::format("  {:.1f}%\n",
+                               100.0 * static_cast<double>(done) / static_cast<double>(total));
       *next += uint64_t{1} << 30;
     }
     return OkStatus();
@@ -88,12 +90,14 @@ int Run(const SynthArgs& a) {
 
 void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
   auto args = std::make_shared<SynthArgs>();
-  auto* cmd = app.add_subcommand("synth", "Write a synthetic GGUF model (random weights) of a real model's shape");
+  auto* cmd = app.add_subcommand(
+      "synth", "Write a synthetic GGUF model (random weights) of a real model's shape");
   std::string presets;
   for (const auto& n : SynthPresetNames()) presets += (presets.empty() ? "" : ", ") + n;
   cmd->add_option("--preset", args->preset, "Model shape: " + presets);
   cmd->add_option("--config", args->config, "Hugging Face config.json to take the shape from");
-  cmd->add_option("--scale", args->scale, "tiny (default, a few MB), small, full, or a width factor in (0,1]");
+  cmd->add_option("--scale", args->scale,
+                  "tiny (default, a few MB), small, full, or a width factor in (0,1]");
   cmd->add_option("--layers", args->layers, "Override the layer count");
   cmd->add_option("--quant", args->quant, "f16, q8_0 (default), q6_k, q4_k, q4_k_m, mxfp4");
   cmd->add_option("--seed", args->seed, "Random seed (same seed, same file)");

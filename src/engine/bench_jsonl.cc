@@ -18,7 +18,8 @@ Result<int64_t> IntField(const json& j, const char* name, bool required, int64_t
   if (it->is_number_integer() || it->is_number_unsigned()) return it->get<int64_t>();
   if (it->is_number_float()) return static_cast<int64_t>(std::llround(it->get<double>()));
   if (it->is_boolean()) return it->get<bool>() ? 1 : 0;
-  return Error(ErrorKind::kFormat, fmt::format("llama-bench field '{}' is not a number: {}", name, it->dump()));
+  return Error(ErrorKind::kFormat,
+               fmt::format("llama-bench field '{}' is not a number: {}", name, it->dump()));
 }
 
 Result<double> DoubleField(const json& j, const char* name, bool required) {
@@ -28,7 +29,8 @@ Result<double> DoubleField(const json& j, const char* name, bool required) {
     return Error(ErrorKind::kFormat, fmt::format("llama-bench result has no '{}' field", name));
   }
   if (!it->is_number()) {
-    return Error(ErrorKind::kFormat, fmt::format("llama-bench field '{}' is not a number: {}", name, it->dump()));
+    return Error(ErrorKind::kFormat,
+                 fmt::format("llama-bench field '{}' is not a number: {}", name, it->dump()));
   }
   return it->get<double>();
 }
@@ -87,14 +89,17 @@ Result<BenchRecord> ParseBenchRecord(std::string_view line) {
   r.model_type = StringField(j, "model_type");
   if (auto it = j.find("samples_ts"); it != j.end() && it->is_array()) {
     for (const auto& v : *it) {
-      if (!v.is_number()) return Error(ErrorKind::kFormat, "llama-bench field 'samples_ts' holds a non-number");
+      if (!v.is_number())
+        return Error(ErrorKind::kFormat, "llama-bench field 'samples_ts' holds a non-number");
       r.samples_ts.push_back(v.get<double>());
     }
   }
   if (auto it = j.find("samples_ns"); it != j.end() && it->is_array()) {
     for (const auto& v : *it) {
-      if (!v.is_number()) return Error(ErrorKind::kFormat, "llama-bench field 'samples_ns' holds a non-number");
-      r.samples_ns.push_back(v.is_number_float() ? static_cast<int64_t>(v.get<double>()) : v.get<int64_t>());
+      if (!v.is_number())
+        return Error(ErrorKind::kFormat, "llama-bench field 'samples_ns' holds a non-number");
+      r.samples_ns.push_back(v.is_number_float() ? static_cast<int64_t>(v.get<double>())
+                                                 : v.get<int64_t>());
     }
   }
   // Older versions print only the mean: one pseudo-sample keeps the
@@ -104,7 +109,8 @@ Result<BenchRecord> ParseBenchRecord(std::string_view line) {
   return r;
 }
 
-std::vector<BenchRecord> ParseBenchJsonl(std::string_view text, std::vector<std::string>* bad_lines) {
+std::vector<BenchRecord> ParseBenchJsonl(std::string_view text,
+                                         std::vector<std::string>* bad_lines) {
   std::vector<BenchRecord> out;
   std::size_t start = 0;
   while (start < text.size()) {

@@ -3,9 +3,8 @@
 /// field name (fields come and go between versions; only the ones moetune
 /// needs are required).
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +43,7 @@ Result<BenchRecord> ParseBenchRecord(std::string_view line);
 
 /// Parses every line that looks like a JSON object; other lines are ignored.
 /// `bad_lines` (optional) receives the errors of object lines that failed.
-std::vector<BenchRecord> ParseBenchJsonl(std::string_view text, std::vector<std::string>* bad_lines = nullptr);
+std::vector<BenchRecord> ParseBenchJsonl(std::string_view text,
+                                         std::vector<std::string>* bad_lines = nullptr);
 
 }  // namespace moetune

@@ -57,7 +57,8 @@ TEST(BenchJsonlTest, SingleMeanBecomesOneSample) {
 
 TEST(BenchJsonlTest, JsonlSkipsNonObjectsAndReportsBadLines) {
   std::vector<std::string> bad;
-  const auto records = ParseBenchJsonl(std::string("noise\n") + kRealLine + "\n{\"n_prompt\": 1}\n\n", &bad);
+  const auto records =
+      ParseBenchJsonl(std::string("noise\n") + kRealLine + "\n{\"n_prompt\": 1}\n\n", &bad);
   EXPECT_EQ(records.size(), 1u);
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_NE(bad[0].find("n_gen"), std::string::npos);

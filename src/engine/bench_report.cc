@@ -34,9 +34,10 @@ std::string FormatBenchMarkdown(const BenchRun& run) {
     if (r.ok() && r.record.contains("model_size") && r.record["model_size"].is_number()) {
       size = FormatBytes(Bytes(r.record["model_size"].get<int64_t>()));
     }
-    std::string backend = r.ok() && r.record.contains("backends") && r.record["backends"].is_string()
-                              ? r.record["backends"].get<std::string>()
-                              : "";
+    std::string backend =
+        r.ok() && r.record.contains("backends") && r.record["backends"].is_string()
+            ? r.record["backends"].get<std::string>()
+            : "";
     std::vector<std::string> row = {model,
                                     size,
                                     backend,
@@ -54,17 +55,19 @@ std::string FormatBenchMarkdown(const BenchRun& run) {
     } else {
       row.push_back(fmt::format("FAILED: {}", FailureKindName(r.failure->kind)));
       row.insert(row.end(), {"", "", ""});
-      failures += fmt::format("- {} ngl={} ncmoe={} t={}: {} ({}): {}\n", c.test_name(), c.placement.n_gpu_layers,
-                              c.placement.n_cpu_moe, c.threads, FailureKindName(r.failure->kind), r.failure->exit,
-                              r.failure->message);
+      failures +=
+          fmt::format("- {} ngl={} ncmoe={} t={}: {} ({}): {}\n", c.test_name(),
+                      c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.threads,
+                      FailureKindName(r.failure->kind), r.failure->exit, r.failure->message);
     }
     table.AddRow(std::move(row));
   }
   std::string out = table.Render();
   if (!failures.empty()) out += "\nFailures:\n" + failures;
   const int loads = run.TotalModelLoads();
-  out += fmt::format("\n{} configuration(s), {} engine process(es), {} model load(s)\n", run.results.size(),
-                     run.invocations.size(), loads < 0 ? std::string("uncounted") : std::to_string(loads));
+  out += fmt::format("\n{} configuration(s), {} engine process(es), {} model load(s)\n",
+                     run.results.size(), run.invocations.size(),
+                     loads < 0 ? std::string("uncounted") : std::to_string(loads));
   return out;
 }
 
@@ -100,13 +103,11 @@ nlohmann::json BenchRunToJson(const BenchRun& run, const EngineInfo& engine, dou
               {"invocation", r.invocation}};
     if (r.ok()) {
       const Summary s = ResultSummary(r);
-      j["tokens_per_second"] = {{"mean", s.mean},
-                                {"sd", s.stddev ? json(*s.stddev) : json(nullptr)},
-                                {"median", s.median},
-                                {"min", s.min},
-                                {"max", s.max},
-                                {"n", s.n},
-                                {"outliers", s.outliers}};
+      j["tokens_per_second"] = {
+          {"mean", s.mean},        {"sd", s.stddev ? json(*s.stddev) : json(nullptr)},
+          {"median", s.median},    {"min", s.min},
+          {"max", s.max},          {"n", s.n},
+          {"outliers", s.outliers}};
       j["samples_ts"] = r.samples_ts;
       j["samples_ns"] = r.samples_ns;
       j["engine_record"] = r.record;
@@ -141,7 +142,9 @@ nlohmann::json BenchRunToJson(const BenchRun& run, const EngineInfo& engine, dou
 }
 
 std::string FormatProgressLine(const BenchProgress& p) {
-  const double frac = p.tests_total == 0 ? 0 : static_cast<double>(p.tests_done) / static_cast<double>(p.tests_total);
+  const double frac = p.tests_total == 0
+                          ? 0
+                          : static_cast<double>(p.tests_done) / static_cast<double>(p.tests_total);
   std::string eta = "ETA --";
   if (p.tests_done > 0 && p.tests_done < p.tests_total) {
     const double per = p.elapsed_seconds / static_cast<double>(p.tests_done);
@@ -151,8 +154,9 @@ std::string FormatProgressLine(const BenchProgress& p) {
   }
   std::string current = p.current;
   if (current.size() > 60) current = current.substr(0, 57) + "...";
-  return fmt::format("[{:>3}/{}] {:3.0f}%  process {}/{}  {}  elapsed {:.0f} s, {}", p.tests_done, p.tests_total,
-                     frac * 100, p.invocation, p.invocations_total, current, p.elapsed_seconds, eta);
+  return fmt::format("[{:>3}/{}] {:3.0f}%  process {}/{}  {}  elapsed {:.0f} s, {}", p.tests_done,
+                     p.tests_total, frac * 100, p.invocation, p.invocations_total, current,
+                     p.elapsed_seconds, eta);
 }
 
 }  // namespace moetune

@@ -4,7 +4,6 @@
 /// engine's message) and the JSON form (documented in docs/cli.md "## bench").
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 #include "engine/engine.h"

@@ -53,7 +53,8 @@ class Engine {
  public:
   virtual ~Engine() = default;
   /// Measures every configuration (as few model loads as possible).
-  virtual BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& progress = {}) = 0;
+  virtual BenchRun Run(const std::vector<RunConfig>& configs,
+                       const ProgressCallback& progress = {}) = 0;
   /// Convenience for a single configuration.
   RunResult RunOne(const RunConfig& config) { return Run({config}).results.at(0); }
 };

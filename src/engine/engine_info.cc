@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -70,12 +70,14 @@ Result<std::string> Probe(const std::string& tool, const std::vector<std::string
   o.on_stderr_line = [&](std::string_view l) { all.append(l).push_back('\n'); };
   MOETUNE_ASSIGN_OR_RETURN(RunOutput out, RunProcess(o));
   if (out.timed_out) {
-    return Error(ErrorKind::kEngine, fmt::format("'{} {}' did not answer within 60 s", tool, fmt::join(args, " ")));
+    return Error(ErrorKind::kEngine,
+                 fmt::format("'{} {}' did not answer within 60 s", tool, fmt::join(args, " ")));
   }
   if (!out.status.exited) {
-    return Error(ErrorKind::kEngine, fmt::format("'{} {}' ended by {}; the engine does not start: reinstall it "
-                                                 "(scripts/setup-engine.sh) or pass --llama-dir",
-                                                 tool, fmt::join(args, " "), out.status.Describe()));
+    return Error(ErrorKind::kEngine,
+                 fmt::format("'{} {}' ended by {}; the engine does not start: reinstall it "
+                             "(scripts/setup-engine.sh) or pass --llama-dir",
+                             tool, fmt::join(args, " "), out.status.Describe()));
   }
   return all;
 }
@@ -99,13 +101,14 @@ std::string ProbeCacheFile(const std::string& bench) {
   return (base / "moetune" / fmt::format("engine-{:016x}.json", key)).string();
 }
 
-bool ReadProbeCache(const std::string& file, Result<std::string>* version, Result<std::string>* help) {
+bool ReadProbeCache(const std::string& file, Result<std::string>* version,
+                    Result<std::string>* help) {
   if (file.empty()) return false;
   std::ifstream f(file);
   if (!f) return false;
   const auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.contains("version") || !j.contains("help") || !j["version"].is_string() ||
-      !j["help"].is_string()) {
+  if (j.is_discarded() || !j.contains("version") || !j.contains("help") ||
+      !j["version"].is_string() || !j["help"].is_string()) {
     return false;
   }
   *version = j["version"].get<std::string>();
@@ -129,7 +132,9 @@ void WriteProbeCache(const std::string& file, const std::string& version, const 
 
 }  // namespace
 
-std::string EngineInfo::ToolPath(std::string_view tool) const { return (fs::path(dir) / tool).string(); }
+std::string EngineInfo::ToolPath(std::string_view tool) const {
+  return (fs::path(dir) / tool).string();
+}
 
 bool EngineInfo::HasTool(std::string_view tool) const { return IsExecutable(fs::path(dir) / tool); }
 
@@ -187,7 +192,8 @@ void ParseVersionOutput(std::string_view text, EngineInfo* info) {
 
 std::vector<EngineDevice> ParseListDevices(std::string_view text) {
   // "  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23000 MiB free)"
-  static const std::regex kDevice(R"(^\s+([A-Za-z][\w-]*\d*):\s*(.*?)\s*\((\d+)\s*MiB,\s*(\d+)\s*MiB free\)\s*$)");
+  static const std::regex kDevice(
+      R"(^\s+([A-Za-z][\w-]*\d*):\s*(.*?)\s*\((\d+)\s*MiB,\s*(\d+)\s*MiB free\)\s*$)");
   static const std::regex kBare(R"(^\s+([A-Za-z][\w-]*\d+):\s*(.*?)\s*$)");
   std::vector<EngineDevice> out;
   bool in_list = false;
@@ -220,7 +226,9 @@ std::set<std::string> ParseHelpFlags(std::string_view text) {
     std::string w;
     while (words >> w) {
       if (!w.empty() && w.back() == ',') w.pop_back();
-      if (w.size() < 2 || w[0] != '-' || !(std::isalpha(static_cast<unsigned char>(w[1])) || w[1] == '-')) break;
+      if (w.size() < 2 || w[0] != '-' ||
+          !(std::isalpha(static_cast<unsigned char>(w[1])) || w[1] == '-'))
+        break;
       flags.insert(w);
     }
   }
@@ -267,17 +275,24 @@ std::vector<std::string> EngineWarnings(const EngineInfo& info, bool nvidia_gpu_
     std::vector<std::string> devs;
     for (const auto& d : info.devices) devs.push_back(d.name);
     w.push_back(fmt::format(
-        "this machine has an NVIDIA GPU but the engine in {} has no CUDA backend (backends: {}; devices: {}): "
-        "llama.cpp silently falls back to {}, typically 20-40% slower or worse. Fix: use a CUDA build of llama.cpp "
-        "(cmake -B build -DGGML_CUDA=ON && cmake --build build) and pass --llama-dir /path/to/llama.cpp/build/bin "
-        "or set MOETUNE_LLAMA_DIR; check that `nvidia-smi` works and the CUDA runtime libraries are installed",
-        info.dir, info.backends.empty() ? "unknown" : fmt::format("{}", fmt::join(info.backends, ", ")),
+        "this machine has an NVIDIA GPU but the engine in {} has no CUDA backend (backends: {}; "
+        "devices: {}): "
+        "llama.cpp silently falls back to {}, typically 20-40% slower or worse. Fix: use a CUDA "
+        "build of llama.cpp "
+        "(cmake -B build -DGGML_CUDA=ON && cmake --build build) and pass --llama-dir "
+        "/path/to/llama.cpp/build/bin "
+        "or set MOETUNE_LLAMA_DIR; check that `nvidia-smi` works and the CUDA runtime libraries "
+        "are installed",
+        info.dir,
+        info.backends.empty() ? "unknown" : fmt::format("{}", fmt::join(info.backends, ", ")),
         devs.empty() ? "none" : fmt::format("{}", fmt::join(devs, ", ")),
         info.HasBackend("Vulkan") ? "Vulkan" : "the CPU"));
   }
   if (!info.bench_flags.empty() && !info.HasBenchFlag("-ncmoe")) {
-    w.push_back("llama-bench lacks -ncmoe/--n-cpu-moe (an old build): moetune places experts with -ot patterns "
-                "instead; update llama.cpp for the simplest placements");
+    w.push_back(
+        "llama-bench lacks -ncmoe/--n-cpu-moe (an old build): moetune places experts with -ot "
+        "patterns "
+        "instead; update llama.cpp for the simplest placements");
   }
   return w;
 }
@@ -290,7 +305,8 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
     dir = ToolDirIn(options.llama_dir);
     if (!dir) {
       return Error(ErrorKind::kNotFound,
-                   fmt::format("--llama-dir '{}' holds no executable llama-bench (looked in it, bin/ and build/bin/); "
+                   fmt::format("--llama-dir '{}' holds no executable llama-bench (looked in it, "
+                               "bin/ and build/bin/); "
                                "point it at the folder with llama.cpp's tools",
                                options.llama_dir));
     }
@@ -300,10 +316,12 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
     if (const char* env = std::getenv("MOETUNE_LLAMA_DIR"); env != nullptr && *env != '\0') {
       dir = ToolDirIn(env);
       if (!dir) {
-        return Error(ErrorKind::kNotFound,
-                     fmt::format("MOETUNE_LLAMA_DIR='{}' holds no executable llama-bench (looked in it, bin/ and "
-                                 "build/bin/); fix the variable or unset it to use the default engine",
-                                 env));
+        return Error(
+            ErrorKind::kNotFound,
+            fmt::format(
+                "MOETUNE_LLAMA_DIR='{}' holds no executable llama-bench (looked in it, bin/ and "
+                "build/bin/); fix the variable or unset it to use the default engine",
+                env));
       }
       info.origin = "MOETUNE_LLAMA_DIR";
     }
@@ -323,11 +341,13 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
     }
   }
   if (!dir) {
-    return Error(ErrorKind::kNotFound,
-                 fmt::format("no llama.cpp engine found (looked in {}); install the default one with "
-                             "scripts/setup-engine.sh, or pass --llama-dir DIR / set MOETUNE_LLAMA_DIR to a folder "
-                             "with llama-bench",
-                             fmt::join(looked, ", ")));
+    return Error(
+        ErrorKind::kNotFound,
+        fmt::format(
+            "no llama.cpp engine found (looked in {}); install the default one with "
+            "scripts/setup-engine.sh, or pass --llama-dir DIR / set MOETUNE_LLAMA_DIR to a folder "
+            "with llama-bench",
+            fmt::join(looked, ", ")));
   }
   info.dir = *dir;
   if (!options.probe) return info;
@@ -357,9 +377,11 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
   info.devices = ParseListDevices(*devices);
   info.bench_flags = ParseHelpFlags(*help);
   if (info.version_line.empty()) {
-    info.warnings.push_back(fmt::format("{} --version printed no version line; the engine may be very old", bench));
+    info.warnings.push_back(
+        fmt::format("{} --version printed no version line; the engine may be very old", bench));
   }
-  for (auto& w : EngineWarnings(info, NvidiaGpuPresent(options.system_root))) info.warnings.push_back(std::move(w));
+  for (auto& w : EngineWarnings(info, NvidiaGpuPresent(options.system_root)))
+    info.warnings.push_back(std::move(w));
   return info;
 }
 
@@ -368,16 +390,17 @@ std::string FormatEngineInfo(const EngineInfo& info) {
   s += fmt::format("engine:    {} ({})\n", info.dir, info.origin);
   s += fmt::format("version:   {}\n", info.version_line.empty() ? "unknown" : info.version_line);
   if (!info.built_with.empty()) s += fmt::format("built:     {}\n", info.built_with);
-  s += fmt::format("backends:  {}\n",
-                   info.backends.empty() ? "unknown (no dynamic backends reported)"
-                                         : fmt::format("{}", fmt::join(info.backends, ", ")));
+  s += fmt::format("backends:  {}\n", info.backends.empty()
+                                          ? "unknown (no dynamic backends reported)"
+                                          : fmt::format("{}", fmt::join(info.backends, ", ")));
   if (info.devices.empty()) {
     s += "devices:   none (CPU only)\n";
   } else {
     s += "devices:\n";
     for (const auto& d : info.devices) {
       s += fmt::format("  {}: {}", d.name, d.description);
-      if (d.total && d.free) s += fmt::format(" ({} total, {} free)", FormatBytes(*d.total), FormatBytes(*d.free));
+      if (d.total && d.free)
+        s += fmt::format(" ({} total, {} free)", FormatBytes(*d.total), FormatBytes(*d.free));
       s += "\n";
     }
   }

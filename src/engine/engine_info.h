@@ -29,13 +29,13 @@ struct EngineDevice {
 
 /// What was found and what it can do.
 struct EngineInfo {
-  std::string dir;     // folder holding llama-bench, llama-server, ...
-  std::string origin;  // "--llama-dir", "MOETUNE_LLAMA_DIR", "default engine", "PATH"
+  std::string dir;           // folder holding llama-bench, llama-server, ...
+  std::string origin;        // "--llama-dir", "MOETUNE_LLAMA_DIR", "default engine", "PATH"
   std::string version_line;  // "version: 0.7.0 (build 11669, commit Debian)"
   std::string version;       // "0.7.0" (empty for builds that print only a build number)
   int64_t build_number = -1;
   std::string commit;
-  std::string built_with;    // "GNU 16.2.0 for Linux x86_64"
+  std::string built_with;  // "GNU 16.2.0 for Linux x86_64"
   /// Backends the engine loaded ("CPU", "RPC", "CUDA", ...), from its log or,
   /// after a benchmark, from the `backends` field.
   std::vector<std::string> backends;
@@ -47,7 +47,9 @@ struct EngineInfo {
   /// Path of one tool ("llama-bench") in `dir`.
   std::string ToolPath(std::string_view tool) const;
   bool HasTool(std::string_view tool) const;
-  bool HasBenchFlag(std::string_view flag) const { return bench_flags.count(std::string(flag)) > 0; }
+  bool HasBenchFlag(std::string_view flag) const {
+    return bench_flags.count(std::string(flag)) > 0;
+  }
   bool HasBackend(std::string_view backend) const;
 };
 

@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 TEST(EngineInfoTest, ParsesDebianVersionLine) {
   EngineInfo info;
   ParseVersionOutput(
-      "ggml_backend_load_best: failed to enumerate /usr/lib/x86_64-linux-gnu/ggml/backends0: No such file\n"
+      "ggml_backend_load_best: failed to enumerate /usr/lib/x86_64-linux-gnu/ggml/backends0: No "
+      "such file\n"
       "load_backend: loaded CPU backend from /x/libggml-cpu-sapphirerapids.so\n"
       "version: 0.7.0 (build 11669, commit Debian)\nbuilt with GNU 16.2.0 for Linux x86_64\n",
       &info);
@@ -25,7 +26,8 @@ TEST(EngineInfoTest, ParsesDebianVersionLine) {
 
 TEST(EngineInfoTest, ParsesUpstreamVersionLine) {
   EngineInfo info;
-  ParseVersionOutput("version: 6540 (4f1d2a3b)\nbuilt with cc (GCC) 13.2 for x86_64-linux-gnu\n", &info);
+  ParseVersionOutput("version: 6540 (4f1d2a3b)\nbuilt with cc (GCC) 13.2 for x86_64-linux-gnu\n",
+                     &info);
   EXPECT_EQ(info.build_number, 6540);
   EXPECT_EQ(info.commit, "4f1d2a3b");
   EXPECT_TRUE(info.version.empty());
@@ -53,8 +55,8 @@ TEST(EngineInfoTest, ParsesHelpFlags) {
       "  -ot --override-tensor <tensor name pattern>=<buffer type>;...\n"
       "  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)\n"
       "  -d, --n-depth <n>                                 (default: 0)\n");
-  for (const char* f : {"-h", "--help", "--progress", "-ncmoe", "--n-cpu-moe", "-ot", "--override-tensor", "-lm",
-                        "-d", "--n-depth"}) {
+  for (const char* f : {"-h", "--help", "--progress", "-ncmoe", "--n-cpu-moe", "-ot",
+                        "--override-tensor", "-lm", "-d", "--n-depth"}) {
     EXPECT_TRUE(flags.count(f)) << f;
   }
   EXPECT_FALSE(flags.count("<n>"));

@@ -12,7 +12,8 @@ namespace {
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -73,15 +74,24 @@ std::string JoinUnique(const std::vector<std::string>& lines, std::size_t max_li
 
 const char* FailureKindName(FailureKind kind) {
   switch (kind) {
-    case FailureKind::kOutOfMemoryDevice: return "oom_device";
-    case FailureKind::kOutOfMemoryHost: return "oom_host";
-    case FailureKind::kModelLoad: return "model_load";
-    case FailureKind::kCrash: return "crash";
-    case FailureKind::kTimeout: return "timeout";
-    case FailureKind::kUnparseable: return "unparseable";
-    case FailureKind::kEngineMissing: return "engine_missing";
-    case FailureKind::kInvalidConfig: return "invalid_config";
-    case FailureKind::kEngineError: return "engine_error";
+    case FailureKind::kOutOfMemoryDevice:
+      return "oom_device";
+    case FailureKind::kOutOfMemoryHost:
+      return "oom_host";
+    case FailureKind::kModelLoad:
+      return "model_load";
+    case FailureKind::kCrash:
+      return "crash";
+    case FailureKind::kTimeout:
+      return "timeout";
+    case FailureKind::kUnparseable:
+      return "unparseable";
+    case FailureKind::kEngineMissing:
+      return "engine_missing";
+    case FailureKind::kInvalidConfig:
+      return "invalid_config";
+    case FailureKind::kEngineError:
+      return "engine_error";
   }
   return "unknown";
 }
@@ -93,15 +103,17 @@ bool IsNoiseLine(std::string_view line) {
 bool IsDiagnosticLine(std::string_view line) {
   if (IsNoiseLine(line)) return false;
   const std::string lower = Lower(line);
-  return Contains(lower, "error") || Contains(lower, "failed") || Contains(lower, "out of memory") ||
-         Contains(line, "GGML_ASSERT") || Contains(lower, "terminate called") || Contains(line, "what():") ||
+  return Contains(lower, "error") || Contains(lower, "failed") ||
+         Contains(lower, "out of memory") || Contains(line, "GGML_ASSERT") ||
+         Contains(lower, "terminate called") || Contains(line, "what():") ||
          Contains(lower, "invalid") || Contains(lower, "unable to") || Contains(lower, "cannot ") ||
-         Contains(lower, "bad_alloc") || Contains(lower, "segmentation fault") || Contains(lower, "aborted") ||
-         Contains(lower, "unknown argument");
+         Contains(lower, "bad_alloc") || Contains(lower, "segmentation fault") ||
+         Contains(lower, "aborted") || Contains(lower, "unknown argument");
 }
 
 EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double timeout_seconds,
-                              const std::vector<std::string>& diagnostics, const std::deque<std::string>& tail) {
+                              const std::vector<std::string>& diagnostics,
+                              const std::deque<std::string>& tail) {
   EngineFailure f;
   f.exit = status.Describe();
   for (const auto& l : tail) {
@@ -109,7 +121,8 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
   }
   if (timed_out) {
     f.kind = FailureKind::kTimeout;
-    f.message = fmt::format("no result within {:.0f} s; moetune stopped the engine ({})", timeout_seconds, f.exit);
+    f.message = fmt::format("no result within {:.0f} s; moetune stopped the engine ({})",
+                            timeout_seconds, f.exit);
     return f;
   }
   std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load;
@@ -145,7 +158,8 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
   } else if (!status.exited && status.signal != 0) {
     f.kind = FailureKind::kCrash;
     std::string why = fmt::format("engine killed by {}", status.Describe());
-    if (status.signal == SIGKILL) why += " (not sent by moetune: most likely the kernel's out-of-memory killer)";
+    if (status.signal == SIGKILL)
+      why += " (not sent by moetune: most likely the kernel's out-of-memory killer)";
     std::vector<std::string> last;
     for (const auto& l : diagnostics) last.push_back(l);
     if (!last.empty()) why += ": " + JoinUnique(last, 3);
@@ -164,7 +178,8 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
     }
   }
   // A crash after a recognised message is still a crash; say how it ended.
-  if (!status.exited && status.signal != 0 && f.kind != FailureKind::kCrash && f.kind != FailureKind::kTimeout) {
+  if (!status.exited && status.signal != 0 && f.kind != FailureKind::kCrash &&
+      f.kind != FailureKind::kTimeout) {
     f.message += fmt::format(" ({})", f.exit);
   }
   return f;

@@ -48,6 +48,7 @@ bool IsDiagnosticLine(std::string_view line);
 /// Classifies a finished engine process. `diagnostics` are IsDiagnosticLine
 /// lines (in order), `tail` the last stderr lines.
 EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double timeout_seconds,
-                              const std::vector<std::string>& diagnostics, const std::deque<std::string>& tail);
+                              const std::vector<std::string>& diagnostics,
+                              const std::deque<std::string>& tail);
 
 }  // namespace moetune

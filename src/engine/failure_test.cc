@@ -20,7 +20,8 @@ ExitStatus Signaled(int sig) {
 }
 
 // Classifies like the engine runner does: diagnostics are picked from the lines.
-EngineFailure Classify(const ExitStatus& st, const std::vector<std::string>& lines, bool timed_out = false) {
+EngineFailure Classify(const ExitStatus& st, const std::vector<std::string>& lines,
+                       bool timed_out = false) {
   std::vector<std::string> diag;
   std::deque<std::string> tail;
   for (const auto& l : lines) {
@@ -32,12 +33,15 @@ EngineFailure Classify(const ExitStatus& st, const std::vector<std::string>& lin
 
 // Messages below are copied from the installed engine (llama.cpp 0.7.0, Debian).
 TEST(FailureTest, MissingModelIsModelLoad) {
-  const auto f = Classify(Exited(1), {
-      "ggml_backend_load_best: failed to enumerate /usr/lib/x86_64-linux-gnu/ggml/backends0: No such file or directory",
-      "gguf_init_from_file: failed to open GGUF file '/nonexist.gguf' (No such file or directory)",
-      "llama_model_load: error loading model: llama_model_loader: failed to load model from /nonexist.gguf",
-      "llama_model_load_from_file_impl: failed to load model",
-      "llama_bench: error: failed to load model '/nonexist.gguf'"});
+  const auto f = Classify(
+      Exited(1),
+      {"ggml_backend_load_best: failed to enumerate /usr/lib/x86_64-linux-gnu/ggml/backends0: No "
+       "such file or directory",
+       "gguf_init_from_file: failed to open GGUF file '/nonexist.gguf' (No such file or directory)",
+       "llama_model_load: error loading model: llama_model_loader: failed to load model from "
+       "/nonexist.gguf",
+       "llama_model_load_from_file_impl: failed to load model",
+       "llama_bench: error: failed to load model '/nonexist.gguf'"});
   EXPECT_EQ(f.kind, FailureKind::kModelLoad);
   EXPECT_NE(f.message.find("failed to open GGUF file '/nonexist.gguf'"), std::string::npos);
   EXPECT_EQ(f.message.find("ggml_backend_load_best"), std::string::npos);
@@ -45,43 +49,50 @@ TEST(FailureTest, MissingModelIsModelLoad) {
 }
 
 TEST(FailureTest, CorruptModelIsModelLoad) {
-  const auto f = Classify(Exited(1), {"gguf_init_from_reader: invalid magic characters: '\x01\x02', expected 'GGUF'",
-                                       "llama_bench: error: failed to load model '/tmp/corrupt.gguf'"});
+  const auto f = Classify(
+      Exited(1), {"gguf_init_from_reader: invalid magic characters: '\x01\x02', expected 'GGUF'",
+                  "llama_bench: error: failed to load model '/tmp/corrupt.gguf'"});
   EXPECT_EQ(f.kind, FailureKind::kModelLoad);
   EXPECT_NE(f.message.find("invalid magic characters"), std::string::npos);
 }
 
 TEST(FailureTest, InvalidFlagValueIsInvalidConfig) {
-  const auto f = Classify(Exited(1), {"error: invalid range format", "error: invalid parameter for argument: -t",
-                                       "usage: llama-bench [options]"});
+  const auto f = Classify(
+      Exited(1), {"error: invalid range format", "error: invalid parameter for argument: -t",
+                  "usage: llama-bench [options]"});
   EXPECT_EQ(f.kind, FailureKind::kInvalidConfig);
   EXPECT_NE(f.message.find("invalid parameter for argument: -t"), std::string::npos);
 }
 
 TEST(FailureTest, DeviceOutOfMemory) {
-  const auto f = Classify(Exited(1), {
-      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 20480.00 MiB on device 0: cudaMalloc failed: out of memory",
-      "alloc_tensor_range: failed to allocate CUDA0 buffer of size 21474836480",
-      "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
-      "llama_bench: error: failed to load model 'm.gguf'"});
+  const auto f = Classify(
+      Exited(1), {"ggml_backend_cuda_buffer_type_alloc_buffer: allocating 20480.00 MiB on device "
+                  "0: cudaMalloc failed: out of memory",
+                  "alloc_tensor_range: failed to allocate CUDA0 buffer of size 21474836480",
+                  "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+                  "llama_bench: error: failed to load model 'm.gguf'"});
   EXPECT_EQ(f.kind, FailureKind::kOutOfMemoryDevice);
   EXPECT_NE(f.message.find("cudaMalloc failed: out of memory"), std::string::npos);
 }
 
 TEST(FailureTest, VulkanOutOfMemory) {
-  const auto f = Classify(Signaled(SIGABRT), {"terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'",
-                                              "  what():  vk::Device::allocateMemory: ErrorOutOfDeviceMemory"});
+  const auto f =
+      Classify(Signaled(SIGABRT),
+               {"terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'",
+                "  what():  vk::Device::allocateMemory: ErrorOutOfDeviceMemory"});
   EXPECT_EQ(f.kind, FailureKind::kOutOfMemoryDevice);
   EXPECT_NE(f.message.find("SIGABRT"), std::string::npos);
 }
 
 TEST(FailureTest, HostOutOfMemory) {
-  const auto f = Classify(Exited(1), {"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 99",
-                                      "alloc_tensor_range: failed to allocate CPU buffer of size 99",
-                                      "llama_bench: error: failed to load model 'm.gguf'"});
+  const auto f = Classify(
+      Exited(1), {"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 99",
+                  "alloc_tensor_range: failed to allocate CPU buffer of size 99",
+                  "llama_bench: error: failed to load model 'm.gguf'"});
   EXPECT_EQ(f.kind, FailureKind::kOutOfMemoryHost);
-  const auto g = Classify(Signaled(SIGABRT), {"terminate called after throwing an instance of 'std::bad_alloc'",
-                                              "  what():  std::bad_alloc"});
+  const auto g = Classify(Signaled(SIGABRT),
+                          {"terminate called after throwing an instance of 'std::bad_alloc'",
+                           "  what():  std::bad_alloc"});
   EXPECT_EQ(g.kind, FailureKind::kOutOfMemoryHost);
 }
 
@@ -89,7 +100,8 @@ TEST(FailureTest, SignalIsCrash) {
   const auto f = Classify(Signaled(SIGSEGV), {"llama-bench: benchmark 1/2: starting"});
   EXPECT_EQ(f.kind, FailureKind::kCrash);
   EXPECT_NE(f.message.find("SIGSEGV"), std::string::npos);
-  const auto a = Classify(Signaled(SIGABRT), {"/build/ggml/src/ggml.c:1234: GGML_ASSERT(a->ne[2] == b->ne[0]) failed"});
+  const auto a = Classify(
+      Signaled(SIGABRT), {"/build/ggml/src/ggml.c:1234: GGML_ASSERT(a->ne[2] == b->ne[0]) failed"});
   EXPECT_EQ(a.kind, FailureKind::kCrash);
   EXPECT_NE(a.message.find("GGML_ASSERT"), std::string::npos);
   const auto k = Classify(Signaled(SIGKILL), {});
@@ -97,7 +109,8 @@ TEST(FailureTest, SignalIsCrash) {
 }
 
 TEST(FailureTest, TimeoutWins) {
-  const auto f = Classify(Signaled(SIGTERM), {"llama-bench: benchmark 1/1: generation run 1/5"}, true);
+  const auto f =
+      Classify(Signaled(SIGTERM), {"llama-bench: benchmark 1/1: generation run 1/5"}, true);
   EXPECT_EQ(f.kind, FailureKind::kTimeout);
   EXPECT_NE(f.message.find("1 s"), std::string::npos);
 }

@@ -19,7 +19,8 @@ const FitParamsDevice* FitParamsReport::Find(std::string_view name) const {
 Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text) {
   // "Host 13 32 12" / "CUDA0 20480 1024 512": name then three MiB numbers
   // (integers in current versions; decimals accepted).
-  static const std::regex kLine(R"(^\s*(\S+)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s*$)");
+  static const std::regex kLine(
+      R"(^\s*(\S+)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s*$)");
   std::vector<FitParamsDevice> out;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -29,27 +30,39 @@ Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text)
     start = nl + 1;
     std::smatch m;
     if (!std::regex_match(line, m, kLine)) continue;
-    out.push_back({m[1], Bytes::MiB(std::stod(m[2])), Bytes::MiB(std::stod(m[3])), Bytes::MiB(std::stod(m[4]))});
+    out.push_back({m[1], Bytes::MiB(std::stod(m[2])), Bytes::MiB(std::stod(m[3])),
+                   Bytes::MiB(std::stod(m[4]))});
   }
   if (out.empty()) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("llama-fit-params printed no '<device> <model> <context> <compute>' line (got '{}'); "
-                             "this engine may not support -fitp",
-                             text.substr(0, 200)));
+    return Error(
+        ErrorKind::kFormat,
+        fmt::format(
+            "llama-fit-params printed no '<device> <model> <context> <compute>' line (got '{}'); "
+            "this engine may not support -fitp",
+            text.substr(0, 200)));
   }
   return out;
 }
 
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
                                        const PlacementArgs& p, const FitParamsOptions& options) {
-  std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"), "-m", model,
-                                   "-ngl", std::to_string(p.n_gpu_layers),
-                                   "-ncmoe", std::to_string(p.n_cpu_moe),
-                                   "-c", std::to_string(p.ctx_size.value_or(4096)),
-                                   "-b", std::to_string(p.n_batch),
-                                   "-ub", std::to_string(p.n_ubatch),
-                                   "-ctk", p.type_k,
-                                   "-ctv", p.type_v};
+  std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"),
+                                   "-m",
+                                   model,
+                                   "-ngl",
+                                   std::to_string(p.n_gpu_layers),
+                                   "-ncmoe",
+                                   std::to_string(p.n_cpu_moe),
+                                   "-c",
+                                   std::to_string(p.ctx_size.value_or(4096)),
+                                   "-b",
+                                   std::to_string(p.n_batch),
+                                   "-ub",
+                                   std::to_string(p.n_ubatch),
+                                   "-ctk",
+                                   p.type_k,
+                                   "-ctv",
+                                   p.type_v};
   if (!p.override_tensor.empty()) argv.insert(argv.end(), {"-ot", p.override_tensor});
   if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", p.flash_attn});
   if (options.count_host_weights) argv.insert(argv.end(), {"-lm", "none", "--no-repack"});
@@ -59,12 +72,15 @@ std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::stri
 }
 
 Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const PlacementArgs& placement, const FitParamsOptions& options) {
+                                     const PlacementArgs& placement,
+                                     const FitParamsOptions& options) {
   if (!engine.HasTool("llama-fit-params")) {
-    return Error(ErrorKind::kNotFound,
-                 fmt::format("the engine in {} has no llama-fit-params (Debian: llama.cpp-tools-extra; upstream: "
-                             "build target llama-fit-params)",
-                             engine.dir));
+    return Error(
+        ErrorKind::kNotFound,
+        fmt::format(
+            "the engine in {} has no llama-fit-params (Debian: llama.cpp-tools-extra; upstream: "
+            "build target llama-fit-params)",
+            engine.dir));
   }
   FitParamsReport report;
   report.argv = FitParamsArgv(engine, model, placement, options);
@@ -89,8 +105,8 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
   }
   const EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, diagnostics, tail);
   if (f.kind == FailureKind::kUnparseable && !devices.ok()) return devices.take_error();
-  return Error(ErrorKind::kEngine,
-               fmt::format("llama-fit-params failed ({}, {}): {}", FailureKindName(f.kind), f.exit, f.message));
+  return Error(ErrorKind::kEngine, fmt::format("llama-fit-params failed ({}, {}): {}",
+                                               FailureKindName(f.kind), f.exit, f.message));
 }
 
 }  // namespace moetune

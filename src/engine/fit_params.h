@@ -49,13 +49,15 @@ struct FitParamsOptions {
 
 /// The argument vector RunFitParams uses (placement explicit, fit off).
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const PlacementArgs& placement, const FitParamsOptions& options = {});
+                                       const PlacementArgs& placement,
+                                       const FitParamsOptions& options = {});
 
 /// Runs llama-fit-params for `model` with `placement`. The context size
 /// defaults to 4096 when placement.ctx_size is unset (llama.cpp's own default
 /// would be the model's training context). Errors carry the engine's message
 /// (kEngine, with the failure kind in the text) or kNotFound for a missing tool.
 Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const PlacementArgs& placement, const FitParamsOptions& options = {});
+                                     const PlacementArgs& placement,
+                                     const FitParamsOptions& options = {});
 
 }  // namespace moetune

@@ -20,7 +20,8 @@ TEST(FitParamsTest, ParsesRealOutput) {
 }
 
 TEST(FitParamsTest, ParsesSeveralDevicesAndIgnoresOtherLines) {
-  auto r = ParseFitParamsOutput("some log line\nCUDA0 20480 1024 512\nCUDA1 10240.5 0 256\nHost 900 0 64\n");
+  auto r = ParseFitParamsOutput(
+      "some log line\nCUDA0 20480 1024 512\nCUDA1 10240.5 0 256\nHost 900 0 64\n");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 3u);
   EXPECT_EQ((*r)[1].name, "CUDA1");

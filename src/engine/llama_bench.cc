@@ -49,7 +49,8 @@ bool IsGrid(const std::vector<ContextKey>& keys) {
   for (const auto* dim : {&ck, &cv, &fa}) {
     if (dim->size() > 1 && std::find(dim->begin(), dim->end(), "") != dim->end()) return false;
   }
-  const std::size_t product = t.size() * ub.size() * b.size() * d.size() * ck.size() * cv.size() * fa.size();
+  const std::size_t product =
+      t.size() * ub.size() * b.size() * d.size() * ck.size() * cv.size() * fa.size();
   return product == keys.size();
 }
 
@@ -62,7 +63,8 @@ bool RecordMatches(const BenchRecord& r, const RunConfig& c) {
   if (raw.contains("n_batch") && r.n_batch != c.placement.n_batch) return false;
   if (!r.type_k.empty() && r.type_k != c.placement.type_k) return false;
   if (!r.type_v.empty() && r.type_v != c.placement.type_v) return false;
-  if (!c.placement.flash_attn.empty() && !r.flash_attn.empty() && r.flash_attn != c.placement.flash_attn) {
+  if (!c.placement.flash_attn.empty() && !r.flash_attn.empty() &&
+      r.flash_attn != c.placement.flash_attn) {
     return false;
   }
   return true;
@@ -72,7 +74,8 @@ bool RecordMatches(const BenchRecord& r, const RunConfig& c) {
 
 std::string CpuMoeOverride(int n_cpu_moe) {
   std::vector<std::string> parts;
-  for (int i = 0; i < n_cpu_moe; ++i) parts.push_back(fmt::format("blk\\.{}\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", i));
+  for (int i = 0; i < n_cpu_moe; ++i)
+    parts.push_back(fmt::format("blk\\.{}\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", i));
   return Join(parts);
 }
 
@@ -94,8 +97,8 @@ std::size_t BenchRun::FailureCount() const {
 LlamaBenchEngine::LlamaBenchEngine(EngineInfo info, LlamaBenchOptions options)
     : info_(std::move(info)), options_(std::move(options)) {}
 
-std::vector<std::string> LlamaBenchEngine::BuildArgv(const std::vector<const RunConfig*>& group,
-                                                     std::optional<std::string>* unsupported) const {
+std::vector<std::string> LlamaBenchEngine::BuildArgv(
+    const std::vector<const RunConfig*>& group, std::optional<std::string>* unsupported) const {
   const RunConfig& first = *group.front();
   const bool known = !info_.bench_flags.empty();  // flags unknown: trust the defaults
   auto has = [&](const char* flag) { return !known || info_.HasBenchFlag(flag); };
@@ -137,20 +140,29 @@ std::vector<std::string> LlamaBenchEngine::BuildArgv(const std::vector<const Run
     AddUnique(cv, c->placement.type_v);
     AddUnique(fa, c->placement.flash_attn);
     switch (c->kind()) {
-      case TestKind::kPrefill: AddUnique(prompts, c->n_prompt); break;
-      case TestKind::kDecode: AddUnique(gens, c->n_gen); break;
-      case TestKind::kPrefillDecode: AddUnique(pgs, TestKey{c->n_prompt, c->n_gen}); break;
+      case TestKind::kPrefill:
+        AddUnique(prompts, c->n_prompt);
+        break;
+      case TestKind::kDecode:
+        AddUnique(gens, c->n_gen);
+        break;
+      case TestKind::kPrefillDecode:
+        AddUnique(pgs, TestKey{c->n_prompt, c->n_gen});
+        break;
     }
   }
   argv.insert(argv.end(), {"-t", Join(t), "-ub", Join(ub), "-b", Join(b)});
   if (d.size() > 1 || d.front() != 0) {
-    if (!has("-d")) *unsupported = "this llama-bench has no -d/--n-depth flag (depth tests need a newer llama.cpp)";
+    if (!has("-d"))
+      *unsupported =
+          "this llama-bench has no -d/--n-depth flag (depth tests need a newer llama.cpp)";
     argv.insert(argv.end(), {"-d", Join(d)});
   }
   argv.insert(argv.end(), {"-ctk", Join(ck), "-ctv", Join(cv)});
   if (!fa.front().empty()) argv.insert(argv.end(), {"-fa", Join(fa)});
   // -p and -n default to 512 and 128: always pass them (0 = no such test).
-  argv.insert(argv.end(), {"-p", prompts.empty() ? "0" : Join(prompts), "-n", gens.empty() ? "0" : Join(gens)});
+  argv.insert(argv.end(),
+              {"-p", prompts.empty() ? "0" : Join(prompts), "-n", gens.empty() ? "0" : Join(gens)});
   for (const auto& [p, n] : pgs) argv.insert(argv.end(), {"-pg", fmt::format("{},{}", p, n)});
   return argv;
 }
@@ -225,7 +237,8 @@ std::vector<LlamaBenchEngine::Invocation> LlamaBenchEngine::PlanInvocations(
   return out;
 }
 
-BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs, const ProgressCallback& progress) {
+BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
+                               const ProgressCallback& progress) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   BenchRun run;
@@ -277,7 +290,8 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs, const Prog
     RunOptions o;
     o.spawn.argv = inv.argv;
     o.spawn.env_set = options_.env;
-    o.timeout = options_.timeout_per_test * static_cast<long>(inv.configs.size()) + options_.load_allowance;
+    o.timeout =
+        options_.timeout_per_test * static_cast<long>(inv.configs.size()) + options_.load_allowance;
     o.capture_stdout = true;
     o.stderr_tail_lines = 0;
     std::vector<std::string> diagnostics;
@@ -289,18 +303,21 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs, const Prog
     o.on_stderr_line = [&](std::string_view line) {
       if (IsNoiseLine(line)) return;
       if (line.find("llama_model_loader: loaded meta data") != std::string_view::npos) ++loads;
-      if (IsDiagnosticLine(line) && diagnostics.size() < kMaxDiagnostics) diagnostics.emplace_back(line);
+      if (IsDiagnosticLine(line) && diagnostics.size() < kMaxDiagnostics)
+        diagnostics.emplace_back(line);
       tail.emplace_back(line);
       if (tail.size() > kTailLines) tail.pop_front();
       if (options_.on_engine_line) options_.on_engine_line(line);
       std::smatch m;
       const std::string s(line);
-      if (s.find("llama-bench: benchmark") != std::string::npos && std::regex_search(s, m, kProgressLine)) {
+      if (s.find("llama-bench: benchmark") != std::string::npos &&
+          std::regex_search(s, m, kProgressLine)) {
         const std::size_t idx = std::stoul(m[1]);
         if (idx >= 1 && idx - 1 < inv.configs.size()) {
           const RunConfig& c = configs[inv.configs[idx - 1]];
-          current = fmt::format("{} t={} ub={} ngl={} ncmoe={}: {}", c.test_name(), c.threads, c.placement.n_ubatch,
-                                c.placement.n_gpu_layers, c.placement.n_cpu_moe, std::string(m[3]));
+          current = fmt::format("{} t={} ub={} ngl={} ncmoe={}: {}", c.test_name(), c.threads,
+                                c.placement.n_ubatch, c.placement.n_gpu_layers,
+                                c.placement.n_cpu_moe, std::string(m[3]));
         }
         tests_done = done_before + std::min(done_here, inv.configs.size());
         report(current);
@@ -317,8 +334,9 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs, const Prog
     auto out = RunProcess(o);
     if (!out.ok()) {
       EngineFailure f{out.error().kind() == ErrorKind::kNotFound ? FailureKind::kEngineMissing
-                                                                  : FailureKind::kEngineError,
-                      out.error().message() + "; install the engine (scripts/setup-engine.sh) or pass --llama-dir",
+                                                                 : FailureKind::kEngineError,
+                      out.error().message() +
+                          "; install the engine (scripts/setup-engine.sh) or pass --llama-dir",
                       "not started",
                       {}};
       rep.failure = f;
@@ -356,10 +374,12 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs, const Prog
       const double limit = std::chrono::duration<double>(*o.timeout).count();
       EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, diagnostics, tail);
       if (f.kind == FailureKind::kUnparseable) {
-        f.message = bad.empty() ? fmt::format("the engine exited normally but printed no result for {} of {} "
-                                              "configuration(s)",
-                                              std::count(taken.begin(), taken.end(), false), taken.size())
-                                : fmt::format("unparseable output from the engine: {}", bad.front());
+        f.message = bad.empty()
+                        ? fmt::format(
+                              "the engine exited normally but printed no result for {} of {} "
+                              "configuration(s)",
+                              std::count(taken.begin(), taken.end(), false), taken.size())
+                        : fmt::format("unparseable output from the engine: {}", bad.front());
       }
       rep.failure = f;
       fail_all(f);

@@ -35,7 +35,8 @@ class LlamaBenchEngine : public Engine {
  public:
   LlamaBenchEngine(EngineInfo info, LlamaBenchOptions options = {});
 
-  BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& progress = {}) override;
+  BenchRun Run(const std::vector<RunConfig>& configs,
+               const ProgressCallback& progress = {}) override;
 
   /// One planned process: which (unique) configurations it measures and its argv.
   struct Invocation {

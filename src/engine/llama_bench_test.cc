@@ -43,7 +43,8 @@ TEST(LlamaBenchPlanTest, ThreadSweepIsOneInvocation) {
   EXPECT_EQ(plan[0].configs.size(), 6u);
   const auto& argv = plan[0].argv;
   EXPECT_EQ(argv[0], "/opt/llama dir/llama-bench");
-  EXPECT_EQ(ArgAfter(argv, "-m"), "/models/my model's.gguf");  // one argument, never split or quoted
+  EXPECT_EQ(ArgAfter(argv, "-m"),
+            "/models/my model's.gguf");  // one argument, never split or quoted
   EXPECT_EQ(ArgAfter(argv, "-t"), "1,2,4");
   EXPECT_EQ(ArgAfter(argv, "-p"), "64");
   EXPECT_EQ(ArgAfter(argv, "-n"), "16");
@@ -145,7 +146,8 @@ TEST(LlamaBenchPlanTest, OldEngineWithoutNcmoeUsesOverrides) {
 
 TEST(LlamaBenchPlanTest, CpuMoeOverrideMatchesLlamaCppRegex) {
   EXPECT_EQ(CpuMoeOverride(2),
-            "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU,blk\\.1\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU");
+            "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU,blk\\.1\\.ffn_(up|down|gate|gate_"
+            "up)_(ch|)exps=CPU");
   EXPECT_EQ(CpuMoeOverride(0), "");
 }
 
@@ -159,7 +161,8 @@ TEST(LlamaBenchRunTest, MissingEngineIsAFailureValue) {
   ASSERT_EQ(run.results.size(), 1u);
   ASSERT_FALSE(run.results[0].ok());
   EXPECT_EQ(run.results[0].failure->kind, FailureKind::kEngineMissing);
-  EXPECT_NE(run.results[0].failure->message.find("/nonexistent/engine/llama-bench"), std::string::npos);
+  EXPECT_NE(run.results[0].failure->message.find("/nonexistent/engine/llama-bench"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -26,28 +26,35 @@ std::string RunConfig::ModelKey() const {
   // Mirrors llama-bench's cmd_params_instance::equal_mparams (tools/llama-bench/
   // llama-bench.cpp): model, n_gpu_layers, n_cpu_moe, tensor_buft_overrides,
   // load mode... plus -r and --no-warmup, which apply to a whole invocation.
-  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers, placement.n_cpu_moe,
-                     placement.override_tensor, load_mode, repetitions, warmup ? 1 : 0);
+  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers,
+                     placement.n_cpu_moe, placement.override_tensor, load_mode, repetitions,
+                     warmup ? 1 : 0);
 }
 
-std::tuple<int, int, int, int, std::string, std::string, std::string> RunConfig::ContextKey() const {
-  return {threads, placement.n_ubatch, placement.n_batch, n_depth, placement.type_k, placement.type_v,
-          placement.flash_attn};
+std::tuple<int, int, int, int, std::string, std::string, std::string> RunConfig::ContextKey()
+    const {
+  return {threads,          placement.n_ubatch, placement.n_batch,   n_depth,
+          placement.type_k, placement.type_v,   placement.flash_attn};
 }
 
 namespace {
 
 Result<int> ParseInt(std::string_view item, std::string_view whole) {
-  if (item.empty()) return Error(ErrorKind::kInvalidArgument, fmt::format("empty item in list '{}'", whole));
+  if (item.empty())
+    return Error(ErrorKind::kInvalidArgument, fmt::format("empty item in list '{}'", whole));
   int64_t v = 0;
   std::size_t i = 0;
   const bool neg = item[0] == '-';
   if (neg) i = 1;
-  if (i == item.size()) return Error(ErrorKind::kInvalidArgument, fmt::format("'{}' in '{}' is not a number", item, whole));
+  if (i == item.size())
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}' in '{}' is not a number", item, whole));
   for (; i < item.size(); ++i) {
     if (item[i] < '0' || item[i] > '9' || v > 1000000000) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("'{}' in '{}' is not a number (use 1,2,4 or ranges 1-8, 0-8+2, 1-16*2)", item, whole));
+      return Error(
+          ErrorKind::kInvalidArgument,
+          fmt::format("'{}' in '{}' is not a number (use 1,2,4 or ranges 1-8, 0-8+2, 1-16*2)", item,
+                      whole));
     }
     v = v * 10 + (item[i] - '0');
   }
@@ -78,7 +85,8 @@ Result<std::vector<int>> ParseIntList(std::string_view text) {
       out.push_back(v);
       continue;
     }
-    MOETUNE_ASSIGN_OR_RETURN(const int first, ParseInt(std::string_view(item).substr(0, dash), text));
+    MOETUNE_ASSIGN_OR_RETURN(const int first,
+                             ParseInt(std::string_view(item).substr(0, dash), text));
     std::string_view rest = std::string_view(item).substr(dash + 1);
     char op = '+';
     int step = 1;
@@ -89,14 +97,17 @@ Result<std::vector<int>> ParseIntList(std::string_view text) {
     }
     MOETUNE_ASSIGN_OR_RETURN(const int last, ParseInt(rest, text));
     if ((op == '+' && step <= 0) || (op == '*' && (step <= 1 || first <= 0)) || last < first) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("range '{}' in '{}' is empty or never ends (need first <= last and a step that "
-                               "grows)",
-                               item, text));
+      return Error(
+          ErrorKind::kInvalidArgument,
+          fmt::format(
+              "range '{}' in '{}' is empty or never ends (need first <= last and a step that "
+              "grows)",
+              item, text));
     }
     for (int64_t v = first; v <= last; v = op == '+' ? v + step : v * step) {
       out.push_back(static_cast<int>(v));
-      if (out.size() > 10000) return Error(ErrorKind::kInvalidArgument, fmt::format("list '{}' is too long", text));
+      if (out.size() > 10000)
+        return Error(ErrorKind::kInvalidArgument, fmt::format("list '{}' is too long", text));
     }
   }
   return out;

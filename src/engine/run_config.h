@@ -3,9 +3,8 @@
 /// test) and what comes back (RunResult: a measurement with its raw samples, or
 /// a failure with the engine's own words). Placement is always explicit.
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,15 +19,15 @@ namespace moetune {
 /// The memory-shaping arguments shared by llama-bench, llama-server and
 /// llama-fit-params.
 struct PlacementArgs {
-  int n_gpu_layers = 99;         // -ngl: the last N layers on the GPU
-  int n_cpu_moe = 0;             // -ncmoe: experts of layers 0..N-1 stay in host memory
-  std::string override_tensor;   // -ot "pattern=BUFT[,...]"; empty = none
-  std::optional<int> ctx_size;   // -c (server, fit-params); llama-bench sizes its own
-  int n_batch = 2048;            // -b
-  int n_ubatch = 512;            // -ub
-  std::string type_k = "f16";    // -ctk
-  std::string type_v = "f16";    // -ctv
-  std::string flash_attn;        // -fa on|off|auto; empty = the engine's default
+  int n_gpu_layers = 99;        // -ngl: the last N layers on the GPU
+  int n_cpu_moe = 0;            // -ncmoe: experts of layers 0..N-1 stay in host memory
+  std::string override_tensor;  // -ot "pattern=BUFT[,...]"; empty = none
+  std::optional<int> ctx_size;  // -c (server, fit-params); llama-bench sizes its own
+  int n_batch = 2048;           // -b
+  int n_ubatch = 512;           // -ub
+  std::string type_k = "f16";   // -ctk
+  std::string type_v = "f16";   // -ctv
+  std::string flash_attn;       // -fa on|off|auto; empty = the engine's default
 
   bool operator==(const PlacementArgs&) const = default;
 };
@@ -66,12 +65,12 @@ struct RunResult {
   /// Set when the configuration could not be measured.
   std::optional<EngineFailure> failure;
   // The measurement (valid when !failure), straight from llama-bench.
-  double avg_ts = 0;                 // tokens per second, mean over repetitions
+  double avg_ts = 0;  // tokens per second, mean over repetitions
   double stddev_ts = 0;
-  std::vector<double> samples_ts;    // tokens per second of each repetition
-  std::vector<int64_t> samples_ns;   // duration of each repetition
-  nlohmann::json record;             // the whole JSON object the engine printed
-  int invocation = -1;               // index into BenchRun::invocations
+  std::vector<double> samples_ts;   // tokens per second of each repetition
+  std::vector<int64_t> samples_ns;  // duration of each repetition
+  nlohmann::json record;            // the whole JSON object the engine printed
+  int invocation = -1;              // index into BenchRun::invocations
 
   bool ok() const { return !failure.has_value(); }
 };

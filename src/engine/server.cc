@@ -1,18 +1,17 @@
 #include "engine/server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "util/units.h"
@@ -21,13 +20,15 @@ namespace moetune {
 namespace {
 
 // Reads the whole log and keeps the last `lines` non-noise lines.
-std::deque<std::string> ReadTail(const std::string& path, std::size_t lines, std::vector<std::string>* diagnostics) {
+std::deque<std::string> ReadTail(const std::string& path, std::size_t lines,
+                                 std::vector<std::string>* diagnostics) {
   std::deque<std::string> tail;
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line)) {
     if (IsNoiseLine(line)) continue;
-    if (diagnostics != nullptr && IsDiagnosticLine(line) && diagnostics->size() < 100) diagnostics->push_back(line);
+    if (diagnostics != nullptr && IsDiagnosticLine(line) && diagnostics->size() < 100)
+      diagnostics->push_back(line);
     tail.push_back(line);
     if (tail.size() > lines) tail.pop_front();
   }
@@ -56,16 +57,14 @@ Result<int> FindFreeLoopbackPort() {
 
 std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOptions& o, int port) {
   const auto& p = o.placement;
-  std::vector<std::string> argv = {engine.ToolPath("llama-server"), "-m", o.model, "--host", "127.0.0.1",
-                                   "--port", std::to_string(port),
-                                   "-ngl", std::to_string(p.n_gpu_layers),
-                                   "-ncmoe", std::to_string(p.n_cpu_moe),
-                                   "-c", std::to_string(p.ctx_size.value_or(4096)),
-                                   "-b", std::to_string(p.n_batch),
-                                   "-ub", std::to_string(p.n_ubatch),
-                                   "-ctk", p.type_k, "-ctv", p.type_v,
-                                   // Explicit placement: no automatic fitting, one slot.
-                                   "-fit", "off", "-np", "1"};
+  std::vector<std::string> argv = {
+      engine.ToolPath("llama-server"), "-m", o.model, "--host", "127.0.0.1", "--port",
+      std::to_string(port), "-ngl", std::to_string(p.n_gpu_layers), "-ncmoe",
+      std::to_string(p.n_cpu_moe), "-c", std::to_string(p.ctx_size.value_or(4096)), "-b",
+      std::to_string(p.n_batch), "-ub", std::to_string(p.n_ubatch), "-ctk", p.type_k, "-ctv",
+      p.type_v,
+      // Explicit placement: no automatic fitting, one slot.
+      "-fit", "off", "-np", "1"};
   if (!p.override_tensor.empty()) argv.insert(argv.end(), {"-ot", p.override_tensor});
   if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", p.flash_attn});
   if (o.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(o.threads)});
@@ -76,18 +75,22 @@ std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOption
 Result<CompletionTimings> ParseCompletionResponse(const std::string& body) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Error(ErrorKind::kFormat, fmt::format("llama-server answered something that is not JSON: '{}'",
-                                                 body.substr(0, 200)));
+    return Error(
+        ErrorKind::kFormat,
+        fmt::format("llama-server answered something that is not JSON: '{}'", body.substr(0, 200)));
   }
   if (j.contains("error")) {
-    return Error(ErrorKind::kEngine, fmt::format("llama-server returned an error: {}", j["error"].dump()));
+    return Error(ErrorKind::kEngine,
+                 fmt::format("llama-server returned an error: {}", j["error"].dump()));
   }
   auto it = j.find("timings");
   if (it == j.end() || !it->is_object()) {
     return Error(ErrorKind::kFormat, "llama-server's /completion response has no 'timings' object");
   }
   const auto& t = *it;
-  auto num = [&](const char* k) { return t.contains(k) && t[k].is_number() ? t[k].get<double>() : 0.0; };
+  auto num = [&](const char* k) {
+    return t.contains(k) && t[k].is_number() ? t[k].get<double>() : 0.0;
+  };
   CompletionTimings c;
   c.prompt_n = static_cast<int>(num("prompt_n"));
   c.prompt_ms = num("prompt_ms");
@@ -97,15 +100,18 @@ Result<CompletionTimings> ParseCompletionResponse(const std::string& body) {
   c.predicted_per_second = num("predicted_per_second");
   c.cache_n = static_cast<int>(num("cache_n"));
   c.ttft_ms = c.prompt_ms + (c.predicted_n > 0 ? c.predicted_ms / c.predicted_n : 0.0);
-  if (j.contains("content") && j["content"].is_string()) c.content = j["content"].get<std::string>();
+  if (j.contains("content") && j["content"].is_string())
+    c.content = j["content"].get<std::string>();
   return c;
 }
 
-Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine, const ServerOptions& options) {
+Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine,
+                                                        const ServerOptions& options) {
   if (!engine.HasTool("llama-server")) {
-    return Error(ErrorKind::kNotFound, fmt::format("engine_missing: no executable llama-server in {}; install the "
-                                                   "engine (scripts/setup-engine.sh) or pass --llama-dir",
-                                                   engine.dir));
+    return Error(ErrorKind::kNotFound,
+                 fmt::format("engine_missing: no executable llama-server in {}; install the "
+                             "engine (scripts/setup-engine.sh) or pass --llama-dir",
+                             engine.dir));
   }
   std::unique_ptr<LlamaServer> server(new LlamaServer());
   if (options.log_file.empty()) {
@@ -136,8 +142,9 @@ Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine
       std::vector<std::string> diag;
       const auto tail = ReadTail(server->log_file_, 30, &diag);
       const EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
-      return Error(ErrorKind::kEngine, fmt::format("llama-server exited before it was ready ({}, {}): {}",
-                                                   FailureKindName(f.kind), f.exit, f.message));
+      return Error(ErrorKind::kEngine,
+                   fmt::format("llama-server exited before it was ready ({}, {}): {}",
+                               FailureKindName(f.kind), f.exit, f.message));
     }
     // A health request can block while the server loads: an answer that
     // arrives after the deadline is still a timeout.
@@ -147,14 +154,16 @@ Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine
     if (late) {
       server->Stop(std::chrono::milliseconds(2000));
       const double secs = std::chrono::duration<double>(options.health_timeout).count();
-      return Error(ErrorKind::kEngine, fmt::format("timeout: llama-server was not healthy within {}; last log "
-                                                   "line: {}",
-                                                   FormatSeconds(secs),
-                                                   server->LogTail(1).empty() ? "" : server->LogTail(1)[0]));
+      return Error(ErrorKind::kEngine,
+                   fmt::format("timeout: llama-server was not healthy within {}; last log "
+                               "line: {}",
+                               FormatSeconds(secs),
+                               server->LogTail(1).empty() ? "" : server->LogTail(1)[0]));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  server->startup_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  server->startup_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return server;
 }
 
@@ -165,25 +174,32 @@ LlamaServer::~LlamaServer() {
 
 Result<CompletionTimings> LlamaServer::Complete(const std::string& prompt, int n_predict,
                                                 std::chrono::milliseconds timeout) {
-  if (!child_ || !child_->running()) return Error(ErrorKind::kEngine, "llama-server is not running");
+  if (!child_ || !child_->running())
+    return Error(ErrorKind::kEngine, "llama-server is not running");
   httplib::Client client("127.0.0.1", port_);
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
   client.set_read_timeout(static_cast<time_t>(secs), 0);
   client.set_write_timeout(30, 0);
-  const nlohmann::json req = {{"prompt", prompt}, {"n_predict", n_predict}, {"cache_prompt", false},
-                              {"temperature", 0.0}, {"ignore_eos", true}};
+  const nlohmann::json req = {{"prompt", prompt},
+                              {"n_predict", n_predict},
+                              {"cache_prompt", false},
+                              {"temperature", 0.0},
+                              {"ignore_eos", true}};
   const auto t0 = std::chrono::steady_clock::now();
   auto res = client.Post("/completion", req.dump(), "application/json");
-  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!res) {
     if (auto st = child_->Poll()) {
       std::vector<std::string> diag;
       const auto tail = ReadTail(log_file_, 30, &diag);
       const EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
-      return Error(ErrorKind::kEngine, fmt::format("llama-server died during the request ({}, {}): {}",
-                                                   FailureKindName(f.kind), f.exit, f.message));
+      return Error(ErrorKind::kEngine,
+                   fmt::format("llama-server died during the request ({}, {}): {}",
+                               FailureKindName(f.kind), f.exit, f.message));
     }
-    return Error(ErrorKind::kEngine, fmt::format("request to llama-server failed: {}", httplib::to_string(res.error())));
+    return Error(ErrorKind::kEngine, fmt::format("request to llama-server failed: {}",
+                                                 httplib::to_string(res.error())));
   }
   if (res->status != 200) {
     return Error(ErrorKind::kEngine, fmt::format("llama-server answered HTTP {}: {}", res->status,

@@ -52,7 +52,8 @@ class LlamaServer {
   /// Starts llama-server and waits until /health answers 200. On failure the
   /// server is stopped and the error carries the failure kind and the
   /// server's own message.
-  static Result<std::unique_ptr<LlamaServer>> Start(const EngineInfo& engine, const ServerOptions& options);
+  static Result<std::unique_ptr<LlamaServer>> Start(const EngineInfo& engine,
+                                                    const ServerOptions& options);
 
   ~LlamaServer();
   LlamaServer(const LlamaServer&) = delete;
@@ -65,8 +66,9 @@ class LlamaServer {
 
   /// POST /completion with `prompt`, generating `n_predict` tokens (prompt
   /// cache off, so every request measures prefill).
-  Result<CompletionTimings> Complete(const std::string& prompt, int n_predict,
-                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(300000));
+  Result<CompletionTimings> Complete(
+      const std::string& prompt, int n_predict,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(300000));
 
   /// Stops the server (SIGTERM, up to `grace`, then SIGKILL) and returns how it ended.
   ExitStatus Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
@@ -89,7 +91,8 @@ class LlamaServer {
 Result<int> FindFreeLoopbackPort();
 
 /// The llama-server argument vector for `options` on `port`.
-std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOptions& options, int port);
+std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOptions& options,
+                                    int port);
 
 /// Parses a /completion response body.
 Result<CompletionTimings> ParseCompletionResponse(const std::string& body);

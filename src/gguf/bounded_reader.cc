@@ -1,14 +1,13 @@
 #include "gguf/bounded_reader.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace moetune {
 namespace {
@@ -34,8 +33,7 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {
-      return Error(ErrorKind::kNotFound,
-                   fmt::format("{}: no such file; check the path", path));
+      return Error(ErrorKind::kNotFound, fmt::format("{}: no such file; check the path", path));
     }
     return Error(ErrorKind::kIo,
                  fmt::format("{}: cannot open: {}; check permissions", path, std::strerror(err)));
@@ -46,8 +44,7 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
     return Error(ErrorKind::kIo,
                  fmt::format("{}: not a regular file; give the path of a .gguf file", path));
   }
-  return std::unique_ptr<FileSource>(
-      new FileSource(fd, static_cast<uint64_t>(st.st_size), path));
+  return std::unique_ptr<FileSource>(new FileSource(fd, static_cast<uint64_t>(st.st_size), path));
 }
 
 Status FileSource::Fill(uint64_t offset) {

@@ -15,8 +15,19 @@ namespace moetune {
 
 /// GGUF metadata value types, ids as in the file format (gguf.h upstream).
 enum class GgufValueType : uint32_t {
-  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5,
-  kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
 };
 const char* GgufValueTypeName(GgufValueType t);
 
@@ -69,8 +80,8 @@ class Metadata {
   const GgufValue* Find(std::string_view key) const;
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
 
-  std::optional<uint64_t> GetUint(std::string_view key) const;   // non-negative integer scalar
-  std::optional<double> GetFloat(std::string_view key) const;     // any numeric scalar
+  std::optional<uint64_t> GetUint(std::string_view key) const;  // non-negative integer scalar
+  std::optional<double> GetFloat(std::string_view key) const;   // any numeric scalar
   std::optional<std::string> GetString(std::string_view key) const;
   std::optional<bool> GetBool(std::string_view key) const;
   /// Integer array (any integer element type), when its elements were kept.
@@ -116,7 +127,7 @@ struct GgufFile {
 
 /// A whole model: one file, or every part of a split model, checked together.
 struct GgufModel {
-  std::vector<GgufFile> parts;  // parts[0] holds the model's metadata
+  std::vector<GgufFile> parts;      // parts[0] holds the model's metadata
   std::vector<TensorInfo> tensors;  // all parts' tensors, TensorInfo::part set
   const Metadata& metadata() const { return parts.front().metadata; }
   uint64_t tensor_bytes() const {

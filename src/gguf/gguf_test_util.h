@@ -2,19 +2,18 @@
 /// Test helpers for handcrafting GGUF bytes (valid and deliberately broken).
 /// Header-only and used only by *_test.cc files.
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <system_error>
+#include <initializer_list>
 #include <string>
 #include <string_view>
-#include <unistd.h>
+#include <system_error>
 #include <vector>
-
-#include <gtest/gtest.h>
-
-#include <initializer_list>
 
 #include "gguf/gguf.h"
 #include "gguf/reader.h"

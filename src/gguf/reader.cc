@@ -1,12 +1,12 @@
 #include "gguf/reader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "gguf/bounded_reader.h"
 #include "gguf/ggml_type.h"
@@ -17,7 +17,7 @@ namespace {
 
 // Smallest possible encodings, used to refuse counts that cannot fit in the
 // bytes that remain before anything is allocated for them.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;            // empty key, type, u8 value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, u8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims 0, type, offset
 // Vectors are never reserved beyond this from a count in the file; they grow
 // with the bytes actually read instead.
@@ -28,13 +28,24 @@ bool IsValueType(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::
 // Encoded size of a fixed-size value; 0 for strings and arrays.
 uint64_t FixedSize(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-    case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32:
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
       return 4;
-    case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64:
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
       return 8;
-    case GgufValueType::kString: case GgufValueType::kArray: return 0;
+    case GgufValueType::kString:
+    case GgufValueType::kArray:
+      return 0;
   }
   return 0;
 }
@@ -79,16 +90,26 @@ class HeaderParser {
 
 Result<GgufScalar> HeaderParser::ReadScalar(GgufValueType t, const char* field) {
   switch (t) {
-    case GgufValueType::kUint8: return ReadAs<uint8_t, uint64_t>(field);
-    case GgufValueType::kInt8: return ReadAs<int8_t, int64_t>(field);
-    case GgufValueType::kUint16: return ReadAs<uint16_t, uint64_t>(field);
-    case GgufValueType::kInt16: return ReadAs<int16_t, int64_t>(field);
-    case GgufValueType::kUint32: return ReadAs<uint32_t, uint64_t>(field);
-    case GgufValueType::kInt32: return ReadAs<int32_t, int64_t>(field);
-    case GgufValueType::kUint64: return ReadAs<uint64_t, uint64_t>(field);
-    case GgufValueType::kInt64: return ReadAs<int64_t, int64_t>(field);
-    case GgufValueType::kFloat32: return ReadAs<float, double>(field);
-    case GgufValueType::kFloat64: return ReadAs<double, double>(field);
+    case GgufValueType::kUint8:
+      return ReadAs<uint8_t, uint64_t>(field);
+    case GgufValueType::kInt8:
+      return ReadAs<int8_t, int64_t>(field);
+    case GgufValueType::kUint16:
+      return ReadAs<uint16_t, uint64_t>(field);
+    case GgufValueType::kInt16:
+      return ReadAs<int16_t, int64_t>(field);
+    case GgufValueType::kUint32:
+      return ReadAs<uint32_t, uint64_t>(field);
+    case GgufValueType::kInt32:
+      return ReadAs<int32_t, int64_t>(field);
+    case GgufValueType::kUint64:
+      return ReadAs<uint64_t, uint64_t>(field);
+    case GgufValueType::kInt64:
+      return ReadAs<int64_t, int64_t>(field);
+    case GgufValueType::kFloat32:
+      return ReadAs<float, double>(field);
+    case GgufValueType::kFloat64:
+      return ReadAs<double, double>(field);
     case GgufValueType::kBool: {
       // llama.cpp reads bools as one byte and treats any non-zero as true.
       MOETUNE_ASSIGN_OR_RETURN(uint8_t b, r_.Read<uint8_t>(field));
@@ -98,7 +119,8 @@ Result<GgufScalar> HeaderParser::ReadScalar(GgufValueType t, const char* field) 
       MOETUNE_ASSIGN_OR_RETURN(std::string s, r_.ReadString(field, kGgufMaxStringBytes));
       return GgufScalar(std::move(s));
     }
-    case GgufValueType::kArray: break;
+    case GgufValueType::kArray:
+      break;
   }
   return Error(ErrorKind::kInternal, "ReadScalar called with an array type");
 }
@@ -106,9 +128,9 @@ Result<GgufScalar> HeaderParser::ReadScalar(GgufValueType t, const char* field) 
 Status HeaderParser::ReadHeaderStart() {
   uint8_t magic[4];
   if (r_.size() < 4) {
-    return r_.FormatError(0, "magic",
-                          fmt::format("the file has only {} bytes; this is not a GGUF model file",
-                                      r_.size()));
+    return r_.FormatError(
+        0, "magic",
+        fmt::format("the file has only {} bytes; this is not a GGUF model file", r_.size()));
   }
   MOETUNE_TRY(r_.Read(magic, 4, "magic"));
   if (std::memcmp(magic, "GGUF", 4) != 0) {
@@ -130,14 +152,17 @@ Status HeaderParser::ReadHeaderStart() {
           "(convert it with gguf-py's gguf_convert_endian.py)",
           version, swapped);
     } else if (version == 1) {
-      msg = "GGUF version 1 (2023, 32-bit counts) is not supported; re-convert the model with a "
-            "current llama.cpp";
+      msg =
+          "GGUF version 1 (2023, 32-bit counts) is not supported; re-convert the model with a "
+          "current llama.cpp";
     } else {
-      msg = fmt::format("GGUF version {} is not supported (this build reads versions 2 and 3); "
-                        "update moetune or re-convert the model",
-                        version);
+      msg = fmt::format(
+          "GGUF version {} is not supported (this build reads versions 2 and 3); "
+          "update moetune or re-convert the model",
+          version);
     }
-    return Error(ErrorKind::kUnsupported, fmt::format("{}: byte offset 4, version: {}", r_.name(), msg));
+    return Error(ErrorKind::kUnsupported,
+                 fmt::format("{}: byte offset 4, version: {}", r_.name(), msg));
   }
   out_.version = version;
 
@@ -179,8 +204,9 @@ Status HeaderParser::ReadArray(const std::string& key, GgufValue& value) {
     return r_.FormatError(
         type_at, "array element type",
         fmt::format("key '{}' has array element type {}, which is {}; the file is corrupt", key,
-                    elem, IsValueType(elem) ? "a nested array (unsupported, as in llama.cpp)"
-                                            : "not a GGUF type (valid: 0..12)"));
+                    elem,
+                    IsValueType(elem) ? "a nested array (unsupported, as in llama.cpp)"
+                                      : "not a GGUF type (valid: 0..12)"));
   }
   value.array_type = static_cast<GgufValueType>(elem);
   uint64_t count_at = r_.offset();
@@ -364,9 +390,8 @@ Status HeaderParser::CheckTensorData() {
   }
   std::vector<size_t> order(out_.tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return out_.tensors[a].offset < out_.tensors[b].offset;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return out_.tensors[a].offset < out_.tensors[b].offset; });
   for (size_t k = 1; k < order.size(); ++k) {
     const TensorInfo& prev = out_.tensors[order[k - 1]];
     const TensorInfo& cur = out_.tensors[order[k]];
@@ -397,8 +422,8 @@ Result<GgufFile> HeaderParser::Parse() {
   return std::move(out_);
 }
 
-Result<GgufFile> ParseFrom(ByteSource& source, uint64_t file_size,
-                           const GgufReadOptions& options, const std::string& name) {
+Result<GgufFile> ParseFrom(ByteSource& source, uint64_t file_size, const GgufReadOptions& options,
+                           const std::string& name) {
   BoundedReader reader(source, name);
   HeaderParser parser(reader, file_size, options);
   return parser.Parse();

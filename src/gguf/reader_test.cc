@@ -1,10 +1,10 @@
 #include "gguf/reader.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
-
-#include <gtest/gtest.h>
 
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_test_util.h"
@@ -14,18 +14,18 @@ namespace moetune {
 namespace {
 
 using testing::ByteBuilder;
-using testing::ParseBytes;
 using testing::ExpectError;
+using testing::ParseBytes;
 using testing::TempDir;
 
 constexpr uint32_t kF32 = ggml_type::kF32;
 constexpr uint32_t kU32 = static_cast<uint32_t>(GgufValueType::kUint32);
 
-
 // A valid file: one metadata entry, tensors laid out by the caller, data appended.
-ByteBuilder WithTensors(std::initializer_list<std::tuple<const char*, std::vector<int64_t>,
-                                                         uint32_t, uint64_t>> tensors,
-                        size_t data_bytes) {
+ByteBuilder WithTensors(
+    std::initializer_list<std::tuple<const char*, std::vector<int64_t>, uint32_t, uint64_t>>
+        tensors,
+    size_t data_bytes) {
   ByteBuilder b;
   b.Header(tensors.size(), 1).KvStr("general.architecture", "llama");
   for (const auto& [name, ne, type, offset] : tensors) b.Tensor(name, ne, type, offset);
@@ -35,7 +35,9 @@ ByteBuilder WithTensors(std::initializer_list<std::tuple<const char*, std::vecto
 
 TEST(GgufReaderTest, ParsesAHandcraftedV2File) {
   ByteBuilder b;
-  b.Header(2, 2, /*version=*/2).KvStr("general.architecture", "llama").KvU32("llama.block_count", 3);
+  b.Header(2, 2, /*version=*/2)
+      .KvStr("general.architecture", "llama")
+      .KvU32("llama.block_count", 3);
   b.Tensor("a", {4, 2}, kF32, 0).Tensor("b", {32}, ggml_type::kQ8_0, 32).PadTo(32).Zeros(32 + 34);
   auto f = ParseBytes(b.bytes);
   ASSERT_TRUE(f.ok()) << f.error().message();
@@ -77,9 +79,9 @@ TEST(GgufReaderTest, EveryTruncationOfAValidFileIsAnErrorNamingAnOffset) {
   }
   ExpectError(ParseBytes(ByteBuilder().Header(0, 1).Put<uint64_t>(20).Raw("abcdefghij").bytes),
               ErrorKind::kFormat, {"byte offset 24", "metadata key", "runs past the end"});
-  ExpectError(ParseBytes(ByteBuilder().Header(0, 1).Str("k").Put<uint32_t>(kU32).Put<uint16_t>(1)
-                             .bytes),
-              ErrorKind::kFormat, {"byte offset 37", "metadata value", "truncated", "key 'k'"});
+  ExpectError(
+      ParseBytes(ByteBuilder().Header(0, 1).Str("k").Put<uint32_t>(kU32).Put<uint16_t>(1).bytes),
+      ErrorKind::kFormat, {"byte offset 37", "metadata value", "truncated", "key 'k'"});
 }
 
 TEST(GgufReaderTest, RejectsCountsBeyondTheFile) {
@@ -106,10 +108,10 @@ TEST(GgufReaderTest, RejectsStringsOverTheirCaps) {
   key.Header(0, 1).Str(std::string(kGgufMaxKeyBytes + 1, 'k')).Put<uint32_t>(kU32).Put<uint32_t>(1);
   ExpectError(ParseBytes(key.bytes), ErrorKind::kFormat,
               {"byte offset 24", "metadata key", "exceeds the limit", "metadata entry 0 of 1"});
-  auto name = WithTensors({{"this_tensor_name_is_far_too_long_for_ggml_which_allows_63_bytes_x",
-                            {8}, kF32, 0}},
-                          32);
-  ExpectError(ParseBytes(name.bytes), ErrorKind::kFormat, {"tensor name", "limit of 63", "tensor info 0"});
+  auto name = WithTensors(
+      {{"this_tensor_name_is_far_too_long_for_ggml_which_allows_63_bytes_x", {8}, kF32, 0}}, 32);
+  ExpectError(ParseBytes(name.bytes), ErrorKind::kFormat,
+              {"tensor name", "limit of 63", "tensor info 0"});
 }
 
 TEST(GgufReaderTest, RejectsUnknownValueTypesAndNestedArrays) {
@@ -180,8 +182,8 @@ TEST(GgufReaderTest, RejectsMisalignedOutOfRangeAndOverlappingData) {
               {"tensor 0 'w' offset", "not a multiple of the alignment 32"});
   ExpectError(ParseBytes(WithTensors({{"w", {8}, kF32, 0}, {"v", {16}, kF32, 32}}, 40).bytes),
               ErrorKind::kFormat, {"tensor 1 'v' offset", "past the end", "truncated"});
-  ExpectError(ParseBytes(WithTensors({{"w", {8}, kF32, ~0ull - 31}}, 64).bytes),
-              ErrorKind::kFormat, {"'w' offset", "beyond 2^64"});
+  ExpectError(ParseBytes(WithTensors({{"w", {8}, kF32, ~0ull - 31}}, 64).bytes), ErrorKind::kFormat,
+              {"'w' offset", "beyond 2^64"});
   ExpectError(ParseBytes(WithTensors({{"w", {16}, kF32, 0}, {"v", {8}, kF32, 32}}, 96).bytes),
               ErrorKind::kFormat, {"tensor 1 'v' offset", "overlaps tensor 0 'w'"});
 }
@@ -191,8 +193,7 @@ TEST(GgufReaderTest, ElidesHugeArraysUnlessAskedToKeepThem) {
   std::vector<std::string> tokens(70000);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = "tok" + std::to_string(i);
   w.SetStringArray("tokenizer.ggml.tokens", tokens);
-  w.SetIntArray("tokenizer.ggml.token_type", GgufValueType::kInt32,
-                std::vector<int64_t>(70000, 1));
+  w.SetIntArray("tokenizer.ggml.token_type", GgufValueType::kInt32, std::vector<int64_t>(70000, 1));
   w.SetU32("after", 7);
   auto bytes = w.ToBytes();
   ASSERT_TRUE(bytes.ok());

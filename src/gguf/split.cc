@@ -1,12 +1,11 @@
 #include "gguf/split.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace moetune {
 namespace {
@@ -76,9 +75,9 @@ Result<GgufModel> AssembleGgufModel(std::vector<GgufFile> parts) {
       }
       auto part_total = m.GetUint(kSplitTensorsCountKey);
       if (part_total && total && *part_total != *total) {
-        return Inconsistent(parts[i], i, n,
-                            fmt::format("{} is {} but part 1 says {}", kSplitTensorsCountKey,
-                                        *part_total, *total));
+        return Inconsistent(
+            parts[i], i, n,
+            fmt::format("{} is {} but part 1 says {}", kSplitTensorsCountKey, *part_total, *total));
       }
       seen += parts[i].tensors.size();
     }

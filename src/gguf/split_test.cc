@@ -1,9 +1,9 @@
 #include "gguf/split.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <initializer_list>
-
-#include <gtest/gtest.h>
 
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_test_util.h"
@@ -13,7 +13,6 @@ namespace {
 
 using testing::ExpectError;
 using testing::TempDir;
-
 
 GgufWriter SixTensorModel() {
   GgufWriter w;
@@ -112,7 +111,8 @@ TEST(GgufSplitTest, ReportsInconsistentParts) {
   ExpectError(OpenGgufModel(p2), ErrorKind::kFormat, {"name says part 2", "split.no is 0"});
   // Tensor total disagrees.
   WritePart(p2, 1, 2, 3, {"b"});
-  ExpectError(OpenGgufModel(p1), ErrorKind::kFormat, {"split.tensors.count is 3 but part 1 says 2"});
+  ExpectError(OpenGgufModel(p1), ErrorKind::kFormat,
+              {"split.tensors.count is 3 but part 1 says 2"});
   WritePart(p1, 0, 2, 3, {"a"});
   ExpectError(OpenGgufModel(p1), ErrorKind::kFormat, {"says the model has 3 tensors", "hold 2"});
   // The same tensor in two parts.

@@ -1,6 +1,7 @@
 #include "gguf/writer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "gguf/ggml_type.h"
 #include "gguf/reader.h"
@@ -39,28 +38,41 @@ class Encoder {
   /// Encodes a scalar of type t, checking that the value fits the type.
   Status PutScalar(GgufValueType t, const GgufScalar& s, const std::string& key) {
     auto bad = [&](const char* why) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("metadata key '{}': value {} type {}", key, why,
-                               GgufValueTypeName(t)));
+      return Error(ErrorKind::kInvalidArgument, fmt::format("metadata key '{}': value {} type {}",
+                                                            key, why, GgufValueTypeName(t)));
     };
     switch (t) {
-      case GgufValueType::kUint8: return PutInt<uint8_t>(s, bad);
-      case GgufValueType::kInt8: return PutInt<int8_t>(s, bad);
-      case GgufValueType::kUint16: return PutInt<uint16_t>(s, bad);
-      case GgufValueType::kInt16: return PutInt<int16_t>(s, bad);
-      case GgufValueType::kUint32: return PutInt<uint32_t>(s, bad);
-      case GgufValueType::kInt32: return PutInt<int32_t>(s, bad);
-      case GgufValueType::kUint64: return PutInt<uint64_t>(s, bad);
-      case GgufValueType::kInt64: return PutInt<int64_t>(s, bad);
+      case GgufValueType::kUint8:
+        return PutInt<uint8_t>(s, bad);
+      case GgufValueType::kInt8:
+        return PutInt<int8_t>(s, bad);
+      case GgufValueType::kUint16:
+        return PutInt<uint16_t>(s, bad);
+      case GgufValueType::kInt16:
+        return PutInt<int16_t>(s, bad);
+      case GgufValueType::kUint32:
+        return PutInt<uint32_t>(s, bad);
+      case GgufValueType::kInt32:
+        return PutInt<int32_t>(s, bad);
+      case GgufValueType::kUint64:
+        return PutInt<uint64_t>(s, bad);
+      case GgufValueType::kInt64:
+        return PutInt<int64_t>(s, bad);
       case GgufValueType::kFloat32:
       case GgufValueType::kFloat64: {
         double d;
-        if (const auto* f = std::get_if<double>(&s)) d = *f;
-        else if (const auto* u = std::get_if<uint64_t>(&s)) d = static_cast<double>(*u);
-        else if (const auto* i = std::get_if<int64_t>(&s)) d = static_cast<double>(*i);
-        else return bad("is not a number, as needed by");
-        if (t == GgufValueType::kFloat32) Put<float>(static_cast<float>(d));
-        else Put<double>(d);
+        if (const auto* f = std::get_if<double>(&s))
+          d = *f;
+        else if (const auto* u = std::get_if<uint64_t>(&s))
+          d = static_cast<double>(*u);
+        else if (const auto* i = std::get_if<int64_t>(&s))
+          d = static_cast<double>(*i);
+        else
+          return bad("is not a number, as needed by");
+        if (t == GgufValueType::kFloat32)
+          Put<float>(static_cast<float>(d));
+        else
+          Put<double>(d);
         return OkStatus();
       }
       case GgufValueType::kBool: {
@@ -75,7 +87,8 @@ class Encoder {
         PutString(*str);
         return OkStatus();
       }
-      case GgufValueType::kArray: break;
+      case GgufValueType::kArray:
+        break;
     }
     return bad("cannot be nested in an array of");
   }
@@ -116,7 +129,9 @@ class TempFile {
   Status Close() {
     int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) return Error(ErrorKind::kIo, fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
+    if (::close(fd) != 0)
+      return Error(ErrorKind::kIo,
+                   fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
     return OkStatus();
   }
   void Keep() { kept_ = true; }
@@ -132,8 +147,8 @@ Status WriteAll(int fd, std::span<const uint8_t> bytes, const std::string& path)
     ssize_t w = ::write(fd, bytes.data(), bytes.size());
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      return Error(ErrorKind::kIo, fmt::format("{}: write failed: {}; check free disk space",
-                                               path, std::strerror(errno)));
+      return Error(ErrorKind::kIo, fmt::format("{}: write failed: {}; check free disk space", path,
+                                               std::strerror(errno)));
     }
     bytes = bytes.subspan(static_cast<size_t>(w));
   }
@@ -156,8 +171,10 @@ void GgufWriter::SetIntArray(std::string key, GgufValueType elem,
   const bool is_unsigned = elem == GgufValueType::kUint8 || elem == GgufValueType::kUint16 ||
                            elem == GgufValueType::kUint32 || elem == GgufValueType::kUint64;
   for (int64_t i : items) {
-    if (is_unsigned && i >= 0) v.emplace_back(static_cast<uint64_t>(i));
-    else v.emplace_back(i);
+    if (is_unsigned && i >= 0)
+      v.emplace_back(static_cast<uint64_t>(i));
+    else
+      v.emplace_back(i);
   }
   Set(std::move(key), GgufValue::Array(elem, std::move(v)));
 }
@@ -332,8 +349,8 @@ Status GgufWriter::WriteAtomically(const std::string& path) const {
   }
   MOETUNE_TRY(file.Close());
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error(ErrorKind::kIo, fmt::format("cannot rename {} to {}: {}", tmp, path,
-                                             std::strerror(errno)));
+    return Error(ErrorKind::kIo,
+                 fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
   }
   file.Keep();
   return OkStatus();

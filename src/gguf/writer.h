@@ -47,7 +47,9 @@ class GgufWriter {
   void SetU64(std::string key, uint64_t v) { Set(std::move(key), GgufValue::U64(v)); }
   void SetF32(std::string key, float v) { Set(std::move(key), GgufValue::F32(v)); }
   void SetBool(std::string key, bool v) { Set(std::move(key), GgufValue::Bool(v)); }
-  void SetString(std::string key, std::string v) { Set(std::move(key), GgufValue::Str(std::move(v))); }
+  void SetString(std::string key, std::string v) {
+    Set(std::move(key), GgufValue::Str(std::move(v)));
+  }
   void SetStringArray(std::string key, const std::vector<std::string>& items);
   /// An integer array stored with element type `elem` (e.g. kInt32 for per-layer keys).
   void SetIntArray(std::string key, GgufValueType elem, const std::vector<int64_t>& items);

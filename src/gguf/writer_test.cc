@@ -1,10 +1,10 @@
 #include "gguf/writer.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
-#include <gtest/gtest.h>
 
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_test_util.h"
@@ -147,11 +147,9 @@ TEST(GgufWriterTest, FailedWriteLeavesNoFileAndKeepsTheOldOne) {
     old << "previous";
   }
   GgufWriter w;
-  ASSERT_TRUE(w.AddTensor("t", {64}, ggml_type::kF32,
-                          [](uint64_t, std::span<uint8_t>) -> Status {
-                            return Error(ErrorKind::kIo, "source vanished");
-                          })
-                  .ok());
+  ASSERT_TRUE(w.AddTensor("t", {64}, ggml_type::kF32, [](uint64_t, std::span<uint8_t>) -> Status {
+                 return Error(ErrorKind::kIo, "source vanished");
+               }).ok());
   auto s = w.WriteAtomically(path);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("tensor 't'"), std::string::npos);
@@ -186,10 +184,10 @@ TEST(GgufWriterTest, RefusesInvalidValuesAndTensors) {
   EXPECT_FALSE(w3.ToBytes().ok());
 
   GgufWriter t;
-  EXPECT_FALSE(t.AddTensor("x", {33}, ggml_type::kQ4_0).ok());           // not a block multiple
-  EXPECT_FALSE(t.AddTensor("x", {0}, ggml_type::kF32).ok());             // empty dimension
-  EXPECT_FALSE(t.AddTensor("x", {1, 1, 1, 1, 1}, ggml_type::kF32).ok()); // 5 dims
-  EXPECT_FALSE(t.AddTensor("x", {4}, 200).ok());                         // unknown type
+  EXPECT_FALSE(t.AddTensor("x", {33}, ggml_type::kQ4_0).ok());            // not a block multiple
+  EXPECT_FALSE(t.AddTensor("x", {0}, ggml_type::kF32).ok());              // empty dimension
+  EXPECT_FALSE(t.AddTensor("x", {1, 1, 1, 1, 1}, ggml_type::kF32).ok());  // 5 dims
+  EXPECT_FALSE(t.AddTensor("x", {4}, 200).ok());                          // unknown type
   EXPECT_FALSE(t.AddTensor("x", {4}, ggml_type::kF32, std::vector<uint8_t>(3)).ok());
   EXPECT_FALSE(t.AddTensor(std::string(64, 'n'), {4}, ggml_type::kF32).ok());
   ASSERT_TRUE(t.AddTensor("x", {4}, ggml_type::kF32).ok());

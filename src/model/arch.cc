@@ -11,28 +11,44 @@ namespace moetune {
 
 const char* TensorRoleName(TensorRole role) {
   switch (role) {
-    case TensorRole::kTokenEmbedding: return "token_embd";
-    case TensorRole::kOutput: return "output";
-    case TensorRole::kNorm: return "norm";
-    case TensorRole::kAttention: return "attention";
-    case TensorRole::kRouter: return "router";
-    case TensorRole::kRoutedExperts: return "experts";
-    case TensorRole::kSharedExperts: return "shared_experts";
-    case TensorRole::kDenseFfn: return "dense_ffn";
-    case TensorRole::kRecurrent: return "recurrent";
-    case TensorRole::kOther: return "other";
+    case TensorRole::kTokenEmbedding:
+      return "token_embd";
+    case TensorRole::kOutput:
+      return "output";
+    case TensorRole::kNorm:
+      return "norm";
+    case TensorRole::kAttention:
+      return "attention";
+    case TensorRole::kRouter:
+      return "router";
+    case TensorRole::kRoutedExperts:
+      return "experts";
+    case TensorRole::kSharedExperts:
+      return "shared_experts";
+    case TensorRole::kDenseFfn:
+      return "dense_ffn";
+    case TensorRole::kRecurrent:
+      return "recurrent";
+    case TensorRole::kOther:
+      return "other";
   }
   return "other";
 }
 
 const char* AttentionKindName(AttentionKind kind) {
   switch (kind) {
-    case AttentionKind::kFull: return "full";
-    case AttentionKind::kSlidingWindow: return "sliding_window";
-    case AttentionKind::kChunked: return "chunked";
-    case AttentionKind::kRecurrent: return "recurrent";
-    case AttentionKind::kMla: return "mla";
-    case AttentionKind::kNone: return "none";
+    case AttentionKind::kFull:
+      return "full";
+    case AttentionKind::kSlidingWindow:
+      return "sliding_window";
+    case AttentionKind::kChunked:
+      return "chunked";
+    case AttentionKind::kRecurrent:
+      return "recurrent";
+    case AttentionKind::kMla:
+      return "mla";
+    case AttentionKind::kNone:
+      return "none";
   }
   return "none";
 }
@@ -47,15 +63,17 @@ uint64_t Hparams::n_embd_s() const { return uint64_t{ssm_d_state} * ssm_d_inner;
 
 const std::vector<std::string>& KnownArchitectures() {
   static const std::vector<std::string> k = {
-      "llama",  "qwen2",    "qwen3",    "qwen2moe", "qwen3moe", "qwen3next", "qwen35moe",
-      "qwen35", "gpt-oss",  "glm4moe",  "deepseek2", "llama4",  "mixtral"};
+      "llama",  "qwen2",   "qwen3",   "qwen2moe",  "qwen3moe", "qwen3next", "qwen35moe",
+      "qwen35", "gpt-oss", "glm4moe", "deepseek2", "llama4",   "mixtral"};
   return k;
 }
 
 namespace {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+bool Contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -74,23 +92,35 @@ TensorClass ClassifyTensor(const std::string& name, bool recurrent_layer) {
   // Base name: up to the first '.', i.e. without ".weight" / ".bias" / ".scale".
   const std::string_view base = n.substr(0, n.find('.'));
   if (c.layer < 0) {
-    if (base == "token_embd") c.role = TensorRole::kTokenEmbedding;
-    else if (base == "output") c.role = TensorRole::kOutput;
-    else if (Contains(base, "norm")) c.role = TensorRole::kNorm;
-    else c.role = TensorRole::kOther;
+    if (base == "token_embd")
+      c.role = TensorRole::kTokenEmbedding;
+    else if (base == "output")
+      c.role = TensorRole::kOutput;
+    else if (Contains(base, "norm"))
+      c.role = TensorRole::kNorm;
+    else
+      c.role = TensorRole::kOther;
     return c;
   }
   // Order matters: "ffn_gate_inp_shexp" is a shared-expert gate, not the router.
-  if (StartsWith(base, "nextn") || StartsWith(n, "nextn.")) c.role = TensorRole::kOther;
-  else if (Contains(base, "_exps") || base == "ffn_gate_up_exps") c.role = TensorRole::kRoutedExperts;
-  else if (Contains(base, "_shexp")) c.role = TensorRole::kSharedExperts;
-  else if (base == "ffn_gate_inp" || base == "exp_probs_b") c.role = TensorRole::kRouter;
-  else if (StartsWith(base, "ssm_")) c.role = TensorRole::kRecurrent;
-  else if (Contains(base, "norm")) c.role = TensorRole::kNorm;
+  if (StartsWith(base, "nextn") || StartsWith(n, "nextn."))
+    c.role = TensorRole::kOther;
+  else if (Contains(base, "_exps") || base == "ffn_gate_up_exps")
+    c.role = TensorRole::kRoutedExperts;
+  else if (Contains(base, "_shexp"))
+    c.role = TensorRole::kSharedExperts;
+  else if (base == "ffn_gate_inp" || base == "exp_probs_b")
+    c.role = TensorRole::kRouter;
+  else if (StartsWith(base, "ssm_"))
+    c.role = TensorRole::kRecurrent;
+  else if (Contains(base, "norm"))
+    c.role = TensorRole::kNorm;
   else if (StartsWith(base, "attn_") || StartsWith(base, "time_mix")) {
     c.role = recurrent_layer ? TensorRole::kRecurrent : TensorRole::kAttention;
-  } else if (base == "ffn_gate" || base == "ffn_up" || base == "ffn_down") c.role = TensorRole::kDenseFfn;
-  else c.role = TensorRole::kOther;
+  } else if (base == "ffn_gate" || base == "ffn_up" || base == "ffn_down")
+    c.role = TensorRole::kDenseFfn;
+  else
+    c.role = TensorRole::kOther;
   return c;
 }
 
@@ -121,11 +151,13 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
   const std::string a = hp.arch + ".";
   out.known_arch = std::find(KnownArchitectures().begin(), KnownArchitectures().end(), hp.arch) !=
                    KnownArchitectures().end();
-  if (hp.arch.empty()) out.warnings.push_back("general.architecture is missing; working from tensor names");
+  if (hp.arch.empty())
+    out.warnings.push_back("general.architecture is missing; working from tensor names");
   else if (!out.known_arch)
     out.warnings.push_back(fmt::format(
         "architecture '{}' is not one moetune knows; layer kinds and KV sizes are inferred from "
-        "tensor names and shapes and may be wrong", hp.arch));
+        "tensor names and shapes and may be wrong",
+        hp.arch));
 
   // First pass: which blk.N exist and what they hold.
   std::map<int, LayerTensors> lt;
@@ -138,11 +170,12 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
     const std::string base = t.name.substr(t.name.find('.', 4) + 1);
     if (c.role == TensorRole::kRoutedExperts) {
       l.has_experts = true;
-      if (t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0) hp.expert_bias = true;
+      if (t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0)
+        hp.expert_bias = true;
     }
     if (StartsWith(base, "ssm_")) l.has_ssm = true;
-    if (StartsWith(base, "attn_k.") || StartsWith(base, "attn_v.") || StartsWith(base, "attn_qkv.") ||
-        StartsWith(base, "attn_kv_a_mqa.")) {
+    if (StartsWith(base, "attn_k.") || StartsWith(base, "attn_v.") ||
+        StartsWith(base, "attn_qkv.") || StartsWith(base, "attn_kv_a_mqa.")) {
       l.has_attn_kv = true;
     }
     if (StartsWith(base, "attn_k.weight") && t.ne.size() >= 2) l.k_rows = t.ne[1];
@@ -155,9 +188,11 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
                  "the model has no layers (no '<arch>.block_count' key and no blk.N tensors); "
                  "is this a language model GGUF?");
   if (hp.n_layer > 100000)
-    return Error(ErrorKind::kFormat, fmt::format("{}block_count = {} is implausible", a, hp.n_layer));
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{}block_count = {} is implausible", a, hp.n_layer));
   if (max_layer >= static_cast<int>(hp.n_layer))
-    out.warnings.push_back(fmt::format("tensors name layer {} but block_count is {}", max_layer, hp.n_layer));
+    out.warnings.push_back(
+        fmt::format("tensors name layer {} but block_count is {}", max_layer, hp.n_layer));
 
   hp.n_embd = U32(md, a + "embedding_length");
   hp.n_ctx_train = U32(md, a + "context_length");
@@ -179,7 +214,8 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
   hp.n_rot = U32(md, a + "rope.dimension_count");
 
   // Vocabulary: tokenizer size, else token_embd's second dimension.
-  if (const GgufValue* tok = md.Find("tokenizer.ggml.tokens"); tok && tok->type == GgufValueType::kArray)
+  if (const GgufValue* tok = md.Find("tokenizer.ggml.tokens");
+      tok && tok->type == GgufValueType::kArray)
     hp.n_vocab = static_cast<uint32_t>(std::min<uint64_t>(tok->array_count, 0xffffffffu));
   for (const auto& t : model.tensors) {
     if (t.name == "token_embd.weight" && t.ne.size() >= 2) {
@@ -192,7 +228,10 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
   auto heads = md.GetPerLayer(a + "attention.head_count", n);
   auto heads_kv = md.GetPerLayer(a + "attention.head_count_kv", n);
   if (!heads_kv) heads_kv = heads;  // llama.cpp: n_head_kv defaults to n_head
-  const uint32_t head0 = heads && !heads->empty() ? static_cast<uint32_t>(*std::max_element(heads->begin(), heads->end())) : 0;
+  const uint32_t head0 =
+      heads && !heads->empty()
+          ? static_cast<uint32_t>(*std::max_element(heads->begin(), heads->end()))
+          : 0;
   hp.n_embd_head_k = U32(md, a + "attention.key_length", head0 ? hp.n_embd / head0 : 0);
   hp.n_embd_head_v = U32(md, a + "attention.value_length", hp.n_embd_head_k);
 
@@ -210,7 +249,8 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
 
   const bool is_mla = hp.arch == "deepseek2" && hp.kv_lora_rank > 0;
   // llama.cpp keeps no KV for trailing NextN/MTP layers (n_layer_kv_from_start).
-  const uint32_t n_layer_kv = hp.nextn_layers < hp.n_layer ? hp.n_layer - hp.nextn_layers : hp.n_layer;
+  const uint32_t n_layer_kv =
+      hp.nextn_layers < hp.n_layer ? hp.n_layer - hp.nextn_layers : hp.n_layer;
 
   out.layers.resize(n);
   for (size_t il = 0; il < n; ++il) {
@@ -271,13 +311,15 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
     for (const auto& t : model.tensors) {
       if (t.name.find("_exps.weight") != std::string::npos && t.ne.size() == 3) {
         hp.n_expert = static_cast<uint32_t>(t.ne[2]);
-        out.warnings.push_back(fmt::format("{}expert_count missing; took {} from tensor shapes", a, hp.n_expert));
+        out.warnings.push_back(
+            fmt::format("{}expert_count missing; took {} from tensor shapes", a, hp.n_expert));
         break;
       }
     }
   }
   if (hp.n_expert > 0 && hp.n_expert_used == 0) {
-    out.warnings.push_back(fmt::format("{}expert_used_count missing; bytes read per token assume 1 expert", a));
+    out.warnings.push_back(
+        fmt::format("{}expert_used_count missing; bytes read per token assume 1 expert", a));
     hp.n_expert_used = 1;
   }
 

@@ -22,39 +22,39 @@ namespace moetune {
 /// --n-cpu-moe moves) versus everything else in a layer.
 enum class TensorRole {
   kTokenEmbedding,
-  kOutput,        // the LM head (output.weight; absent = tied to token_embd)
-  kNorm,          // every normalisation weight, incl. output_norm
-  kAttention,     // q/k/v/o, fused qkv, biases, sinks, MLA pieces
-  kRouter,        // ffn_gate_inp (+ exp_probs_b)
-  kRoutedExperts, // ffn_{gate,up,down,gate_up}_exps (+ their biases)
-  kSharedExperts, // *_shexp
-  kDenseFfn,      // plain ffn_{gate,up,down}
-  kRecurrent,     // ssm_* and the linear-attention projections of recurrent layers
-  kOther,         // MTP/NextN heads, rope factors, unknown names
+  kOutput,         // the LM head (output.weight; absent = tied to token_embd)
+  kNorm,           // every normalisation weight, incl. output_norm
+  kAttention,      // q/k/v/o, fused qkv, biases, sinks, MLA pieces
+  kRouter,         // ffn_gate_inp (+ exp_probs_b)
+  kRoutedExperts,  // ffn_{gate,up,down,gate_up}_exps (+ their biases)
+  kSharedExperts,  // *_shexp
+  kDenseFfn,       // plain ffn_{gate,up,down}
+  kRecurrent,      // ssm_* and the linear-attention projections of recurrent layers
+  kOther,          // MTP/NextN heads, rope factors, unknown names
 };
 inline constexpr int kTensorRoleCount = 10;
 const char* TensorRoleName(TensorRole role);
 
 enum class AttentionKind {
-  kFull,          // KV grows with context
-  kSlidingWindow, // KV capped at window (+ ubatch)
-  kChunked,       // llama4 chunked attention, capped like SWA
-  kRecurrent,     // linear attention / SSM: fixed-size state per sequence
-  kMla,           // multi-head latent attention (compressed KV, grows with context)
-  kNone,          // no attention cache (e.g. MTP layers excluded from KV)
+  kFull,           // KV grows with context
+  kSlidingWindow,  // KV capped at window (+ ubatch)
+  kChunked,        // llama4 chunked attention, capped like SWA
+  kRecurrent,      // linear attention / SSM: fixed-size state per sequence
+  kMla,            // multi-head latent attention (compressed KV, grows with context)
+  kNone,           // no attention cache (e.g. MTP layers excluded from KV)
 };
 const char* AttentionKindName(AttentionKind kind);
 
 struct LayerInfo {
   int index = 0;
   AttentionKind attention = AttentionKind::kFull;
-  bool moe = false;          // has routed experts
-  bool has_kv = true;        // llama_hparams::has_kv
-  uint32_t window = 0;       // sliding window / chunk size when capped
+  bool moe = false;     // has routed experts
+  bool has_kv = true;   // llama_hparams::has_kv
+  uint32_t window = 0;  // sliding window / chunk size when capped
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
-  uint32_t n_embd_k_gqa = 0; // K values per token (n_embd_head_k * n_head_kv)
-  uint32_t n_embd_v_gqa = 0; // V values per token; 0 when V shares K (MLA)
+  uint32_t n_embd_k_gqa = 0;  // K values per token (n_embd_head_k * n_head_kv)
+  uint32_t n_embd_v_gqa = 0;  // V values per token; 0 when V shares K (MLA)
 };
 
 /// The hyperparameters memory planning needs, read from GGUF metadata with
@@ -70,8 +70,8 @@ struct Hparams {
   uint32_t n_expert_used = 0;
   uint32_t n_expert_shared = 0;
   uint32_t n_ff_exp = 0;
-  uint32_t n_ff = 0;           // dense FFN width (largest layer)
-  bool expert_bias = false;    // routed experts carry biases (gpt-oss)
+  uint32_t n_ff = 0;         // dense FFN width (largest layer)
+  bool expert_bias = false;  // routed experts carry biases (gpt-oss)
   uint32_t n_swa = 0;
   uint32_t n_embd_head_k = 0;
   uint32_t n_embd_head_v = 0;

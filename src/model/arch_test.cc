@@ -14,11 +14,13 @@ TEST(ClassifyTensor, Roles) {
   auto e = ClassifyTensor("blk.12.ffn_up_exps.weight", false);
   EXPECT_EQ(e.layer, 12);
   EXPECT_EQ(e.role, TensorRole::kRoutedExperts);
-  EXPECT_EQ(ClassifyTensor("blk.3.ffn_gate_up_exps.weight", false).role, TensorRole::kRoutedExperts);
+  EXPECT_EQ(ClassifyTensor("blk.3.ffn_gate_up_exps.weight", false).role,
+            TensorRole::kRoutedExperts);
   EXPECT_EQ(ClassifyTensor("blk.3.ffn_down_exps.bias", false).role, TensorRole::kRoutedExperts);
   EXPECT_EQ(ClassifyTensor("blk.3.ffn_gate_inp.weight", false).role, TensorRole::kRouter);
   EXPECT_EQ(ClassifyTensor("blk.3.exp_probs_b.bias", false).role, TensorRole::kRouter);
-  EXPECT_EQ(ClassifyTensor("blk.3.ffn_gate_inp_shexp.weight", false).role, TensorRole::kSharedExperts);
+  EXPECT_EQ(ClassifyTensor("blk.3.ffn_gate_inp_shexp.weight", false).role,
+            TensorRole::kSharedExperts);
   EXPECT_EQ(ClassifyTensor("blk.3.ffn_down_shexp.weight", false).role, TensorRole::kSharedExperts);
   EXPECT_EQ(ClassifyTensor("blk.0.ffn_down.weight", false).role, TensorRole::kDenseFfn);
   EXPECT_EQ(ClassifyTensor("blk.0.attn_q.weight", false).role, TensorRole::kAttention);
@@ -102,9 +104,9 @@ namespace {
 struct PresetExpectation {
   const char* preset;
   int n_layer;
-  int dense_layers;      // layers without routed experts
-  AttentionKind kind0;   // layer 0's attention kind
-  int full_layers;       // layers whose KV grows with context (full or MLA)
+  int dense_layers;     // layers without routed experts
+  AttentionKind kind0;  // layer 0's attention kind
+  int full_layers;      // layers whose KV grows with context (full or MLA)
 };
 
 class PresetArchTest : public ::testing::TestWithParam<PresetExpectation> {};
@@ -151,7 +153,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PresetExpectation{"qwen3", 28, 28, AttentionKind::kFull, 28}),
     [](const ::testing::TestParamInfo<PresetExpectation>& p) {
       std::string n = p.param.preset;
-      for (char& c : n) if (c == '-') c = '_';
+      for (char& c : n)
+        if (c == '-') c = '_';
       return n;
     });
 

@@ -94,10 +94,12 @@ ContextMemory ComputeContextMemory(const ModelArch& arch, const ContextParams& c
       lc.state_bytes = static_cast<int64_t>(hp.n_embd_r() + hp.n_embd_s()) * 4 * n_seq;
     } else if (L.has_kv) {
       int64_t cells = per_stream;
-      if ((L.attention == AttentionKind::kSlidingWindow || L.attention == AttentionKind::kChunked) &&
+      if ((L.attention == AttentionKind::kSlidingWindow ||
+           L.attention == AttentionKind::kChunked) &&
           !cp.swa_full) {
         // src/llama-kv-cache-iswa.cpp
-        const int64_t want = static_cast<int64_t>(L.window) * (cp.kv_unified ? n_seq : 1) + cp.n_ubatch;
+        const int64_t want =
+            static_cast<int64_t>(L.window) * (cp.kv_unified ? n_seq : 1) + cp.n_ubatch;
         cells = Pad(std::min(per_stream, want), 256);
       }
       lc.cells = cells * n_stream;
@@ -136,7 +138,9 @@ ComputeEstimate EstimateCompute(const ModelArch& arch, const ContextParams& cp) 
     if (!L.has_kv) continue;
     max_head = std::max(max_head, L.n_head);
     if (L.attention == AttentionKind::kSlidingWindow || L.attention == AttentionKind::kChunked) {
-      const int64_t want = static_cast<int64_t>(L.window) * (cp.kv_unified ? std::max(1, cp.n_seq) : 1) + cp.n_ubatch;
+      const int64_t want =
+          static_cast<int64_t>(L.window) * (cp.kv_unified ? std::max(1, cp.n_seq) : 1) +
+          cp.n_ubatch;
       swa_cells = std::max(swa_cells, cp.swa_full ? n_ctx : Pad(std::min(n_ctx, want), 256));
     } else {
       any_full = true;
@@ -157,8 +161,10 @@ ComputeEstimate EstimateCompute(const ModelArch& arch, const ContextParams& cp) 
     ce.ffn = hp.expert_bias ? T * k * (3 * int64_t{hp.n_ff_exp} + 2 * hp.n_embd) * 4
                             : T * k * (2 * int64_t{hp.n_ff_exp} + hp.n_embd) * 4 + hidden;
   }
-  const bool any_dense = std::any_of(arch.layers.begin(), arch.layers.end(), [](const LayerInfo& l) { return !l.moe; });
-  if (hp.n_ff > 0 && any_dense) ce.ffn = std::max(ce.ffn, T * (2 * int64_t{hp.n_ff} + hp.n_embd) * 4 + hidden);
+  const bool any_dense = std::any_of(arch.layers.begin(), arch.layers.end(),
+                                     [](const LayerInfo& l) { return !l.moe; });
+  if (hp.n_ff > 0 && any_dense)
+    ce.ffn = std::max(ce.ffn, T * (2 * int64_t{hp.n_ff} + hp.n_embd) * 4 + hidden);
   // Gated DeltaNet: q/k/v/gate projections [d_inner, T] f32 plus the conv input.
   if (hp.ssm_d_inner) ce.recurrent = int64_t{hp.ssm_d_inner} * T * 4 * 4 + hidden;
   return ce;

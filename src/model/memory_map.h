@@ -7,9 +7,10 @@
 ///   n_ctx padding ......... src/llama-context.cpp  cparams.n_ctx = GGML_PAD(n_ctx, 256)
 ///   KV per layer .......... src/llama-kv-cache.cpp  row_size(type_k, n_embd_k_gqa) * kv_size
 ///   SWA/chunked cache ..... src/llama-kv-cache-iswa.cpp
-///                           size_swa = GGML_PAD(min(kv_size, n_swa*(unified ? n_seq : 1) + n_ubatch), 256)
-///   recurrent state ....... src/llama-memory-recurrent.cpp  f32, (n_embd_r + n_embd_s) per layer per sequence
-///   compute buffers ....... an estimate, see EstimateCompute and docs/memory.md.
+///                           size_swa = GGML_PAD(min(kv_size, n_swa*(unified ? n_seq : 1) +
+///                           n_ubatch), 256)
+///   recurrent state ....... src/llama-memory-recurrent.cpp  f32, (n_embd_r + n_embd_s) per layer
+///   per sequence compute buffers ....... an estimate, see EstimateCompute and docs/memory.md.
 
 #include <algorithm>
 #include <array>
@@ -54,19 +55,19 @@ WeightMap ComputeWeightMap(const GgufModel& model, const ModelArch& arch);
 /// Context settings that size the memory llama.cpp allocates.
 struct ContextParams {
   int64_t n_ctx = 4096;
-  int n_seq = 1;            // parallel sequences (llama-server -np)
-  bool kv_unified = true;   // llama-server's default when -np is auto; llama-bench uses 1 sequence
-  uint32_t type_k = 1;      // ggml type ids (f16)
+  int n_seq = 1;           // parallel sequences (llama-server -np)
+  bool kv_unified = true;  // llama-server's default when -np is auto; llama-bench uses 1 sequence
+  uint32_t type_k = 1;     // ggml type ids (f16)
   uint32_t type_v = 1;
   int n_ubatch = 512;
   int n_batch = 2048;
-  bool flash_attn = true;   // llama.cpp's -fa auto enables it where supported (CPU, CUDA)
+  bool flash_attn = true;  // llama.cpp's -fa auto enables it where supported (CPU, CUDA)
   bool swa_full = false;
 };
 
 struct LayerContext {
   int layer = 0;
-  int64_t cells = 0;   // KV cells for this layer (0 for recurrent)
+  int64_t cells = 0;  // KV cells for this layer (0 for recurrent)
   int64_t k_bytes = 0;
   int64_t v_bytes = 0;
   int64_t state_bytes = 0;  // recurrent state (all sequences)
@@ -75,9 +76,9 @@ struct LayerContext {
 struct ContextMemory {
   int64_t n_ctx_padded = 0;
   std::vector<LayerContext> layers;
-  int64_t kv_bytes = 0;         // K + V, all layers
-  int64_t kv_growing_bytes = 0; // part that grows with context (full / MLA layers)
-  int64_t state_bytes = 0;      // recurrent state, all layers and sequences
+  int64_t kv_bytes = 0;          // K + V, all layers
+  int64_t kv_growing_bytes = 0;  // part that grows with context (full / MLA layers)
+  int64_t state_bytes = 0;       // recurrent state, all layers and sequences
   int64_t total() const { return kv_bytes + state_bytes; }
 };
 

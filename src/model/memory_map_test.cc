@@ -68,8 +68,10 @@ TEST(ContextMemory, SlidingWindowLayersAreCapped) {
   cp.n_ctx = 32768;
   ContextMemory cm = ComputeContextMemory(a, cp);
   for (const auto& l : cm.layers) {
-    if (l.layer % 2 == 0) EXPECT_EQ(l.cells, 768);  // pad(128 + 512, 256)
-    else EXPECT_EQ(l.cells, 32768);
+    if (l.layer % 2 == 0)
+      EXPECT_EQ(l.cells, 768);  // pad(128 + 512, 256)
+    else
+      EXPECT_EQ(l.cells, 32768);
   }
   // 18 full layers x 8 heads x 64 x 2 x 2 bytes = 36 KiB per token.
   EXPECT_EQ(KvBytesPerToken(a), 36 * 1024);

@@ -14,15 +14,15 @@ namespace moetune {
 namespace {
 
 // Byte offsets inside one block, from ggml-common.h upstream.
-constexpr size_t kQ8_0Bytes = 34;           // ggml_half d; int8_t qs[32]
-constexpr size_t kQ4_KBytes = 144;          // ggml_half d, dmin; uint8_t scales[12]; uint8_t qs[128]
-constexpr size_t kQ6_KBytes = 210;          // uint8_t ql[128], qh[64]; int8_t scales[16]; ggml_half d
-constexpr size_t kMxfp4Bytes = 17;          // uint8_t e (E8M0); uint8_t qs[16]
-constexpr size_t kQK = 256;                 // QK_K
-constexpr size_t kQ32 = 32;                 // QK8_0, QK_MXFP4
+constexpr size_t kQ8_0Bytes = 34;   // ggml_half d; int8_t qs[32]
+constexpr size_t kQ4_KBytes = 144;  // ggml_half d, dmin; uint8_t scales[12]; uint8_t qs[128]
+constexpr size_t kQ6_KBytes = 210;  // uint8_t ql[128], qh[64]; int8_t scales[16]; ggml_half d
+constexpr size_t kMxfp4Bytes = 17;  // uint8_t e (E8M0); uint8_t qs[16]
+constexpr size_t kQK = 256;         // QK_K
+constexpr size_t kQ32 = 32;         // QK8_0, QK_MXFP4
 
 // kvalues_mxfp4 (ggml-common.h): E2M1 values doubled, so the E8M0 scale is halved.
-constexpr std::array<int8_t, 16> kMxfp4Values = {0, 1, 2, 3, 4, 6, 8, 12,
+constexpr std::array<int8_t, 16> kMxfp4Values = {0, 1,  2,  3,  4,  6,  8,  12,
                                                  0, -1, -2, -3, -4, -6, -8, -12};
 
 void PutHalf(uint8_t* p, uint16_t h) { std::memcpy(p, &h, 2); }
@@ -246,7 +246,8 @@ Status CheckSizes(uint32_t type, size_t n, size_t bytes) {
   if (!info || !CanQuantize(type)) {
     return Error(ErrorKind::kUnsupported,
                  fmt::format("no encoder for ggml type {}; use f32, f16, bf16, q8_0, q4_K, q6_K "
-                             "or mxfp4", type));
+                             "or mxfp4",
+                             type));
   }
   const auto row = GgmlRowBytes(*info, n);
   if (!row) {
@@ -255,9 +256,9 @@ Status CheckSizes(uint32_t type, size_t n, size_t bytes) {
                              info->block_size));
   }
   if (*row != bytes) {
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("{} values of {} need {} bytes, buffer has {}", n, info->name, *row,
-                             bytes));
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("{} values of {} need {} bytes, buffer has {}", n, info->name, *row, bytes));
   }
   return OkStatus();
 }

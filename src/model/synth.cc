@@ -191,7 +191,8 @@ Result<GgufWriter> BuildSynthWriter(const SynthOptions& o, SynthSummary* summary
     const uint64_t n_elem = t.n_elements();
     auto src = std::make_shared<RowSource>(std::move(t), type, o.seed);
     auto progress = o.progress;
-    GgufChunkFiller fill = [src, progress, total, done](uint64_t off, std::span<uint8_t> chunk) -> Status {
+    GgufChunkFiller fill = [src, progress, total, done](uint64_t off,
+                                                        std::span<uint8_t> chunk) -> Status {
       MOETUNE_TRY(src->Fill(off, chunk));
       *done += chunk.size();
       if (progress) return progress(*done, *total);

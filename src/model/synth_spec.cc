@@ -153,23 +153,20 @@ double GetFloatOr(const json& c, std::initializer_list<const char*> keys, double
 // HF model_type -> llama.cpp arch (convert_hf_to_gguf.py's registrations).
 Result<std::string> ArchForModelType(const std::string& mt) {
   static const std::vector<std::pair<std::string, std::string>> kMap = {
-      {"qwen3_moe", "qwen3moe"},     {"qwen3_5_moe", "qwen35moe"},
-      {"qwen3_5_moe_text", "qwen35moe"}, {"qwen3_next", "qwen3next"},
-      {"gpt_oss", "gpt-oss"},        {"glm4_moe", "glm4moe"},
-      {"deepseek_v3", "deepseek2"},  {"deepseek_v2", "deepseek2"},
-      {"mixtral", "llama"},          {"llama", "llama"},
-      {"mistral", "llama"},          {"llama4", "llama4"},
-      {"llama4_text", "llama4"},     {"qwen2", "qwen2"},
-      {"qwen3", "qwen3"},
+      {"qwen3_moe", "qwen3moe"},    {"qwen3_5_moe", "qwen35moe"}, {"qwen3_5_moe_text", "qwen35moe"},
+      {"qwen3_next", "qwen3next"},  {"gpt_oss", "gpt-oss"},       {"glm4_moe", "glm4moe"},
+      {"deepseek_v3", "deepseek2"}, {"deepseek_v2", "deepseek2"}, {"mixtral", "llama"},
+      {"llama", "llama"},           {"mistral", "llama"},         {"llama4", "llama4"},
+      {"llama4_text", "llama4"},    {"qwen2", "qwen2"},           {"qwen3", "qwen3"},
   };
   for (const auto& [k, v] : kMap) {
     if (k == mt) return v;
   }
   std::string known;
   for (const auto& [k, v] : kMap) known += (known.empty() ? "" : ", ") + k;
-  return Error(ErrorKind::kUnsupported,
-               fmt::format("config.json model_type '{}' is not supported by synth; known: {}", mt,
-                           known));
+  return Error(
+      ErrorKind::kUnsupported,
+      fmt::format("config.json model_type '{}' is not supported by synth; known: {}", mt, known));
 }
 
 std::string ModelTypeFromArchitectures(const json& c) {
@@ -177,13 +174,19 @@ std::string ModelTypeFromArchitectures(const json& c) {
   if (a == nullptr || !a->is_array() || a->empty() || !(*a)[0].is_string()) return "";
   const std::string name = (*a)[0].get<std::string>();
   static const std::vector<std::pair<std::string, std::string>> kMap = {
-      {"Qwen3MoeForCausalLM", "qwen3_moe"},   {"Qwen3NextForCausalLM", "qwen3_next"},
+      {"Qwen3MoeForCausalLM", "qwen3_moe"},
+      {"Qwen3NextForCausalLM", "qwen3_next"},
       {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"},
-      {"GptOssForCausalLM", "gpt_oss"},       {"Glm4MoeForCausalLM", "glm4_moe"},
-      {"DeepseekV3ForCausalLM", "deepseek_v3"}, {"DeepseekV2ForCausalLM", "deepseek_v2"},
-      {"MixtralForCausalLM", "mixtral"},      {"LlamaForCausalLM", "llama"},
-      {"MistralForCausalLM", "mistral"},      {"Llama4ForConditionalGeneration", "llama4"},
-      {"Qwen2ForCausalLM", "qwen2"},          {"Qwen3ForCausalLM", "qwen3"},
+      {"GptOssForCausalLM", "gpt_oss"},
+      {"Glm4MoeForCausalLM", "glm4_moe"},
+      {"DeepseekV3ForCausalLM", "deepseek_v3"},
+      {"DeepseekV2ForCausalLM", "deepseek_v2"},
+      {"MixtralForCausalLM", "mixtral"},
+      {"LlamaForCausalLM", "llama"},
+      {"MistralForCausalLM", "mistral"},
+      {"Llama4ForConditionalGeneration", "llama4"},
+      {"Qwen2ForCausalLM", "qwen2"},
+      {"Qwen3ForCausalLM", "qwen3"},
   };
   for (const auto& [k, v] : kMap) {
     if (k == name) return v;
@@ -219,8 +222,8 @@ Result<int64_t> IntervalFromLayerTypes(const json& types, int64_t n_layer) {
 }  // namespace
 
 std::vector<std::string> SynthPresetNames() {
-  return {"qwen3moe", "qwen35moe",  "qwen3next", "gpt-oss-20b", "gpt-oss-120b", "glm4moe",
-          "deepseek2", "mixtral", "llama4",    "llama",       "qwen2",        "qwen3"};
+  return {"qwen3moe",  "qwen35moe", "qwen3next", "gpt-oss-20b", "gpt-oss-120b", "glm4moe",
+          "deepseek2", "mixtral",   "llama4",    "llama",       "qwen2",        "qwen3"};
 }
 
 Result<SynthSpec> SynthPreset(std::string_view name) {
@@ -237,9 +240,12 @@ Result<SynthSpec> SynthPreset(std::string_view name) {
   if (name == "mixtral") return Mixtral();
   if (name == "llama4") return Llama4();
   // Small dense models: Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B.
-  if (name == "llama") return Dense("llama", "Llama-3.2-1B (synthetic)", 16, 2048, 8192, 32, 8, 64, 128256, 500000.0f);
-  if (name == "qwen2") return Dense("qwen2", "Qwen2.5-0.5B (synthetic)", 24, 896, 4864, 14, 2, 64, 151936, 1e6f);
-  if (name == "qwen3") return Dense("qwen3", "Qwen3-0.6B (synthetic)", 28, 1024, 3072, 16, 8, 128, 151936, 1e6f);
+  if (name == "llama")
+    return Dense("llama", "Llama-3.2-1B (synthetic)", 16, 2048, 8192, 32, 8, 64, 128256, 500000.0f);
+  if (name == "qwen2")
+    return Dense("qwen2", "Qwen2.5-0.5B (synthetic)", 24, 896, 4864, 14, 2, 64, 151936, 1e6f);
+  if (name == "qwen3")
+    return Dense("qwen3", "Qwen3-0.6B (synthetic)", 28, 1024, 3072, 16, 8, 128, 151936, 1e6f);
   std::string known;
   for (const auto& n : SynthPresetNames()) known += (known.empty() ? "" : ", ") + n;
   return Error(ErrorKind::kNotFound, fmt::format("unknown preset '{}'; presets: {}", name, known));
@@ -252,7 +258,8 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
     for (const auto& [k, v] : it->items()) c[k] = v;  // text model keys win
   }
   std::string mt;
-  if (const json* m = Find(c, {"model_type"}); m != nullptr && m->is_string()) mt = m->get<std::string>();
+  if (const json* m = Find(c, {"model_type"}); m != nullptr && m->is_string())
+    mt = m->get<std::string>();
   if (mt.empty() || mt == "qwen3_5_moe_text" || mt == "llama4_text") {
     const std::string from_arch = ModelTypeFromArchitectures(c);
     if (mt.empty()) mt = from_arch;
@@ -281,12 +288,14 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
   const double partial = GetFloatOr(c, {"partial_rotary_factor"}, 1.0);
   s.n_rot = static_cast<int64_t>(std::lround(static_cast<double>(s.head_dim) * partial));
 
-  const bool moe_arch = arch != "qwen2" && arch != "qwen3" && !(arch == "llama" && mt != "mixtral" &&
-                                                               Find(c, {"num_local_experts"}) == nullptr);
+  const bool moe_arch =
+      arch != "qwen2" && arch != "qwen3" &&
+      !(arch == "llama" && mt != "mixtral" && Find(c, {"num_local_experts"}) == nullptr);
   if (moe_arch) {
     MOETUNE_ASSIGN_OR_RETURN(s.n_expert,
                              GetInt(c, {"num_experts", "num_local_experts", "n_routed_experts"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.n_expert_used, GetInt(c, {"num_experts_per_tok", "experts_per_token"}));
+    MOETUNE_ASSIGN_OR_RETURN(s.n_expert_used,
+                             GetInt(c, {"num_experts_per_tok", "experts_per_token"}));
   }
   // Which key holds the expert width depends on the family.
   if (arch == "gpt-oss" || arch == "llama" || arch == "llama4") {
@@ -363,8 +372,9 @@ Result<SynthScale> ParseSynthScale(std::string_view text) {
   double f = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), f);
   if (ec != std::errc() || ptr != text.data() + text.size() || !(f > 0.0) || f > 1.0) {
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("bad --scale '{}'; use tiny, small, full or a factor in (0, 1]", text));
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("bad --scale '{}'; use tiny, small, full or a factor in (0, 1]", text));
   }
   s.factor = f;
   return s;
@@ -389,7 +399,8 @@ SynthSpec ScaleSynthSpec(const SynthSpec& in, const SynthScale& scale) {
   const int64_t max_layers = tiny ? 8 : 16;
   s.n_layer = std::min(in.n_layer, max_layers);
   if (in.full_attention_interval > 0) {
-    s.n_layer = std::max(s.n_layer / in.full_attention_interval, int64_t{1}) * in.full_attention_interval;
+    s.n_layer =
+        std::max(s.n_layer / in.full_attention_interval, int64_t{1}) * in.full_attention_interval;
   }
   s.leading_dense = std::min<int64_t>(in.leading_dense, 1);
   s.n_embd = tiny ? 256 : 1024;
@@ -440,13 +451,16 @@ Status ValidateSynthSpec(const SynthSpec& s) {
   if (s.n_rot <= 0 || s.n_rot > s.head_dim || s.n_rot % 2 != 0) {
     return bad(fmt::format("rotary dims {} must be even and <= head size {}", s.n_rot, s.head_dim));
   }
-  if (s.n_vocab < 300) return bad(fmt::format("vocab {} < 300 (the tokenizer needs 259 tokens)", s.n_vocab));
+  if (s.n_vocab < 300)
+    return bad(fmt::format("vocab {} < 300 (the tokenizer needs 259 tokens)", s.n_vocab));
   if (s.moe() && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert || s.n_ff_exp <= 0)) {
-    return bad(fmt::format("{} used of {} experts (width {})", s.n_expert_used, s.n_expert, s.n_ff_exp));
+    return bad(
+        fmt::format("{} used of {} experts (width {})", s.n_expert_used, s.n_expert, s.n_ff_exp));
   }
   if (s.n_expert_shared > 0 && s.n_ff_shexp <= 0) return bad("shared experts without a width");
   if (s.leading_dense >= s.n_layer && s.moe()) {
-    return bad(fmt::format("{} leading dense layers leave no MoE layer of {}", s.leading_dense, s.n_layer));
+    return bad(fmt::format("{} leading dense layers leave no MoE layer of {}", s.leading_dense,
+                           s.n_layer));
   }
   if ((s.leading_dense > 0 || !s.moe()) && s.n_ff <= 0) return bad("dense layers need a FFN width");
   if (s.full_attention_interval > 0) {
@@ -456,7 +470,9 @@ Status ValidateSynthSpec(const SynthSpec& s) {
     }
     if (s.ssm_groups <= 0 || s.ssm_dt_rank % s.ssm_groups != 0 || s.ssm_state <= 0 ||
         s.ssm_conv_kernel <= 0) {
-      return bad("linear attention needs conv kernel, state size, and value heads a multiple of key heads");
+      return bad(
+          "linear attention needs conv kernel, state size, and value heads a multiple of key "
+          "heads");
     }
   }
   if (s.arch == "deepseek2" && (s.kv_lora_rank <= 0 || s.qk_rope_dim <= 0 || s.v_head_dim <= 0)) {

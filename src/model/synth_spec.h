@@ -7,11 +7,10 @@
 /// the GGUF keys written for them are listed in docs/architectures.md.
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "util/result.h"
 
@@ -22,26 +21,26 @@ struct SynthSpec {
   std::string model_name;  // general.name
   int64_t n_layer = 0;
   int64_t n_embd = 0;
-  int64_t n_ff = 0;          // dense FFN width (dense models and dense layers of MoE models)
-  int64_t n_ff_exp = 0;      // one routed expert's FFN width
-  int64_t n_ff_shexp = 0;    // the shared expert FFN width (all shared experts together)
-  int64_t n_expert = 0;      // 0 = dense model
+  int64_t n_ff = 0;        // dense FFN width (dense models and dense layers of MoE models)
+  int64_t n_ff_exp = 0;    // one routed expert's FFN width
+  int64_t n_ff_shexp = 0;  // the shared expert FFN width (all shared experts together)
+  int64_t n_expert = 0;    // 0 = dense model
   int64_t n_expert_used = 0;
   int64_t n_expert_shared = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;      // key/query head size (n_embd_head_k)
-  int64_t n_rot = 0;         // rotary dimensions (rope.dimension_count)
+  int64_t head_dim = 0;  // key/query head size (n_embd_head_k)
+  int64_t n_rot = 0;     // rotary dimensions (rope.dimension_count)
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;
-  int64_t sliding_window = 0;            // gpt-oss: SWA window, every other layer
-  int64_t full_attention_interval = 0;   // qwen35moe/qwen3next: layer i is full iff (i+1) % k == 0
-  int64_t leading_dense = 0;             // first_k_dense_replace (deepseek2, glm4moe)
+  int64_t sliding_window = 0;           // gpt-oss: SWA window, every other layer
+  int64_t full_attention_interval = 0;  // qwen35moe/qwen3next: layer i is full iff (i+1) % k == 0
+  int64_t leading_dense = 0;            // first_k_dense_replace (deepseek2, glm4moe)
   // Gated DeltaNet (qwen35moe, qwen3next): ssm.* keys of llama.cpp.
-  int64_t ssm_conv_kernel = 0;   // linear_conv_kernel_dim
-  int64_t ssm_state = 0;         // linear_key_head_dim (= value head dim in these models)
-  int64_t ssm_groups = 0;        // linear_num_key_heads
-  int64_t ssm_dt_rank = 0;       // linear_num_value_heads
+  int64_t ssm_conv_kernel = 0;  // linear_conv_kernel_dim
+  int64_t ssm_state = 0;        // linear_key_head_dim (= value head dim in these models)
+  int64_t ssm_groups = 0;       // linear_num_key_heads
+  int64_t ssm_dt_rank = 0;      // linear_num_value_heads
   // Multi-head latent attention (deepseek2).
   int64_t q_lora_rank = 0;
   int64_t kv_lora_rank = 0;

@@ -91,16 +91,26 @@ TEST(SynthSpecTest, ParsesQwen3MoeConfig) {
 }
 
 TEST(SynthSpecTest, ParsesQwen35TextConfigWithLayerTypes) {
-  json text = {{"model_type", "qwen3_5_moe_text"}, {"num_hidden_layers", 8},
-               {"hidden_size", 2048}, {"moe_intermediate_size", 512},
-               {"shared_expert_intermediate_size", 512}, {"num_experts", 256},
-               {"num_experts_per_tok", 8}, {"num_attention_heads", 16},
-               {"num_key_value_heads", 2}, {"head_dim", 256}, {"vocab_size", 248320},
-               {"partial_rotary_factor", 0.25}, {"linear_conv_kernel_dim", 4},
-               {"linear_key_head_dim", 128}, {"linear_value_head_dim", 128},
-               {"linear_num_key_heads", 16}, {"linear_num_value_heads", 32}};
-  text["layer_types"] = {"linear_attention", "linear_attention", "linear_attention", "full_attention",
-                         "linear_attention", "linear_attention", "linear_attention", "full_attention"};
+  json text = {{"model_type", "qwen3_5_moe_text"},
+               {"num_hidden_layers", 8},
+               {"hidden_size", 2048},
+               {"moe_intermediate_size", 512},
+               {"shared_expert_intermediate_size", 512},
+               {"num_experts", 256},
+               {"num_experts_per_tok", 8},
+               {"num_attention_heads", 16},
+               {"num_key_value_heads", 2},
+               {"head_dim", 256},
+               {"vocab_size", 248320},
+               {"partial_rotary_factor", 0.25},
+               {"linear_conv_kernel_dim", 4},
+               {"linear_key_head_dim", 128},
+               {"linear_value_head_dim", 128},
+               {"linear_num_key_heads", 16},
+               {"linear_num_value_heads", 32}};
+  text["layer_types"] = {"linear_attention", "linear_attention", "linear_attention",
+                         "full_attention",   "linear_attention", "linear_attention",
+                         "linear_attention", "full_attention"};
   const json c = {{"model_type", "qwen3_5_moe"}, {"text_config", text}};
   auto r = SynthSpecFromHfConfig(c);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -147,7 +157,8 @@ TEST(SynthSpecTest, ConfigErrorsNameTheProblem) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("moe_intermediate_size"), std::string::npos);
 
-  auto bad = SynthSpecFromHfConfig(json::parse(R"({"model_type": "qwen3", "num_hidden_layers": "x"})"));
+  auto bad =
+      SynthSpecFromHfConfig(json::parse(R"({"model_type": "qwen3", "num_hidden_layers": "x"})"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("num_hidden_layers"), std::string::npos);
   EXPECT_FALSE(SynthSpecFromHfConfig(json::array()).ok());

@@ -21,7 +21,8 @@ class ListBuilder {
     out_.push_back({std::move(name), std::move(ne), g, init, value});
   }
   void Layer(int il, const char* base, std::vector<int64_t> ne, SynthGroup g,
-             const char* suffix = "weight", SynthInit init = SynthInit::kNormal, float value = 0.02f) {
+             const char* suffix = "weight", SynthInit init = SynthInit::kNormal,
+             float value = 0.02f) {
     Add(fmt::format("blk.{}.{}.{}", il, base, suffix), std::move(ne), g, init, value);
   }
   void Norm(int il, const char* base, int64_t n) {
@@ -31,9 +32,7 @@ class ListBuilder {
     Layer(il, base, std::move(ne), SynthGroup::kSmallF32, "bias", SynthInit::kConst, 0.0f);
   }
 
-  void Head() {
-    Add("token_embd.weight", {s_.n_embd, s_.n_vocab}, SynthGroup::kEmbedding);
-  }
+  void Head() { Add("token_embd.weight", {s_.n_embd, s_.n_vocab}, SynthGroup::kEmbedding); }
   void Tail() {
     Add("output_norm.weight", {s_.n_embd}, SynthGroup::kNorm, SynthInit::kConst, 1.0f);
     Add("output.weight", {s_.n_embd, s_.n_vocab}, SynthGroup::kOutput);
@@ -68,7 +67,8 @@ class ListBuilder {
     } else {
       Layer(il, "attn_q", {s_.n_embd, s_.n_head * qk}, SynthGroup::kAttention);
     }
-    Layer(il, "attn_kv_a_mqa", {s_.n_embd, s_.kv_lora_rank + s_.qk_rope_dim}, SynthGroup::kAttention);
+    Layer(il, "attn_kv_a_mqa", {s_.n_embd, s_.kv_lora_rank + s_.qk_rope_dim},
+          SynthGroup::kAttention);
     Norm(il, "attn_kv_a_norm", s_.kv_lora_rank);
     Layer(il, "attn_k_b", {s_.qk_nope_dim, s_.kv_lora_rank, s_.n_head}, SynthGroup::kAttention);
     Layer(il, "attn_v_b", {s_.kv_lora_rank, s_.v_head_dim, s_.n_head}, SynthGroup::kAttention);
@@ -182,7 +182,8 @@ Result<std::vector<SynthTensor>> SynthTensorList(const SynthSpec& s) {
     } else if (a == "gpt-oss") {
       b.Attention(il, true, false);
       b.Bias(il, "attn_output", {s.n_embd});
-      b.Layer(il, "attn_sinks", {s.n_head}, SynthGroup::kSmallF32, "weight", SynthInit::kConst, 0.0f);
+      b.Layer(il, "attn_sinks", {s.n_head}, SynthGroup::kSmallF32, "weight", SynthInit::kConst,
+              0.0f);
       b.Norm(il, "post_attention_norm", s.n_embd);
       b.Experts(il, true);
     } else if (a == "glm4moe") {
@@ -211,18 +212,25 @@ Result<SynthQuant> ParseSynthQuant(std::string_view text) {
   if (t == "q4_k" || t == "q4_k_s") return SynthQuant::kQ4_K;
   if (t == "q4_k_m") return SynthQuant::kQ4_K_M;
   if (t == "mxfp4") return SynthQuant::kMxfp4;
-  return Error(ErrorKind::kInvalidArgument,
-               fmt::format("unknown --quant '{}'; use f16, q8_0, q6_k, q4_k, q4_k_m or mxfp4", text));
+  return Error(
+      ErrorKind::kInvalidArgument,
+      fmt::format("unknown --quant '{}'; use f16, q8_0, q6_k, q4_k, q4_k_m or mxfp4", text));
 }
 
 const char* SynthQuantName(SynthQuant q) {
   switch (q) {
-    case SynthQuant::kF16: return "f16";
-    case SynthQuant::kQ8_0: return "q8_0";
-    case SynthQuant::kQ6_K: return "q6_k";
-    case SynthQuant::kQ4_K: return "q4_k";
-    case SynthQuant::kQ4_K_M: return "q4_k_m";
-    case SynthQuant::kMxfp4: return "mxfp4";
+    case SynthQuant::kF16:
+      return "f16";
+    case SynthQuant::kQ8_0:
+      return "q8_0";
+    case SynthQuant::kQ6_K:
+      return "q6_k";
+    case SynthQuant::kQ4_K:
+      return "q4_k";
+    case SynthQuant::kQ4_K_M:
+      return "q4_k_m";
+    case SynthQuant::kMxfp4:
+      return "mxfp4";
   }
   return "?";
 }
@@ -235,14 +243,24 @@ uint32_t SynthTensorType(const SynthTensor& t, SynthQuant quant) {
   }
   uint32_t type = kF16;
   switch (quant) {
-    case SynthQuant::kF16: type = kF16; break;
-    case SynthQuant::kQ8_0: type = kQ8_0; break;
-    case SynthQuant::kQ6_K: type = kQ6_K; break;
-    case SynthQuant::kQ4_K: type = kQ4_K; break;
+    case SynthQuant::kF16:
+      type = kF16;
+      break;
+    case SynthQuant::kQ8_0:
+      type = kQ8_0;
+      break;
+    case SynthQuant::kQ6_K:
+      type = kQ6_K;
+      break;
+    case SynthQuant::kQ4_K:
+      type = kQ4_K;
+      break;
     case SynthQuant::kQ4_K_M:
       type = (t.group == SynthGroup::kExperts || t.group == SynthGroup::kEmbedding) ? kQ4_K : kQ6_K;
       break;
-    case SynthQuant::kMxfp4: type = t.group == SynthGroup::kExperts ? kMXFP4 : kQ8_0; break;
+    case SynthQuant::kMxfp4:
+      type = t.group == SynthGroup::kExperts ? kMXFP4 : kQ8_0;
+      break;
   }
   const auto info = GgmlTypeById(type);
   if (info && t.ne[0] % static_cast<int64_t>(info->block_size) == 0) return type;
@@ -252,12 +270,18 @@ uint32_t SynthTensorType(const SynthTensor& t, SynthQuant quant) {
 uint32_t SynthFileType(SynthQuant quant) {
   // enum llama_ftype (include/llama.h upstream).
   switch (quant) {
-    case SynthQuant::kF16: return 1;     // LLAMA_FTYPE_MOSTLY_F16
-    case SynthQuant::kQ8_0: return 7;    // LLAMA_FTYPE_MOSTLY_Q8_0
-    case SynthQuant::kQ6_K: return 18;   // LLAMA_FTYPE_MOSTLY_Q6_K
-    case SynthQuant::kQ4_K: return 14;   // LLAMA_FTYPE_MOSTLY_Q4_K_S
-    case SynthQuant::kQ4_K_M: return 15; // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    case SynthQuant::kMxfp4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+    case SynthQuant::kF16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case SynthQuant::kQ8_0:
+      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case SynthQuant::kQ6_K:
+      return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
+    case SynthQuant::kQ4_K:
+      return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+    case SynthQuant::kQ4_K_M:
+      return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case SynthQuant::kMxfp4:
+      return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
   }
   return 1;
 }

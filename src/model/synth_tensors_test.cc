@@ -86,7 +86,7 @@ TEST(SynthTensorsTest, TypesFollowTheSchemeWithFallbacks) {
   EXPECT_EQ(SynthTensorType(attn, SynthQuant::kF16), kF16);
   EXPECT_EQ(SynthTensorType(odd, SynthQuant::kQ4_K), kQ8_0);  // 2880 is not a multiple of 256
   EXPECT_EQ(SynthTensorType(odd, SynthQuant::kMxfp4), kMXFP4);
-  EXPECT_EQ(SynthTensorType(k_b, SynthQuant::kQ8_0), kF16);   // 100 is not a multiple of 32
+  EXPECT_EQ(SynthTensorType(k_b, SynthQuant::kQ8_0), kF16);  // 100 is not a multiple of 32
   EXPECT_TRUE(ParseSynthQuant("Q4_K_M").ok());
   EXPECT_FALSE(ParseSynthQuant("q3_k").ok());
 }

@@ -11,12 +11,14 @@ namespace {
 constexpr const char* kSpace = "\xe2\x96\x81";
 
 constexpr const char* kWords[] = {
-    "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be",
-    "by", "on", "not", "he", "I", "this", "are", "or", "his", "from", "at", "which", "but",
-    "have", "an", "had", "they", "you", "were", "their", "one", "all", "we", "can", "her",
-    "has", "there", "been", "if", "more", "when", "will", "would", "who", "so", "no", "model",
-    "memory", "expert", "layer", "token", "speed", "GPU", "CPU", "Hello", "world", "The",
-    "What", "is", "time", "there", "once", "upon", "story", "about", "write", "number",
+    "the",   "of",    "and",  "to",   "in",    "a",     "is",     "that",   "for",
+    "it",    "as",    "was",  "with", "be",    "by",    "on",     "not",    "he",
+    "I",     "this",  "are",  "or",   "his",   "from",  "at",     "which",  "but",
+    "have",  "an",    "had",  "they", "you",   "were",  "their",  "one",    "all",
+    "we",    "can",   "her",  "has",  "there", "been",  "if",     "more",   "when",
+    "will",  "would", "who",  "so",   "no",    "model", "memory", "expert", "layer",
+    "token", "speed", "GPU",  "CPU",  "Hello", "world", "The",    "What",   "is",
+    "time",  "there", "once", "upon", "story", "about", "write",  "number",
 };
 
 }  // namespace
@@ -25,7 +27,8 @@ Result<SynthVocab> MakeSynthVocab(int64_t n_vocab) {
   if (n_vocab < 259) {
     return Error(ErrorKind::kInvalidArgument,
                  fmt::format("vocab of {} tokens is too small: 3 special and 256 byte tokens are "
-                             "needed; use at least 300", n_vocab));
+                             "needed; use at least 300",
+                             n_vocab));
   }
   SynthVocab v;
   std::set<std::string> seen;
@@ -46,7 +49,8 @@ Result<SynthVocab> MakeSynthVocab(int64_t n_vocab) {
   for (const char* w : kWords) add(std::string(kSpace) + w, score -= 1.0f, kTokenTypeNormal);
   for (const char* w : kWords) add(w, score -= 1.0f, kTokenTypeNormal);
   for (char c = 'a'; c <= 'z'; ++c) add(std::string(kSpace) + c, score -= 1.0f, kTokenTypeNormal);
-  for (int c = 33; c < 127; ++c) add(std::string(1, static_cast<char>(c)), score -= 1.0f, kTokenTypeNormal);
+  for (int c = 33; c < 127; ++c)
+    add(std::string(1, static_cast<char>(c)), score -= 1.0f, kTokenTypeNormal);
   for (int64_t i = 0; static_cast<int64_t>(v.tokens.size()) < n_vocab; ++i) {
     add(fmt::format("{}w{}", kSpace, i), score -= 1.0f, kTokenTypeNormal);
   }

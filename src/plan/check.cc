@@ -29,7 +29,8 @@ bool PlanCheck::agrees() const {
 }
 
 PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& wm, const PlanRequest& req,
-                                const PlacementOption& option, const std::vector<FitParamsDevice>& devices) {
+                                const PlacementOption& option,
+                                const std::vector<FitParamsDevice>& devices) {
   PlanCheck c;
   c.n_cpu_moe = option.n_cpu_moe;
   c.ngl = option.ngl;
@@ -37,8 +38,10 @@ PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& wm, cons
   for (const auto& d : devices) engine_has_gpu = engine_has_gpu || d.name != "Host";
   if (!engine_has_gpu) {
     c.notes.push_back(
-        "the engine sees no GPU here, so it keeps every weight, the KV cache and the compute buffer in host "
-        "memory: its Host line is compared with moetune's all-host prediction; the GPU split itself can only "
+        "the engine sees no GPU here, so it keeps every weight, the KV cache and the compute "
+        "buffer in host "
+        "memory: its Host line is compared with moetune's all-host prediction; the GPU split "
+        "itself can only "
         "be checked on the GPU machine");
   }
   const ContextMemory cm = ComputeContextMemory(arch, req.ctx);
@@ -71,20 +74,24 @@ PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& wm, cons
     c.rows.push_back(r);
   }
   if (engine_has_gpu && devices.size() > 2)
-    c.notes.push_back("the engine reports several GPUs; moetune plans for one and compares each with it");
+    c.notes.push_back(
+        "the engine reports several GPUs; moetune plans for one and compares each with it");
   return c;
 }
 
 namespace {
 
 nlohmann::json Triple(int64_t p, int64_t e, bool ok) {
-  return {{"predicted_bytes", p}, {"engine_bytes", e}, {"difference_bytes", p - e}, {"within_tolerance", ok}};
+  return {{"predicted_bytes", p},
+          {"engine_bytes", e},
+          {"difference_bytes", p - e},
+          {"within_tolerance", ok}};
 }
 
 std::string Diff(int64_t p, int64_t e, bool ok) {
   const double pct = e > 0 ? 100.0 * static_cast<double>(p - e) / static_cast<double>(e) : 0.0;
-  return fmt::format("{:.1f} / {:.0f} ({:+.1f}%){}", static_cast<double>(p) / kMiB, static_cast<double>(e) / kMiB,
-                     pct, ok ? "" : " !");
+  return fmt::format("{:.1f} / {:.0f} ({:+.1f}%){}", static_cast<double>(p) / kMiB,
+                     static_cast<double>(e) / kMiB, pct, ok ? "" : " !");
 }
 
 }  // namespace
@@ -98,14 +105,22 @@ nlohmann::json PlanCheckJson(const PlanCheck& c) {
                     {"context", Triple(r.predicted_context, r.engine_context, r.context_ok)},
                     {"compute", Triple(r.predicted_compute, r.engine_compute, r.compute_ok)}});
   }
-  return {{"n_cpu_moe", c.n_cpu_moe}, {"ngl", c.ngl},     {"devices", rows},
-          {"agrees", c.agrees()},     {"notes", c.notes}, {"engine_command", c.argv},
-          {"tolerances", {{"model", kModelTolerance}, {"context", kContextTolerance}, {"compute", kComputeTolerance}}}};
+  return {{"n_cpu_moe", c.n_cpu_moe},
+          {"ngl", c.ngl},
+          {"devices", rows},
+          {"agrees", c.agrees()},
+          {"notes", c.notes},
+          {"engine_command", c.argv},
+          {"tolerances",
+           {{"model", kModelTolerance},
+            {"context", kContextTolerance},
+            {"compute", kComputeTolerance}}}};
 }
 
 std::string PlanCheckText(const PlanCheck& c) {
-  std::string o = fmt::format("\nCheck against llama.cpp's dry run (llama-fit-params), -ngl {} --n-cpu-moe {}:\n\n",
-                              c.ngl, c.n_cpu_moe);
+  std::string o = fmt::format(
+      "\nCheck against llama.cpp's dry run (llama-fit-params), -ngl {} --n-cpu-moe {}:\n\n", c.ngl,
+      c.n_cpu_moe);
   MarkdownTable t({{"device", MarkdownTable::Align::kLeft},
                    {"compared with", MarkdownTable::Align::kLeft},
                    {"model MiB (moetune / engine)"},
@@ -119,7 +134,8 @@ std::string PlanCheckText(const PlanCheck& c) {
   o += t.Render();
   for (const auto& n : c.notes) o += "note: " + n + "\n";
   o += c.agrees() ? "Agreement: within tolerance (model and context 1%, compute 15%).\n"
-                  : "Agreement: NO: the cells marked '!' are outside tolerance (model and context 1%, compute 15%).\n";
+                  : "Agreement: NO: the cells marked '!' are outside tolerance (model and context "
+                    "1%, compute 15%).\n";
   return o;
 }
 

@@ -5,10 +5,9 @@
 /// weights and context (KV + recurrent state) 1%, compute buffers 15%
 /// (plus 1 MiB, since the engine prints whole MiB, truncated).
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/fit_params.h"
 #include "plan/placement.h"
@@ -40,8 +39,9 @@ bool WithinTolerance(int64_t predicted, int64_t engine, double rel);
 /// the engine reports no GPU (a CPU-only machine, or a build without a GPU
 /// backend), everything it places is on the host: the Host line is compared
 /// with the all-host prediction, and a note says so.
-PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& weights, const PlanRequest& request,
-                                const PlacementOption& option, const std::vector<FitParamsDevice>& devices);
+PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& weights,
+                                const PlanRequest& request, const PlacementOption& option,
+                                const std::vector<FitParamsDevice>& devices);
 
 nlohmann::json PlanCheckJson(const PlanCheck& check);
 std::string PlanCheckText(const PlanCheck& check);

@@ -10,7 +10,8 @@ namespace {
 constexpr int64_t kMiB = 1 << 20;
 
 TEST(WithinTolerance, AllowsTheEnginesTruncationAndTheRelativeBand) {
-  EXPECT_TRUE(WithinTolerance(260 * kMiB + kMiB * 9 / 10, 260 * kMiB, 0.01));  // 260.9 printed as 260
+  EXPECT_TRUE(
+      WithinTolerance(260 * kMiB + kMiB * 9 / 10, 260 * kMiB, 0.01));  // 260.9 printed as 260
   EXPECT_TRUE(WithinTolerance(100 * kMiB, 100 * kMiB, 0.0));
   EXPECT_FALSE(WithinTolerance(105 * kMiB, 100 * kMiB, 0.01));
   EXPECT_FALSE(WithinTolerance(95 * kMiB, 100 * kMiB, 0.01));
@@ -69,8 +70,9 @@ TEST(ComparePlanWithEngine, NoGpuMeansAllHostWithANote) {
   Fix f = Make();
   const PlacementOption& o = *f.plan.best();
   const ContextMemory cm = ComputeContextMemory(f.arch, f.req.ctx);
-  std::vector<FitParamsDevice> devs = {Dev("Host", f.wm.total / kMiB * kMiB, cm.total() / kMiB * kMiB,
-                                           EstimateCompute(f.arch, f.req.ctx).total() / kMiB * kMiB)};
+  std::vector<FitParamsDevice> devs = {
+      Dev("Host", f.wm.total / kMiB * kMiB, cm.total() / kMiB * kMiB,
+          EstimateCompute(f.arch, f.req.ctx).total() / kMiB * kMiB)};
   PlanCheck c = ComparePlanWithEngine(f.arch, f.wm, f.req, o, devs);
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.rows[0].side, "all-host");

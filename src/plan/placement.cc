@@ -78,7 +78,8 @@ Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMa
   const ContextMemory cm = ComputeContextMemory(arch, req.ctx);
   const ComputeEstimate ce = EstimateCompute(arch, req.ctx);
   int64_t biggest_expert_layer = 0;
-  for (const auto& l : wm.layers) biggest_expert_layer = std::max(biggest_expert_layer, l.experts());
+  for (const auto& l : wm.layers)
+    biggest_expert_layer = std::max(biggest_expert_layer, l.experts());
 
   if (plan.moe) {
     // -ngl 99 always; N from 0 (all experts on GPU) to n_layer (all on CPU).
@@ -86,24 +87,32 @@ Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMa
       plan.options.push_back(
           Evaluate(arch, wm, cm, ce, req, std::max(99, plan.n_layer + 1), n, biggest_expert_layer));
     for (size_t i = 0; i < plan.options.size(); ++i) {
-      if (plan.options[i].fits) { plan.recommended = i; break; }
+      if (plan.options[i].fits) {
+        plan.recommended = i;
+        break;
+      }
     }
   } else {
     // Dense: the most layers (then the output head) that fit.
     for (int ngl = 0; ngl <= plan.n_layer + 1; ++ngl)
       plan.options.push_back(Evaluate(arch, wm, cm, ce, req, ngl, 0, 0));
     for (size_t i = plan.options.size(); i-- > 0;) {
-      if (plan.options[i].fits) { plan.recommended = i; break; }
+      if (plan.options[i].fits) {
+        plan.recommended = i;
+        break;
+      }
     }
   }
 
   if (!plan.recommended) {
-    plan.notes.push_back(fmt::format(
-        "nothing fits: even with every expert in host memory the GPU needs {} + {} margin, but only {} "
-        "is free; shorten the context (-c), quantize the KV cache (--ctk q8_0 --ctv q8_0 with -fa on), "
-        "free VRAM held by other programs, or run on the CPU (-ngl 0)",
-        FormatBytes(Bytes(plan.options.empty() ? 0 : plan.options.back().gpu.total())),
-        FormatBytes(Bytes(req.margin)), FormatBytes(Bytes(plan.budget))));
+    plan.notes.push_back(
+        fmt::format("nothing fits: even with every expert in host memory the GPU needs {} + {} "
+                    "margin, but only {} "
+                    "is free; shorten the context (-c), quantize the KV cache (--ctk q8_0 --ctv "
+                    "q8_0 with -fa on), "
+                    "free VRAM held by other programs, or run on the CPU (-ngl 0)",
+                    FormatBytes(Bytes(plan.options.empty() ? 0 : plan.options.back().gpu.total())),
+                    FormatBytes(Bytes(req.margin)), FormatBytes(Bytes(plan.budget))));
   }
 
   // Fine fill: with N layers of experts on the CPU, maybe some of layer N-1's
@@ -130,8 +139,11 @@ Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMa
       int64_t room = best.headroom;
       std::vector<std::string> keep_gpu, keep_cpu;
       for (const auto& [kind, bytes] : kinds) {
-        if (bytes <= room) { keep_gpu.push_back(kind); room -= bytes; }
-        else keep_cpu.push_back(kind);
+        if (bytes <= room) {
+          keep_gpu.push_back(kind);
+          room -= bytes;
+        } else
+          keep_cpu.push_back(kind);
       }
       if (!keep_gpu.empty() && !keep_cpu.empty()) {
         plan.fine_fill_n_cpu_moe = n - 1;
@@ -154,7 +166,8 @@ Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMa
     if (req.host_ram_available > 0 && plan.host_ram_needed > req.host_ram_available) {
       plan.host_ram_fits = false;
       plan.notes.push_back(fmt::format(
-          "host RAM: the CPU side needs {} but only {} is available; the page cache will thrash and "
+          "host RAM: the CPU side needs {} but only {} is available; the page cache will thrash "
+          "and "
           "decode will drop several times: close programs, add RAM, or use a smaller quant",
           FormatBytes(Bytes(plan.host_ram_needed)), FormatBytes(Bytes(req.host_ram_available))));
     }
@@ -175,8 +188,9 @@ std::vector<std::string> ServerArgs(const std::string& model_path, const Plan& p
   } else {
     a.insert(a.end(), {"-ngl", std::to_string(best ? best->ngl : 0)});
   }
-  a.insert(a.end(), {"-c", std::to_string(req.ctx.n_ctx), "-ub", std::to_string(req.ctx.n_ubatch), "-b",
-                     std::to_string(req.ctx.n_batch), "-fa", req.ctx.flash_attn ? "on" : "off"});
+  a.insert(a.end(),
+           {"-c", std::to_string(req.ctx.n_ctx), "-ub", std::to_string(req.ctx.n_ubatch), "-b",
+            std::to_string(req.ctx.n_batch), "-fa", req.ctx.flash_attn ? "on" : "off"});
   if (req.ctx.type_k != ggml_type::kF16) a.insert(a.end(), {"-ctk", GgmlTypeName(req.ctx.type_k)});
   if (req.ctx.type_v != ggml_type::kF16) a.insert(a.end(), {"-ctv", GgmlTypeName(req.ctx.type_v)});
   // Explicit slots and no automatic fit: the plan was sized for exactly this.
@@ -189,13 +203,21 @@ std::string ShellJoin(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& s = args[i];
     if (i) out += ' ';
-    const bool plain = !s.empty() && s.find_first_not_of(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
-    if (plain) { out += s; continue; }
+    const bool plain =
+        !s.empty() &&
+        s.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+            std::string::npos;
+    if (plain) {
+      out += s;
+      continue;
+    }
     out += '\'';
     for (char c : s) {
-      if (c == '\'') out += "'\\''";
-      else out += c;
+      if (c == '\'')
+        out += "'\\''";
+      else
+        out += c;
     }
     out += '\'';
   }

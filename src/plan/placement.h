@@ -36,17 +36,17 @@ struct PlacementOption {
   int ngl = 0;
   DeviceBreakdown gpu;
   DeviceBreakdown host;
-  bool fits = false;         // gpu.total() + margin <= budget
-  int64_t headroom = 0;      // budget - margin - gpu.total() (negative = overflow)
+  bool fits = false;     // gpu.total() + margin <= budget
+  int64_t headroom = 0;  // budget - margin - gpu.total() (negative = overflow)
 };
 
 struct PlanRequest {
-  int64_t vram_free = 0;     // bytes the GPU has free for this model (before --reserve)
-  int64_t reserve = 0;       // bytes other programs hold or will hold
-  int64_t margin = 1024ll << 20;  // llama.cpp --fit's default target margin (-fitt 1024 MiB)
-  int64_t host_ram_available = 0; // 0 = unknown
+  int64_t vram_free = 0;           // bytes the GPU has free for this model (before --reserve)
+  int64_t reserve = 0;             // bytes other programs hold or will hold
+  int64_t margin = 1024ll << 20;   // llama.cpp --fit's default target margin (-fitt 1024 MiB)
+  int64_t host_ram_available = 0;  // 0 = unknown
   ContextParams ctx;
-  bool fine_fill = true;     // propose -ot overrides for single expert tensors
+  bool fine_fill = true;  // propose -ot overrides for single expert tensors
 };
 
 /// An extra `-ot REGEX=CPU` that keeps part of one layer's experts in host
@@ -62,10 +62,10 @@ struct Plan {
   int n_layer = 0;
   int64_t budget = 0;  // vram_free - reserve
   int64_t margin = 0;
-  std::vector<PlacementOption> options;  // MoE: N = 0..n_layer; dense: ngl = 0..n_layer+1
-  std::optional<size_t> recommended;     // index into options; nullopt = nothing fits
-  std::vector<TensorOverride> fine_fill; // applied on top of the recommended option, N-1
-  int fine_fill_n_cpu_moe = -1;          // the N to use with fine_fill
+  std::vector<PlacementOption> options;   // MoE: N = 0..n_layer; dense: ngl = 0..n_layer+1
+  std::optional<size_t> recommended;      // index into options; nullopt = nothing fits
+  std::vector<TensorOverride> fine_fill;  // applied on top of the recommended option, N-1
+  int fine_fill_n_cpu_moe = -1;           // the N to use with fine_fill
   int64_t host_ram_needed = 0;
   bool host_ram_fits = true;
   std::vector<std::string> notes;

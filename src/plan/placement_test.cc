@@ -96,7 +96,8 @@ TEST(PlanPlacement, FineFillUsesHeadroomWithSingleTensors) {
   EXPECT_EQ(p.best()->n_cpu_moe, n);
   ASSERT_EQ(p.fine_fill.size(), 1u);
   EXPECT_EQ(p.fine_fill_n_cpu_moe, n - 1);
-  EXPECT_NE(p.fine_fill[0].pattern.find("blk\\." + std::to_string(n - 1) + "\\."), std::string::npos);
+  EXPECT_NE(p.fine_fill[0].pattern.find("blk\\." + std::to_string(n - 1) + "\\."),
+            std::string::npos);
   EXPECT_GT(p.fine_fill[0].bytes_on_gpu_gained, 0);
   EXPECT_LE(p.fine_fill[0].bytes_on_gpu_gained, p.best()->headroom);
   const auto args = ServerArgs("m.gguf", p, r);
@@ -124,9 +125,10 @@ TEST(ServerArgs, ExactCommand) {
   PlanRequest r = Req(8LL << 30, 32768);
   r.ctx.type_k = r.ctx.type_v = 8;  // q8_0
   Plan p = PlanPlacement(f.gguf, f.arch, f.wm, r);
-  EXPECT_EQ(ShellJoin(ServerArgs("/models/my model.gguf", p, r)),
-            "llama-server -m '/models/my model.gguf' -ngl 99 --n-cpu-moe 0 -c 32768 -ub 512 -b 2048 "
-            "-fa on -ctk q8_0 -ctv q8_0 -np 1 -fit off");
+  EXPECT_EQ(
+      ShellJoin(ServerArgs("/models/my model.gguf", p, r)),
+      "llama-server -m '/models/my model.gguf' -ngl 99 --n-cpu-moe 0 -c 32768 -ub 512 -b 2048 "
+      "-fa on -ctk q8_0 -ctv q8_0 -np 1 -fit off");
 }
 
 TEST(ShellJoin, QuotesWhatTheShellWouldSplit) {

@@ -19,11 +19,11 @@ constexpr TensorRole kLayerRoles[] = {TensorRole::kAttention,     TensorRole::kR
 json RolesJson(const RoleBytes& rb) {
   json j = json::object();
   for (int r = 0; r < kTensorRoleCount; ++r) {
-    if (rb[static_cast<size_t>(r)] != 0) j[TensorRoleName(static_cast<TensorRole>(r))] = rb[static_cast<size_t>(r)];
+    if (rb[static_cast<size_t>(r)] != 0)
+      j[TensorRoleName(static_cast<TensorRole>(r))] = rb[static_cast<size_t>(r)];
   }
   return j;
 }
-
 
 std::string LayerKind(const LayerInfo& l) {
   std::string k = AttentionKindName(l.attention);
@@ -53,15 +53,24 @@ json InspectJson(const ModelInfo& m, const std::vector<int64_t>& contexts) {
   j["architecture"] = hp.arch;
   j["known_architecture"] = m.arch.known_arch;
   j["name"] = hp.name;
-  j["hparams"] = {{"n_layer", hp.n_layer},         {"n_embd", hp.n_embd},
-                  {"n_vocab", hp.n_vocab},         {"n_ctx_train", hp.n_ctx_train},
-                  {"n_expert", hp.n_expert},       {"n_expert_used", hp.n_expert_used},
-                  {"n_expert_shared", hp.n_expert_shared}, {"n_ff_exp", hp.n_ff_exp},
-                  {"n_embd_head_k", hp.n_embd_head_k}, {"n_embd_head_v", hp.n_embd_head_v},
-                  {"n_swa", hp.n_swa},             {"full_attention_interval", hp.full_attention_interval},
-                  {"leading_dense", hp.leading_dense}, {"nextn_layers", hp.nextn_layers},
-                  {"ssm_d_conv", hp.ssm_d_conv},   {"ssm_d_inner", hp.ssm_d_inner},
-                  {"ssm_d_state", hp.ssm_d_state}, {"ssm_n_group", hp.ssm_n_group},
+  j["hparams"] = {{"n_layer", hp.n_layer},
+                  {"n_embd", hp.n_embd},
+                  {"n_vocab", hp.n_vocab},
+                  {"n_ctx_train", hp.n_ctx_train},
+                  {"n_expert", hp.n_expert},
+                  {"n_expert_used", hp.n_expert_used},
+                  {"n_expert_shared", hp.n_expert_shared},
+                  {"n_ff_exp", hp.n_ff_exp},
+                  {"n_embd_head_k", hp.n_embd_head_k},
+                  {"n_embd_head_v", hp.n_embd_head_v},
+                  {"n_swa", hp.n_swa},
+                  {"full_attention_interval", hp.full_attention_interval},
+                  {"leading_dense", hp.leading_dense},
+                  {"nextn_layers", hp.nextn_layers},
+                  {"ssm_d_conv", hp.ssm_d_conv},
+                  {"ssm_d_inner", hp.ssm_d_inner},
+                  {"ssm_d_state", hp.ssm_d_state},
+                  {"ssm_n_group", hp.ssm_n_group},
                   {"kv_lora_rank", hp.kv_lora_rank}};
   j["warnings"] = m.arch.warnings;
   json w;
@@ -115,32 +124,52 @@ std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts
   o += fmt::format("model:        {}{}\n", m.path,
                    m.gguf.parts.size() > 1 ? fmt::format(" ({} parts)", m.gguf.parts.size()) : "");
   o += fmt::format("architecture: {}{}{}\n", hp.arch.empty() ? "(none)" : hp.arch,
-                   hp.name.empty() ? "" : "  \"" + hp.name + "\"", m.arch.known_arch ? "" : "  [unknown: inferred]");
+                   hp.name.empty() ? "" : "  \"" + hp.name + "\"",
+                   m.arch.known_arch ? "" : "  [unknown: inferred]");
   int moe = 0, n_full = 0, n_swa = 0, n_rec = 0, n_mla = 0, n_none = 0;
   for (const auto& l : m.arch.layers) {
     moe += l.moe;
     switch (l.attention) {
-      case AttentionKind::kFull: ++n_full; break;
-      case AttentionKind::kSlidingWindow: case AttentionKind::kChunked: ++n_swa; break;
-      case AttentionKind::kRecurrent: ++n_rec; break;
-      case AttentionKind::kMla: ++n_mla; break;
-      case AttentionKind::kNone: ++n_none; break;
+      case AttentionKind::kFull:
+        ++n_full;
+        break;
+      case AttentionKind::kSlidingWindow:
+      case AttentionKind::kChunked:
+        ++n_swa;
+        break;
+      case AttentionKind::kRecurrent:
+        ++n_rec;
+        break;
+      case AttentionKind::kMla:
+        ++n_mla;
+        break;
+      case AttentionKind::kNone:
+        ++n_none;
+        break;
     }
   }
-  o += fmt::format("layers:       {} ({} MoE, {} dense); attention: {} full, {} windowed, {} recurrent, {} MLA, {} none\n",
-                   hp.n_layer, moe, hp.n_layer - moe, n_full, n_swa, n_rec, n_mla, n_none);
-  o += fmt::format("shape:        hidden {}, vocab {}, heads {}/{} x {}, experts {}/{} used (+{} shared), expert FFN {}\n",
-                   hp.n_embd, hp.n_vocab, m.arch.layers.empty() ? 0 : m.arch.layers.back().n_head,
-                   m.arch.layers.empty() ? 0 : m.arch.layers.back().n_head_kv, hp.n_embd_head_k, hp.n_expert_used,
-                   hp.n_expert, hp.n_expert_shared, hp.n_ff_exp);
-  o += fmt::format("weights:      {} in {} tensors; routed experts {} ({:.1f}%); read per token {}\n",
-                   FormatBytes(Bytes(m.weights.total)), m.gguf.tensors.size(),
-                   FormatBytes(Bytes(m.weights.expert_total())),
-                   m.weights.total ? 100.0 * static_cast<double>(m.weights.expert_total()) / static_cast<double>(m.weights.total) : 0.0,
-                   FormatBytes(Bytes(m.weights.bytes_per_token)));
-  o += fmt::format("KV cache:     {} per token (f16, growing layers); recurrent state {} per sequence\n",
-                   FormatBytes(Bytes(KvBytesPerToken(m.arch))),
-                   FormatBytes(Bytes(ComputeContextMemory(m.arch, CtxAt(256)).state_bytes)));
+  o += fmt::format(
+      "layers:       {} ({} MoE, {} dense); attention: {} full, {} windowed, {} recurrent, {} MLA, "
+      "{} none\n",
+      hp.n_layer, moe, hp.n_layer - moe, n_full, n_swa, n_rec, n_mla, n_none);
+  o += fmt::format(
+      "shape:        hidden {}, vocab {}, heads {}/{} x {}, experts {}/{} used (+{} shared), "
+      "expert FFN {}\n",
+      hp.n_embd, hp.n_vocab, m.arch.layers.empty() ? 0 : m.arch.layers.back().n_head,
+      m.arch.layers.empty() ? 0 : m.arch.layers.back().n_head_kv, hp.n_embd_head_k,
+      hp.n_expert_used, hp.n_expert, hp.n_expert_shared, hp.n_ff_exp);
+  o += fmt::format(
+      "weights:      {} in {} tensors; routed experts {} ({:.1f}%); read per token {}\n",
+      FormatBytes(Bytes(m.weights.total)), m.gguf.tensors.size(),
+      FormatBytes(Bytes(m.weights.expert_total())),
+      m.weights.total ? 100.0 * static_cast<double>(m.weights.expert_total()) /
+                            static_cast<double>(m.weights.total)
+                      : 0.0,
+      FormatBytes(Bytes(m.weights.bytes_per_token)));
+  o += fmt::format(
+      "KV cache:     {} per token (f16, growing layers); recurrent state {} per sequence\n",
+      FormatBytes(Bytes(KvBytesPerToken(m.arch))),
+      FormatBytes(Bytes(ComputeContextMemory(m.arch, CtxAt(256)).state_bytes)));
   for (const auto& w : m.arch.warnings) o += "warning:      " + w + "\n";
 
   o += "\nContext memory (f16 KV, 1 sequence, ubatch 512):\n\n";
@@ -148,7 +177,8 @@ std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts
   for (int64_t c : contexts) {
     const ContextParams cp = CtxAt(c);
     const ContextMemory cm = ComputeContextMemory(m.arch, cp);
-    ct.AddRow({std::to_string(c), Mib(cm.kv_bytes), Mib(cm.state_bytes), Mib(EstimateCompute(m.arch, cp).total())});
+    ct.AddRow({std::to_string(c), Mib(cm.kv_bytes), Mib(cm.state_bytes),
+               Mib(EstimateCompute(m.arch, cp).total())});
   }
   o += ct.Render();
 
@@ -169,15 +199,20 @@ std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts
   lt.AddRow(g);
   o += lt.Render();
   o += fmt::format("\nglobal: token_embd {} MiB (host), output {} MiB\n",
-                   Mib(At(m.weights.global, TensorRole::kTokenEmbedding)), Mib(At(m.weights.global, TensorRole::kOutput)));
+                   Mib(At(m.weights.global, TensorRole::kTokenEmbedding)),
+                   Mib(At(m.weights.global, TensorRole::kOutput)));
   return o;
 }
 
 namespace {
 
 json DeviceJson(const DeviceBreakdown& d) {
-  return {{"weights", RolesJson(d.weights)}, {"weights_bytes", d.weights_total()}, {"kv_bytes", d.kv},
-          {"state_bytes", d.state},          {"compute_bytes", d.compute},        {"total_bytes", d.total()}};
+  return {{"weights", RolesJson(d.weights)},
+          {"weights_bytes", d.weights_total()},
+          {"kv_bytes", d.kv},
+          {"state_bytes", d.state},
+          {"compute_bytes", d.compute},
+          {"total_bytes", d.total()}};
 }
 
 }  // namespace
@@ -188,23 +223,34 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   j["architecture"] = m.arch.hp.arch;
   j["moe"] = plan.moe;
   j["n_layer"] = plan.n_layer;
-  j["request"] = {{"vram_free_bytes", req.vram_free}, {"reserve_bytes", req.reserve}, {"margin_bytes", req.margin},
-                  {"n_ctx", req.ctx.n_ctx},          {"n_ubatch", req.ctx.n_ubatch}, {"n_batch", req.ctx.n_batch},
-                  {"type_k", GgmlTypeName(req.ctx.type_k)}, {"type_v", GgmlTypeName(req.ctx.type_v)},
-                  {"n_parallel", req.ctx.n_seq},     {"flash_attn", req.ctx.flash_attn},
+  j["request"] = {{"vram_free_bytes", req.vram_free},
+                  {"reserve_bytes", req.reserve},
+                  {"margin_bytes", req.margin},
+                  {"n_ctx", req.ctx.n_ctx},
+                  {"n_ubatch", req.ctx.n_ubatch},
+                  {"n_batch", req.ctx.n_batch},
+                  {"type_k", GgmlTypeName(req.ctx.type_k)},
+                  {"type_v", GgmlTypeName(req.ctx.type_v)},
+                  {"n_parallel", req.ctx.n_seq},
+                  {"flash_attn", req.ctx.flash_attn},
                   {"host_ram_available_bytes", req.host_ram_available}};
   j["budget_bytes"] = plan.budget;
   const PlacementOption* best = plan.best();
   j["fits"] = best != nullptr;
   if (plan.moe) {
-    j["n_cpu_moe"] = best ? json(plan.fine_fill.empty() ? best->n_cpu_moe : plan.fine_fill_n_cpu_moe) : json(nullptr);
+    j["n_cpu_moe"] = best
+                         ? json(plan.fine_fill.empty() ? best->n_cpu_moe : plan.fine_fill_n_cpu_moe)
+                         : json(nullptr);
     j["n_cpu_moe_without_fine_fill"] = best ? json(best->n_cpu_moe) : json(nullptr);
     j["ngl"] = std::max(99, plan.n_layer + 1);
   } else {
     j["ngl"] = best ? json(best->ngl) : json(nullptr);
   }
   json ot = json::array();
-  for (const auto& o : plan.fine_fill) ot.push_back({{"pattern", o.pattern}, {"buffer", o.buffer}, {"gpu_bytes_gained", o.bytes_on_gpu_gained}});
+  for (const auto& o : plan.fine_fill)
+    ot.push_back({{"pattern", o.pattern},
+                  {"buffer", o.buffer},
+                  {"gpu_bytes_gained", o.bytes_on_gpu_gained}});
   j["override_tensors"] = ot;
   if (best) {
     j["gpu"] = DeviceJson(best->gpu);
@@ -215,8 +261,12 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   j["host_ram_fits"] = plan.host_ram_fits;
   json opts = json::array();
   for (const auto& o : plan.options) {
-    opts.push_back({{"n_cpu_moe", o.n_cpu_moe}, {"ngl", o.ngl},     {"fits", o.fits},
-                    {"headroom_bytes", o.headroom}, {"gpu", DeviceJson(o.gpu)}, {"host", DeviceJson(o.host)}});
+    opts.push_back({{"n_cpu_moe", o.n_cpu_moe},
+                    {"ngl", o.ngl},
+                    {"fits", o.fits},
+                    {"headroom_bytes", o.headroom},
+                    {"gpu", DeviceJson(o.gpu)},
+                    {"host", DeviceJson(o.host)}});
   }
   j["options"] = opts;
   const auto args = ServerArgs(m.path, plan, req);
@@ -228,37 +278,51 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
 
 std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   std::string o;
-  o += fmt::format("model {} ({}, {} layers{}), context {} ({} parallel), ubatch {}, KV {}/{}\n", m.path,
-                   m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx, req.ctx.n_seq,
-                   req.ctx.n_ubatch, GgmlTypeName(req.ctx.type_k), GgmlTypeName(req.ctx.type_v));
-  o += fmt::format("GPU budget: {} free - {} reserved = {}; safety margin {}\n\n", FormatBytes(Bytes(req.vram_free)),
-                   FormatBytes(Bytes(req.reserve)), FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.margin)));
-  MarkdownTable t({{plan.moe ? "n-cpu-moe" : "ngl"}, {"GPU weights"}, {"KV"}, {"state"}, {"compute"},
-                   {"GPU total"}, {"headroom"}, {"host"}, {"fits", MarkdownTable::Align::kLeft}});
+  o += fmt::format("model {} ({}, {} layers{}), context {} ({} parallel), ubatch {}, KV {}/{}\n",
+                   m.path, m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense",
+                   req.ctx.n_ctx, req.ctx.n_seq, req.ctx.n_ubatch, GgmlTypeName(req.ctx.type_k),
+                   GgmlTypeName(req.ctx.type_v));
+  o += fmt::format("GPU budget: {} free - {} reserved = {}; safety margin {}\n\n",
+                   FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)),
+                   FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.margin)));
+  MarkdownTable t({{plan.moe ? "n-cpu-moe" : "ngl"},
+                   {"GPU weights"},
+                   {"KV"},
+                   {"state"},
+                   {"compute"},
+                   {"GPU total"},
+                   {"headroom"},
+                   {"host"},
+                   {"fits", MarkdownTable::Align::kLeft}});
   for (size_t i = 0; i < plan.options.size(); ++i) {
     const auto& p = plan.options[i];
     std::string fit = p.fits ? "yes" : "no";
     if (plan.recommended && *plan.recommended == i) fit += "  <- recommended";
-    t.AddRow({std::to_string(plan.moe ? p.n_cpu_moe : p.ngl), Mib(p.gpu.weights_total()), Mib(p.gpu.kv),
-              Mib(p.gpu.state), Mib(p.gpu.compute), Mib(p.gpu.total()), Mib(p.headroom), Mib(p.host.total()), fit});
+    t.AddRow({std::to_string(plan.moe ? p.n_cpu_moe : p.ngl), Mib(p.gpu.weights_total()),
+              Mib(p.gpu.kv), Mib(p.gpu.state), Mib(p.gpu.compute), Mib(p.gpu.total()),
+              Mib(p.headroom), Mib(p.host.total()), fit});
   }
   o += "All sizes in MiB.\n\n" + t.Render() + "\n";
   if (const PlacementOption* best = plan.best()) {
-    o += fmt::format("Recommended: {}\n", plan.moe ? fmt::format("-ngl 99 --n-cpu-moe {}", best->n_cpu_moe)
-                                                  : fmt::format("-ngl {}", best->ngl));
-    o += fmt::format("  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the margin)\n",
-                     FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
-                     FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
-                     FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
-    o += fmt::format("  host: weights {} + compute {} = {}{}\n", FormatBytes(Bytes(best->host.weights_total())),
-                     FormatBytes(Bytes(best->host.compute)), FormatBytes(Bytes(best->host.total())),
-                     req.host_ram_available > 0
-                         ? fmt::format(" of {} available{}", FormatBytes(Bytes(req.host_ram_available)),
-                                       plan.host_ram_fits ? "" : "  (DOES NOT FIT)")
-                         : "");
+    o += fmt::format("Recommended: {}\n",
+                     plan.moe ? fmt::format("-ngl 99 --n-cpu-moe {}", best->n_cpu_moe)
+                              : fmt::format("-ngl {}", best->ngl));
+    o += fmt::format(
+        "  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the margin)\n",
+        FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
+        FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
+        FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
+    o += fmt::format(
+        "  host: weights {} + compute {} = {}{}\n", FormatBytes(Bytes(best->host.weights_total())),
+        FormatBytes(Bytes(best->host.compute)), FormatBytes(Bytes(best->host.total())),
+        req.host_ram_available > 0
+            ? fmt::format(" of {} available{}", FormatBytes(Bytes(req.host_ram_available)),
+                          plan.host_ram_fits ? "" : "  (DOES NOT FIT)")
+            : "");
     if (plan.moe && best->n_cpu_moe + 1 <= plan.n_layer)
-      o += fmt::format("  One layer more conservative (if measurement shows the edge): --n-cpu-moe {}\n",
-                       best->n_cpu_moe + 1);
+      o += fmt::format(
+          "  One layer more conservative (if measurement shows the edge): --n-cpu-moe {}\n",
+          best->n_cpu_moe + 1);
   }
   for (const auto& n : plan.notes) o += "note: " + n + "\n";
   o += "\nllama-server command:\n  " + ShellJoin(ServerArgs(m.path, plan, req)) + "\n";

@@ -2,7 +2,6 @@
 /// Text and JSON renderings of `inspect` and `plan` (fields documented in docs/cli.md).
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 

@@ -15,10 +15,12 @@ std::optional<double> Summary::cv() const {
 double Median(std::vector<double> samples) {
   if (samples.empty()) return 0;
   const std::size_t mid = samples.size() / 2;
-  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid), samples.end());
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid),
+                   samples.end());
   const double upper = samples[mid];
   if (samples.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid));
+  const double lower =
+      *std::max_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(mid));
   return (lower + upper) / 2;
 }
 
@@ -61,15 +63,18 @@ std::string FormatMeanSd(const Summary& s, int decimals) {
 std::vector<std::string> SummaryWarnings(const Summary& s, const std::string& what) {
   std::vector<std::string> w;
   if (s.n == 1) {
-    w.push_back(fmt::format("{}: one sample only, no standard deviation; use more repetitions (-r 3 or more)", what));
+    w.push_back(fmt::format(
+        "{}: one sample only, no standard deviation; use more repetitions (-r 3 or more)", what));
   }
   if (auto cv = s.cv(); cv && *cv > 0.10) {
-    w.push_back(fmt::format("{}: high variance (sd {:.0f}% of the mean); close other programs or use more repetitions",
-                            what, *cv * 100));
+    w.push_back(fmt::format(
+        "{}: high variance (sd {:.0f}% of the mean); close other programs or use more repetitions",
+        what, *cv * 100));
   }
   if (!s.outliers.empty()) {
-    w.push_back(fmt::format("{}: {} statistical outlier(s) among {} samples; the system may have been busy, rerun it",
-                            what, s.outliers.size(), s.n));
+    w.push_back(fmt::format(
+        "{}: {} statistical outlier(s) among {} samples; the system may have been busy, rerun it",
+        what, s.outliers.size(), s.n));
   }
   return w;
 }

@@ -62,7 +62,8 @@ TEST(SummaryTest, ConstantSeriesHasNoOutliers) {
 TEST(SummaryTest, HighVarianceWarns) {
   const Summary s = Summarize({10, 20, 30});
   bool found = false;
-  for (const auto& x : SummaryWarnings(s, "tg")) found = found || x.find("variance") != std::string::npos;
+  for (const auto& x : SummaryWarnings(s, "tg"))
+    found = found || x.find("variance") != std::string::npos;
   EXPECT_TRUE(found);
 }
 

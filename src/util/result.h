@@ -51,22 +51,37 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}      // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
-  Error&& take_error() { assert(!ok()); return std::get<1>(std::move(v_)); }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+  Error&& take_error() {
+    assert(!ok());
+    return std::get<1>(std::move(v_));
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -80,9 +95,9 @@ inline Status OkStatus() { return Ok{}; }
 }  // namespace moetune
 
 /// Propagate an error from an expression returning Result/Status.
-#define MOETUNE_TRY(expr)                              \
-  do {                                                 \
-    auto moetune_try_r_ = (expr);                      \
+#define MOETUNE_TRY(expr)                                         \
+  do {                                                            \
+    auto moetune_try_r_ = (expr);                                 \
     if (!moetune_try_r_.ok()) return moetune_try_r_.take_error(); \
   } while (0)
 

@@ -1,14 +1,14 @@
 #include "util/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <dirent.h>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -113,8 +112,9 @@ Result<int> OpenOutput(OutputMode mode, const std::string& file, int pipe_write_
     case OutputMode::kFile: {
       const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (fd < 0) {
-        return Error(ErrorKind::kIo, fmt::format("cannot open log file '{}': {}; check that its folder exists",
-                                                 file, std::strerror(errno)));
+        return Error(ErrorKind::kIo,
+                     fmt::format("cannot open log file '{}': {}; check that its folder exists",
+                                 file, std::strerror(errno)));
       }
       return fd;
     }
@@ -182,27 +182,42 @@ std::vector<pid_t> LiveDescendantsOf(pid_t pid) {
 
 std::string SignalName(int signal) {
   switch (signal) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    default: return fmt::format("signal {}", signal);
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return fmt::format("signal {}", signal);
   }
 }
 
 std::string ExitStatus::Describe() const {
   if (exited) return fmt::format("exit code {}", exit_code);
   if (signal != 0) {
-    return fmt::format("signal {} ({}{})", signal, SignalName(signal), core_dumped ? ", core dumped" : "");
+    return fmt::format("signal {} ({}{})", signal, SignalName(signal),
+                       core_dumped ? ", core dumped" : "");
   }
   return "still running";
 }
@@ -215,8 +230,10 @@ Result<std::string> ResolveProgram(const std::string& program) {
       return Error(ErrorKind::kNotFound, fmt::format("program '{}' does not exist", program));
     }
     if (!S_ISREG(st.st_mode) || ::access(program.c_str(), X_OK) != 0) {
-      return Error(ErrorKind::kNotFound,
-                   fmt::format("program '{}' is not an executable file; check its permissions (chmod +x)", program));
+      return Error(
+          ErrorKind::kNotFound,
+          fmt::format("program '{}' is not an executable file; check its permissions (chmod +x)",
+                      program));
     }
     return program;
   }
@@ -227,7 +244,8 @@ Result<std::string> ResolveProgram(const std::string& program) {
     std::size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
     const std::string_view dir = std::string_view(path).substr(start, end - start);
-    const std::string candidate = fmt::format("{}/{}", dir.empty() ? std::string_view(".") : dir, program);
+    const std::string candidate =
+        fmt::format("{}/{}", dir.empty() ? std::string_view(".") : dir, program);
     if (IsExecutableFile(candidate)) return candidate;
     start = end + 1;
   }
@@ -257,10 +275,12 @@ void InstallChildCleanupOnSignals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
-ChildProcess::ChildProcess(pid_t pid, int out_fd, int err_fd) : pid_(pid), out_fd_(out_fd), err_fd_(err_fd) {}
+ChildProcess::ChildProcess(pid_t pid, int out_fd, int err_fd)
+    : pid_(pid), out_fd_(out_fd), err_fd_(err_fd) {}
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& options) {
-  if (options.argv.empty()) return Error(ErrorKind::kInvalidArgument, "no program to run (empty argument vector)");
+  if (options.argv.empty())
+    return Error(ErrorKind::kInvalidArgument, "no program to run (empty argument vector)");
   MOETUNE_ASSIGN_OR_RETURN(const std::string program, ResolveProgram(options.argv[0]));
 
   // Everything the child needs is prepared before fork: after fork only
@@ -286,7 +306,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
   int err_pipe[2] = {-1, -1};
   int exec_pipe[2] = {-1, -1};
   auto close_all = [&] {
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
+    for (int fd :
+         {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
       if (fd >= 0) ::close(fd);
     }
   };
@@ -328,7 +349,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
     if (::getppid() != parent) _exit(127);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD}) sigaction(sig, &dfl, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD})
+      sigaction(sig, &dfl, nullptr);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -361,7 +383,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
   }
   if (pid < 0) {
     close_all();
-    return Error(ErrorKind::kIo, fmt::format("cannot start '{}': fork failed: {}", program, std::strerror(fork_errno)));
+    return Error(ErrorKind::kIo, fmt::format("cannot start '{}': fork failed: {}", program,
+                                             std::strerror(fork_errno)));
   }
   // The exec pipe closes on successful exec (O_CLOEXEC) or carries errno.
   int child_errno = 0;
@@ -415,7 +438,8 @@ std::optional<ExitStatus> ChildProcess::TryReap(bool block) {
 
 std::optional<ExitStatus> ChildProcess::Poll() { return TryReap(false); }
 
-void ChildProcess::DrainFd(int& fd, std::string& partial, const LineCallback& callback, bool at_eof) {
+void ChildProcess::DrainFd(int& fd, std::string& partial, const LineCallback& callback,
+                           bool at_eof) {
   if (fd < 0) return;
   char buf[65536];
   for (;;) {
@@ -441,7 +465,8 @@ void ChildProcess::DrainFd(int& fd, std::string& partial, const LineCallback& ca
 }
 
 std::optional<ExitStatus> ChildProcess::Pump(std::chrono::steady_clock::time_point deadline,
-                                             const LineCallback& on_stdout, const LineCallback& on_stderr) {
+                                             const LineCallback& on_stdout,
+                                             const LineCallback& on_stderr) {
   using Clock = std::chrono::steady_clock;
   if (status_) {
     // Already ended (e.g. terminated on timeout): hand over what is buffered.

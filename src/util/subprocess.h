@@ -53,7 +53,7 @@ struct SpawnOptions {
 struct ExitStatus {
   bool exited = false;  // normal exit: see exit_code
   int exit_code = -1;
-  int signal = 0;       // killed by this signal (when !exited)
+  int signal = 0;  // killed by this signal (when !exited)
   bool core_dumped = false;
 
   bool success() const { return exited && exit_code == 0; }

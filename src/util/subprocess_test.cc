@@ -193,8 +193,7 @@ TEST(SubprocessDeathTest, TerminationSignalKillsChildren) {
     ::raise(SIGTERM);
     std::_Exit(4);  // not reached: the handler re-raises SIGTERM
   };
-  EXPECT_EXIT(body(),
-      ::testing::KilledBySignal(SIGTERM), "");
+  EXPECT_EXIT(body(), ::testing::KilledBySignal(SIGTERM), "");
   pid_t pgid = 0;
   std::ifstream(pid_file) >> pgid;
   ASSERT_GT(pgid, 0);

@@ -11,15 +11,14 @@ namespace moetune {
 std::string FormatBytes(Bytes b) {
   const double v = static_cast<double>(b.count());
   const double a = std::fabs(v);
-  if (a >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024.0 * 1024.0));
+  if (a >= 1024.0 * 1024.0 * 1024.0)
+    return fmt::format("{:.2f} GiB", v / (1024.0 * 1024.0 * 1024.0));
   if (a >= 1024.0 * 1024.0) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024.0));
   if (a >= 1024.0) return fmt::format("{:.1f} KiB", v / 1024.0);
   return fmt::format("{} B", b.count());
 }
 
-std::string FormatMiB(Bytes b, int decimals) {
-  return fmt::format("{:.{}f}", b.mib(), decimals);
-}
+std::string FormatMiB(Bytes b, int decimals) { return fmt::format("{:.{}f}", b.mib(), decimals); }
 
 namespace {
 
@@ -39,7 +38,8 @@ std::string_view Trim(std::string_view s) {
 bool SplitNumber(std::string_view text, double* number, std::string* suffix) {
   text = Trim(text);
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   if (i == 0) return false;
   std::string num(text.substr(0, i));
   char* end = nullptr;
@@ -62,12 +62,18 @@ Result<Bytes> ParseBytes(std::string_view text) {
   };
   if (!SplitNumber(text, &n, &suffix)) return bad("no number");
   double mult = 0;
-  if (suffix.empty() || suffix == "b") mult = 1;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = 1024.0;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1024.0 * 1024.0;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1024.0 * 1024.0 * 1024.0;
-  else if (suffix == "t" || suffix == "tb" || suffix == "tib") mult = 1024.0 * 1024.0 * 1024.0 * 1024.0;
-  else return bad(fmt::format("unknown unit '{}'", suffix));
+  if (suffix.empty() || suffix == "b")
+    mult = 1;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib")
+    mult = 1024.0;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+    mult = 1024.0 * 1024.0;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+    mult = 1024.0 * 1024.0 * 1024.0;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib")
+    mult = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  else
+    return bad(fmt::format("unknown unit '{}'", suffix));
   const double v = n * mult;
   if (v > 9.0e18) return bad("too large");
   return Bytes(static_cast<int64_t>(std::llround(v)));
@@ -77,15 +83,20 @@ Result<int64_t> ParseTokenCount(std::string_view text) {
   double n = 0;
   std::string suffix;
   auto bad = [&](const std::string& why) {
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("cannot read token count '{}': {}; write e.g. 32768 or 32K", text, why));
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("cannot read token count '{}': {}; write e.g. 32768 or 32K", text, why));
   };
   if (!SplitNumber(text, &n, &suffix)) return bad("no number");
   double mult = 0;
-  if (suffix.empty()) mult = 1;
-  else if (suffix == "k") mult = 1024;
-  else if (suffix == "m") mult = 1024.0 * 1024.0;
-  else return bad(fmt::format("unknown unit '{}'", suffix));
+  if (suffix.empty())
+    mult = 1;
+  else if (suffix == "k")
+    mult = 1024;
+  else if (suffix == "m")
+    mult = 1024.0 * 1024.0;
+  else
+    return bad(fmt::format("unknown unit '{}'", suffix));
   const double v = n * mult;
   if (v < 1 || v > 1e9) return bad("out of range 1..1e9");
   return static_cast<int64_t>(std::llround(v));

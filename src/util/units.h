@@ -29,8 +29,14 @@ class Bytes {
 
   constexpr Bytes operator+(Bytes o) const { return Bytes(v_ + o.v_); }
   constexpr Bytes operator-(Bytes o) const { return Bytes(v_ - o.v_); }
-  constexpr Bytes& operator+=(Bytes o) { v_ += o.v_; return *this; }
-  constexpr Bytes& operator-=(Bytes o) { v_ -= o.v_; return *this; }
+  constexpr Bytes& operator+=(Bytes o) {
+    v_ += o.v_;
+    return *this;
+  }
+  constexpr Bytes& operator-=(Bytes o) {
+    v_ -= o.v_;
+    return *this;
+  }
   constexpr Bytes operator*(int64_t k) const { return Bytes(v_ * k); }
   constexpr auto operator<=>(const Bytes&) const = default;
 

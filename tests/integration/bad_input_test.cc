@@ -42,9 +42,11 @@ class BadInputTest : public ::testing::Test {
       auto r = RunCommand(cmd, 60);
       SCOPED_TRACE(cmd[1] + " " + path);
       EXPECT_FALSE(r.timed_out);
-      EXPECT_EQ(r.exit_code, 1) << "exit " << r.exit_code << " (>128 = killed by a signal)\n" << r.err;
+      EXPECT_EQ(r.exit_code, 1) << "exit " << r.exit_code << " (>128 = killed by a signal)\n"
+                                << r.err;
       EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
-      EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+      EXPECT_NE(r.err.find(needle), std::string::npos)
+          << "expected '" << needle << "' in: " << r.err;
       EXPECT_TRUE(r.out.empty()) << r.out.substr(0, 200);
       EXPECT_FALSE(fs::exists(dir_.File("plan.txt"))) << "no output file on failure";
     }
@@ -109,7 +111,8 @@ TEST_F(BadInputTest, BadSizesAndOptionsNameTheFix) {
   r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "8GiB", "--ctk", "q3_k"}, 60);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("q8_0"), std::string::npos) << r.err;
-  r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "8GiB", "--fa", "off", "--ctv", "q8_0"}, 60);
+  r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "8GiB", "--fa", "off", "--ctv", "q8_0"},
+                 60);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("flash attention"), std::string::npos) << r.err;
   r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "1GiB", "--reserve", "2GiB"}, 60);

@@ -20,7 +20,8 @@ class BenchCliTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     model_ = dir_->File("bench model.gguf");
-    const auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
+    const auto r = RunCommand(
+        {MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -62,7 +63,8 @@ TEST_F(BenchCliTest, JsonSweepLoadsOnce) {
 }
 
 TEST_F(BenchCliTest, MarkdownTable) {
-  const auto r = RunCommand(Bench({"-t", "1", "-p", "16", "-n", "0", "-r", "1", "--ncmoe", "0,2"}), 600);
+  const auto r =
+      RunCommand(Bench({"-t", "1", "-p", "16", "-n", "0", "-r", "1", "--ncmoe", "0,2"}), 600);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| test"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pp16"), std::string::npos);
@@ -72,7 +74,8 @@ TEST_F(BenchCliTest, MarkdownTable) {
 TEST_F(BenchCliTest, FailuresAreReportedWithKindAndExitCode) {
   const std::string bad = dir_->File("bad.gguf");
   std::ofstream(bad) << "GGUF but not really";
-  std::vector<std::string> argv = {MoetuneBinary(), "bench", bad, "-p", "16", "-n", "0", "-r", "1", "--json"};
+  std::vector<std::string> argv = {MoetuneBinary(), "bench", bad, "-p", "16", "-n", "0", "-r", "1",
+                                   "--json"};
   if (auto d = EngineDir()) argv.insert(argv.end(), {"--llama-dir", d->string()});
   const auto r = RunCommand(argv, 300);
   EXPECT_EQ(r.exit_code, 1);
@@ -84,7 +87,8 @@ TEST_F(BenchCliTest, FailuresAreReportedWithKindAndExitCode) {
   EXPECT_NE(bad_flag.exit_code, 0);
   EXPECT_NE(bad_flag.err.find("'x'"), std::string::npos) << bad_flag.err;
 
-  const auto no_engine = RunCommand({MoetuneBinary(), "bench", model_, "--llama-dir", dir_->File("nowhere")}, 60);
+  const auto no_engine =
+      RunCommand({MoetuneBinary(), "bench", model_, "--llama-dir", dir_->File("nowhere")}, 60);
   EXPECT_EQ(no_engine.exit_code, 1);
   EXPECT_NE(no_engine.err.find("nowhere"), std::string::npos) << no_engine.err;
 }

@@ -24,7 +24,8 @@ class EngineTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     model_ = dir_->File("tiny qwen3moe's model.gguf");  // spaces and a quote in the path
-    const auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
+    const auto r = RunCommand(
+        {MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     DiscoveryOptions o;
     if (auto d = EngineDir()) o.llama_dir = d->string();

@@ -55,8 +55,8 @@ TEST_P(MemoryOracleTest, PredictionsAgreeWithLlamaFitParams) {
   const std::string model = dir.File(std::string(GetParam()) + ".gguf");
   // "small" width (hidden 1024, vocab 8192) so that the engine's whole-MiB
   // figures are precise to well under 1%; 8 layers keep the layer patterns.
-  auto synth = RunCommand({MoetuneBinary(), "synth", "--preset", GetParam(), "--scale", "small", "--layers",
-                           "8", "--quant", "q4_k_m", "-o", model},
+  auto synth = RunCommand({MoetuneBinary(), "synth", "--preset", GetParam(), "--scale", "small",
+                           "--layers", "8", "--quant", "q4_k_m", "-o", model},
                           600);
   ASSERT_EQ(synth.exit_code, 0) << synth.err;
 
@@ -70,37 +70,42 @@ TEST_P(MemoryOracleTest, PredictionsAgreeWithLlamaFitParams) {
     EngineSizes eng;
     CommandResult fit;
     for (int attempt = 0; attempt < 8 && eng.compute_mib < 0; ++attempt) {
-      fit = RunCommand({(*engine / "llama-fit-params").string(), "-m", model, "-c", std::to_string(ctx), "-fitp",
-                        "on", "-lm", "none", "--no-repack", "-v"},
+      fit = RunCommand({(*engine / "llama-fit-params").string(), "-m", model, "-c",
+                        std::to_string(ctx), "-fitp", "on", "-lm", "none", "--no-repack", "-v"},
                        300);
-      ASSERT_EQ(fit.exit_code, 0) << fit.err.substr(fit.err.size() > 2000 ? fit.err.size() - 2000 : 0);
+      ASSERT_EQ(fit.exit_code, 0) << fit.err.substr(fit.err.size() > 2000 ? fit.err.size() - 2000
+                                                                          : 0);
       eng = ParseFit(fit.out, fit.err);
     }
     ASSERT_GT(eng.model_mib, 0) << fit.out;
     ASSERT_GT(eng.context_mib, 0);
-    ASSERT_GT(eng.compute_mib, 0) << fit.err.substr(fit.err.size() > 1500 ? fit.err.size() - 1500 : 0);
+    ASSERT_GT(eng.compute_mib, 0) << fit.err.substr(fit.err.size() > 1500 ? fit.err.size() - 1500
+                                                                          : 0);
 
-    auto ins = RunCommand({MoetuneBinary(), "inspect", model, "--json", "--ctx", std::to_string(ctx)}, 120);
+    auto ins = RunCommand(
+        {MoetuneBinary(), "inspect", model, "--json", "--ctx", std::to_string(ctx)}, 120);
     ASSERT_EQ(ins.exit_code, 0) << ins.err;
     const json j = json::parse(ins.out);
     const auto& c = j["contexts"][0];
     const double weights = j["weights"]["total_bytes"].get<double>() / 1048576.0;
-    const double context = (c["kv_bytes"].get<double>() + c["state_bytes"].get<double>()) / 1048576.0;
+    const double context =
+        (c["kv_bytes"].get<double>() + c["state_bytes"].get<double>()) / 1048576.0;
     const double compute = c["compute_bytes_estimate"].get<double>() / 1048576.0;
 
     // The engine prints whole MiB, truncated: allow that half-step on top of 1%.
     EXPECT_NEAR(weights, eng.model_mib + 0.5, 0.01 * eng.model_mib + 0.5) << "weights";
     EXPECT_NEAR(context, eng.context_mib, 0.01 * eng.context_mib) << "context (KV + state)";
     EXPECT_NEAR(compute, eng.compute_mib, 0.15 * eng.compute_mib) << "compute";
-    std::printf("[ memory  ] %-12s ctx %6d  weights %8.2f vs %6.0f MiB  context %8.2f vs %8.2f MiB  "
-                "compute %7.2f vs %7.2f MiB (%+.1f%%)\n",
-                GetParam(), ctx, weights, eng.model_mib, context, eng.context_mib, compute, eng.compute_mib,
-                100.0 * (compute - eng.compute_mib) / eng.compute_mib);
+    std::printf(
+        "[ memory  ] %-12s ctx %6d  weights %8.2f vs %6.0f MiB  context %8.2f vs %8.2f MiB  "
+        "compute %7.2f vs %7.2f MiB (%+.1f%%)\n",
+        GetParam(), ctx, weights, eng.model_mib, context, eng.context_mib, compute, eng.compute_mib,
+        100.0 * (compute - eng.compute_mib) / eng.compute_mib);
   }
 
   // `plan --check` runs the same dry run itself and must report agreement.
-  auto check = RunCommand({MoetuneBinary(), "plan", model, "--vram", "1GiB", "--margin", "64MiB", "--ctx",
-                           "32768", "--check", "--json"},
+  auto check = RunCommand({MoetuneBinary(), "plan", model, "--vram", "1GiB", "--margin", "64MiB",
+                           "--ctx", "32768", "--check", "--json"},
                           300);
   ASSERT_EQ(check.exit_code, 0) << check.err;
   const json p = json::parse(check.out);
@@ -116,7 +121,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, MemoryOracleTest,
                          ::testing::Values("qwen3moe", "qwen35moe", "gpt-oss-20b"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            std::string n = p.param;
-                           for (char& ch : n) if (ch == '-') ch = '_';
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
                            return n;
                          });
 

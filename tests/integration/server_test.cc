@@ -1,5 +1,7 @@
 // Integration: llama-server lifecycle against the real engine; no orphan on
 // any exit path, including SIGTERM to the process that started it.
+#include "engine/server.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,7 +11,6 @@
 #include <thread>
 
 #include "engine/engine_info.h"
-#include "engine/server.h"
 #include "support.h"
 #include "util/subprocess.h"
 
@@ -22,7 +23,8 @@ bool ProcessGone(pid_t pid) {
     std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
     if (text.empty()) return true;
     const auto close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z') return true;
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z')
+      return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   return false;
@@ -33,7 +35,8 @@ class ServerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     model_ = dir_->File("server model.gguf");
-    const auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
+    const auto r = RunCommand(
+        {MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     DiscoveryOptions o;
     if (auto d = EngineDir()) o.llama_dir = d->string();
@@ -99,7 +102,8 @@ TEST_F(ServerTest, BadModelFailsWithTheEnginesMessage) {
   o.model = bad;
   auto server = LlamaServer::Start(*info_, o);
   ASSERT_FALSE(server.ok());
-  EXPECT_NE(server.error().message().find("model_load"), std::string::npos) << server.error().message();
+  EXPECT_NE(server.error().message().find("model_load"), std::string::npos)
+      << server.error().message();
 }
 
 TEST_F(ServerTest, HealthTimeoutStopsTheServer) {
@@ -107,7 +111,8 @@ TEST_F(ServerTest, HealthTimeoutStopsTheServer) {
   o.health_timeout = std::chrono::milliseconds(1);
   auto server = LlamaServer::Start(*info_, o);
   ASSERT_FALSE(server.ok());
-  EXPECT_NE(server.error().message().find("timeout"), std::string::npos) << server.error().message();
+  EXPECT_NE(server.error().message().find("timeout"), std::string::npos)
+      << server.error().message();
 }
 
 TEST_F(ServerTest, DestructorStopsTheServer) {

@@ -30,11 +30,13 @@ class SynthEngineTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     engine_ = EngineDir();
-    ASSERT_TRUE(engine_.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
+    ASSERT_TRUE(engine_.has_value())
+        << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
   }
   std::string Synth(const std::string& preset, const std::string& quant) {
     const std::string out = dir_.File(preset + ".gguf");
-    auto r = RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--quant", quant, "-o", out}, 60);
+    auto r =
+        RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--quant", quant, "-o", out}, 60);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return out;
   }
@@ -47,8 +49,8 @@ TEST_P(SynthEngineTest, LlamaBenchRunsTheTinyModelOnCpu) {
   // run ~50x slower on CPU, which would only slow the test down.
   const std::string preset = GetParam();
   const std::string model = Synth(preset, preset.rfind("gpt-oss", 0) == 0 ? "mxfp4" : "q4_k_m");
-  auto r = RunCommand({(*engine_ / "llama-bench").string(), "-m", model, "-p", "32", "-n", "8", "-r",
-                       "1", "-o", "jsonl", "-ngl", "0", "-t", "2", "-ncmoe", "2"},
+  auto r = RunCommand({(*engine_ / "llama-bench").string(), "-m", model, "-p", "32", "-n", "8",
+                       "-r", "1", "-o", "jsonl", "-ngl", "0", "-t", "2", "-ncmoe", "2"},
                       300);
   ASSERT_EQ(r.exit_code, 0) << r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0);
   const auto lines = JsonLines(r.out);
@@ -72,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, SynthEngineTest,
 
 TEST(SynthServerTest, LlamaServerLoadsAndTokenizesText) {
   const auto engine = EngineDir();
-  ASSERT_TRUE(engine.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
+  ASSERT_TRUE(engine.has_value())
+      << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
   TempDir dir;
   const std::string model = dir.File("m.gguf");
   auto s = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", model}, 60);
@@ -100,7 +103,8 @@ TEST(SynthServerTest, LlamaServerLoadsAndTokenizesText) {
   const json tj = json::parse(tok->body, nullptr, false);
   ASSERT_TRUE(tj.contains("tokens")) << tok->body;
   EXPECT_GE(tj["tokens"].size(), 3u);
-  auto comp = cli.Post("/completion", R"({"prompt": "Hello world", "n_predict": 4})", "application/json");
+  auto comp =
+      cli.Post("/completion", R"({"prompt": "Hello world", "n_predict": 4})", "application/json");
   ASSERT_TRUE(comp && comp->status == 200) << (comp ? comp->body : "no response");
   const json cj = json::parse(comp->body, nullptr, false);
   ASSERT_FALSE(cj.is_discarded());
@@ -115,10 +119,12 @@ TEST(SynthCliTest, BadInputGivesAClearErrorAndNoFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("unknown preset 'nope'"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
-  r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--quant", "q3_k", "-o", out}, 30);
+  r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--quant", "q3_k", "-o", out},
+                 30);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--quant"), std::string::npos) << r.err;
-  r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "full", "--dry-run"}, 30);
+  r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "full", "--dry-run"},
+                 30);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("30.25 GiB"), std::string::npos) << r.out;
 }
