@@ -15,8 +15,13 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-${MOETUNE_ENGINE_DIR:-$repo/.engine}}
 tools=(llama-bench llama-server llama-fit-params llama-cli llama-gguf-split llama-quantize)
+# ggml-rpc-server (llama.cpp-tools-extra) lives in libexec: the RPC backend's
+# server, a second device with real per-device buffers on a machine without a GPU.
+libexec_tools=(ggml-rpc-server)
 
-if [ -f "$dest/engine.json" ] && "$dest/bin/llama-bench" --version >/dev/null 2>&1; then
+installed=1
+for t in "${tools[@]}" "${libexec_tools[@]}"; do [ -x "$dest/bin/$t" ] || installed=0; done
+if [ "$installed" = 1 ] && [ -f "$dest/engine.json" ] && "$dest/bin/llama-bench" --version >/dev/null 2>&1; then
   exit 0
 fi
 
@@ -44,17 +49,19 @@ for so in "$work/root/$lib/ggml/backends0/"*.so; do
 done
 
 mkdir -p "$work/bin"
-for t in "${tools[@]}"; do
-  [ -x "$work/root/usr/bin/$t" ] || { echo "moetune: package lacks $t" >&2; exit 1; }
-  cat >"$work/bin/$t" <<WRAP
+wrap() {  # wrap TOOL PATH-INSIDE-ROOT
+  [ -x "$work/root/$2" ] || { echo "moetune: package lacks $1 ($2)" >&2; exit 1; }
+  cat >"$work/bin/$1" <<WRAP
 #!/bin/sh
-# Starts llama.cpp's $t through the engine's private loader (scripts/setup-engine.sh).
+# Starts llama.cpp's $1 through the engine's private loader (scripts/setup-engine.sh).
 root=\$(CDPATH= cd -- "\$(dirname -- "\$0")/../root" && pwd)
 lib="\$root/$lib"
-exec "\$lib/ld-linux-x86-64.so.2" --library-path "\$lib:\$lib/llama:\$lib/ggml/backends0" "\$root/usr/bin/$t" "\$@"
+exec "\$lib/ld-linux-x86-64.so.2" --library-path "\$lib:\$lib/llama:\$lib/ggml/backends0" "\$root/$2" "\$@"
 WRAP
-  chmod +x "$work/bin/$t"
-done
+  chmod +x "$work/bin/$1"
+}
+for t in "${tools[@]}"; do wrap "$t" "usr/bin/$t"; done
+for t in "${libexec_tools[@]}"; do wrap "$t" "usr/libexec/x86_64-linux-gnu/llama/bin/$t"; done
 
 versions=$(for deb in "$work"/debs/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done)
 llama_version=$(dpkg-deb -f "$work"/debs/llama.cpp-tools_*.deb Version)
