@@ -5,7 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "report/table.h"
+#include "util/table.h"
 #include "util/units.h"
 
 namespace moetune {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "report/table.h"
+#include "util/table.h"
 
 namespace moetune {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "gguf/ggml_type.h"
-#include "report/table.h"
+#include "util/table.h"
 #include "util/units.h"
 
 namespace moetune {

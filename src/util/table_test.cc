@@ -1,4 +1,4 @@
-#include "report/table.h"
+#include "util/table.h"
 
 #include <gtest/gtest.h>
 
