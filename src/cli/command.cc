@@ -1,12 +1,10 @@
 #include "cli/command.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+
+#include "util/output_file.h"
 
 namespace moetune {
 
@@ -16,32 +14,17 @@ int ReportError(const Error& error) {
   return kExitError;
 }
 
-Status WriteOutput(const std::string& path, const std::string& text) {
+Status WriteOutput(const std::string& path, const std::string& text,
+                   const std::vector<std::string>& inputs) {
   if (path.empty() || path == "-") {
     std::cout << text;
     std::cout.flush();
+    if (!std::cout) return Error(ErrorKind::kIo, "cannot write to standard output");
     return OkStatus();
   }
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return Error(ErrorKind::kIo,
-                   fmt::format("cannot write '{}'; check the folder exists and is writable", path));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Error(ErrorKind::kIo,
-                 fmt::format("cannot rename output into '{}': {}", path, ec.message()));
-  }
-  return OkStatus();
+  OutputFileOptions options;
+  options.inputs = inputs;
+  return WriteFileSafely(path, text, options);
 }
 
 }  // namespace moetune

@@ -7,6 +7,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "util/result.h"
 
@@ -22,8 +23,11 @@ using CommandRun = std::function<int()>;
 /// Prints "moetune: error: <message>" (plus kind) on stderr; returns kExitError.
 int ReportError(const Error& error);
 
-/// Writes `text` to `path` atomically (temp file + rename), or to stdout when path is "-" or empty.
-Status WriteOutput(const std::string& path, const std::string& text);
+/// Writes `text` to stdout when `path` is "-" or empty, else to `path` with
+/// util/output_file.h (atomic for regular files, through for special files,
+/// never onto one of `inputs`).
+Status WriteOutput(const std::string& path, const std::string& text,
+                   const std::vector<std::string>& inputs = {});
 
 // One Register<Name>Command(CLI::App&, CommandRun*) per command, below.
 void RegisterInspectCommand(CLI::App& app, CommandRun* run);

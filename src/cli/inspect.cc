@@ -37,7 +37,7 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
       if (!m.ok()) return ReportError(m.error());
       const std::string text =
           opts->json ? InspectJson(*m, ctx).dump(2) + "\n" : InspectText(*m, ctx);
-      auto st = WriteOutput(opts->output, text);
+      auto st = WriteOutput(opts->output, text, {opts->model});
       return st.ok() ? kExitOk : ReportError(st.error());
     };
   });

@@ -17,6 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/reader.h"
+#include "util/test_temp_dir.h"
 
 namespace moetune::testing {
 
@@ -80,24 +81,6 @@ inline Result<GgufFile> ParseBytes(const std::vector<uint8_t>& b, const GgufRead
 }
 
 /// A fresh, empty temporary directory removed (recursively) on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/moetune_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
 
 /// Asserts that r failed with `kind` and that the message holds every fragment.
 template <typename T>

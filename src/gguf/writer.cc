@@ -13,6 +13,7 @@
 #include "gguf/ggml_type.h"
 #include "gguf/reader.h"
 #include "util/checked.h"
+#include "util/output_file.h"
 
 namespace moetune {
 namespace {
@@ -116,44 +117,6 @@ class Encoder {
 };
 
 // Closes and (unless released) removes a temporary file.
-class TempFile {
- public:
-  TempFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!kept_) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  int fd() const { return fd_; }
-  Status Close() {
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0)
-      return Error(ErrorKind::kIo,
-                   fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
-    return OkStatus();
-  }
-  void Keep() { kept_ = true; }
-
- private:
-  int fd_;
-  std::string path_;
-  bool kept_ = false;
-};
-
-Status WriteAll(int fd, std::span<const uint8_t> bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    ssize_t w = ::write(fd, bytes.data(), bytes.size());
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      return Error(ErrorKind::kIo, fmt::format("{}: write failed: {}; check free disk space", path,
-                                               std::strerror(errno)));
-    }
-    bytes = bytes.subspan(static_cast<size_t>(w));
-  }
-  return OkStatus();
-}
 
 }  // namespace
 
@@ -334,26 +297,13 @@ Result<std::vector<uint8_t>> GgufWriter::ToBytes() const {
   return out;
 }
 
-Status GgufWriter::WriteAtomically(const std::string& path) const {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return Error(ErrorKind::kIo, fmt::format("{}: cannot create: {}; check the directory exists "
-                                             "and is writable",
-                                             tmp, std::strerror(errno)));
-  }
-  TempFile file(fd, tmp);
-  MOETUNE_TRY(Emit([&](std::span<const uint8_t> b) { return WriteAll(file.fd(), b, tmp); }));
-  if (::fsync(file.fd()) != 0) {
-    return Error(ErrorKind::kIo, fmt::format("{}: fsync failed: {}", tmp, std::strerror(errno)));
-  }
-  MOETUNE_TRY(file.Close());
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
-  }
-  file.Keep();
-  return OkStatus();
+Status GgufWriter::WriteAtomically(const std::string& path,
+                                   const std::vector<std::string>& inputs) const {
+  OutputFileOptions options;
+  options.inputs = inputs;
+  MOETUNE_ASSIGN_OR_RETURN(auto file, OutputFile::Open(path, options));
+  MOETUNE_TRY(Emit([&](std::span<const uint8_t> b) { return file->Write(b); }));
+  return file->Commit();
 }
 
 }  // namespace moetune

@@ -72,10 +72,13 @@ class GgufWriter {
   Result<std::vector<uint8_t>> HeaderBytes() const;
   /// The whole file in memory (tests, fuzz seeds; small models only).
   Result<std::vector<uint8_t>> ToBytes() const;
-  /// Writes to `path.tmp.<pid>`, fsyncs, then renames over `path`, so an
-  /// interrupted write never leaves a complete-looking file; the temporary file
-  /// is removed on any error. Errors: kIo, kInvalidArgument (bad metadata value).
-  Status WriteAtomically(const std::string& path) const;
+  /// Writes `path` with OutputFile (util/output_file.h): a temporary beside it,
+  /// fsync, rename, so an interrupted write never leaves a complete-looking file
+  /// and the temporary is removed on any error or terminating signal; special
+  /// files are written through; `inputs` may not be overwritten.
+  /// Errors: kIo, kInvalidArgument (bad metadata value, output is an input).
+  Status WriteAtomically(const std::string& path,
+                         const std::vector<std::string>& inputs = {}) const;
 
  private:
   using Sink = std::function<Status(std::span<const uint8_t>)>;

@@ -22,6 +22,8 @@
 #include <sstream>
 #include <thread>
 
+#include "util/temp_files.h"
+
 extern char** environ;
 
 namespace moetune {
@@ -70,6 +72,8 @@ extern "C" void OnTerminationSignal(int sig) {
     SleepMs(50);
   }
   SignalAllChildGroups(SIGKILL);
+  // No half-written output file survives either (util/temp_files.h).
+  RemoveRegisteredTempFiles();
   // Let the signal end moetune with its usual status (130 for Ctrl-C in a shell).
   ::signal(sig, SIG_DFL);
   errno = saved_errno;
