@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ int ReportError(const Error& error);
 /// never onto one of `inputs`).
 Status WriteOutput(const std::string& path, const std::string& text,
                    const std::vector<std::string>& inputs = {});
+
+/// `j` as indented JSON text (with a newline) that is always valid UTF-8; says
+/// on stderr when invalid bytes had to be replaced.
+std::string JsonOutput(const nlohmann::json& j);
 
 // One Register<Name>Command(CLI::App&, CommandRun*) per command, below.
 void RegisterInspectCommand(CLI::App& app, CommandRun* run);

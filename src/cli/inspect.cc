@@ -35,8 +35,7 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
       if (ctx.empty()) ctx = DefaultInspectContexts();
       auto m = LoadModelInfo(opts->model);
       if (!m.ok()) return ReportError(m.error());
-      const std::string text =
-          opts->json ? InspectJson(*m, ctx).dump(2) + "\n" : InspectText(*m, ctx);
+      const std::string text = opts->json ? JsonOutput(InspectJson(*m, ctx)) : InspectText(*m, ctx);
       auto st = WriteOutput(opts->output, text, {opts->model});
       return st.ok() ? kExitOk : ReportError(st.error());
     };
