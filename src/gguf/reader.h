@@ -58,9 +58,9 @@
 namespace moetune {
 
 /// Caps on untrusted lengths (see the file comment for why these values).
-inline constexpr uint64_t kGgufMaxKeyBytes = 64 * 1024;
+inline constexpr uint64_t kGgufMaxKeyBytes = uint64_t{64} * 1024;
 inline constexpr uint64_t kGgufMaxTensorNameBytes = 63;  // GGML_MAX_NAME - 1
-inline constexpr uint64_t kGgufMaxStringBytes = 16 * 1024 * 1024;
+inline constexpr uint64_t kGgufMaxStringBytes = uint64_t{16} * 1024 * 1024;
 inline constexpr uint32_t kGgufMaxDims = 4;            // GGML_MAX_DIMS
 inline constexpr uint64_t kGgufDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT
 /// Caps on counts, so that a file of tiny entries cannot make the in-memory

@@ -138,7 +138,8 @@ Result<GgufModel> OpenGgufModel(const std::string& path, const GgufReadOptions& 
   parts.reserve(name->count);
   for (uint32_t i = 0; i < name->count; ++i) {
     if (i == name->index) {
-      parts.push_back(std::move(given));
+      // i equals name->index exactly once, so `given` is moved once.
+      parts.push_back(std::move(given));  // NOLINT(bugprone-use-after-move)
       continue;
     }
     std::string part_path = GgufSplitPath(name->prefix, i, name->count);

@@ -48,7 +48,7 @@ GgufWriter AllTypesWriter() {
 
 TEST(GgufWriterTest, RoundTripsEveryValueTypeAndTensorData) {
   GgufWriter w = AllTypesWriter();
-  std::vector<uint8_t> data(4 * 8 * 3);
+  std::vector<uint8_t> data(size_t{4} * 8 * 3);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
   ASSERT_TRUE(w.AddTensor("a.weight", {8, 3}, ggml_type::kF32, data).ok());
   ASSERT_TRUE(w.AddTensor("b.weight", {256, 2}, ggml_type::kQ4_K).ok());
@@ -111,7 +111,7 @@ TEST(GgufWriterTest, CustomAlignmentIsWrittenAndHonoured) {
 
 TEST(GgufWriterTest, StreamsLargeTensorsInOrderedChunks) {
   GgufWriter w;
-  const int64_t n = 3 * 1024 * 1024;  // 12 MiB of f32: several 4 MiB chunks
+  const int64_t n = int64_t{3} * 1024 * 1024;  // 12 MiB of f32: several 4 MiB chunks
   uint64_t next = 0;
   int calls = 0;
   ASSERT_TRUE(w.AddTensor("big", {n}, ggml_type::kF32,

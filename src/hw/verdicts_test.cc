@@ -50,11 +50,11 @@ MachineProfile GpuMachine(int64_t free_bytes) {
 TEST(FitExperts, SuffixOfLayersOnGpu) {
   const ModelNeeds m = Model();
   // 6 GiB fixed + 10 x 600 MiB = 6 GiB + 5.86 GiB.
-  const ExpertFit fit = FitExperts(m, 6 * kGiB + 10 * 600 * kMiB + 100 * kMiB);
+  const ExpertFit fit = FitExperts(m, 6 * kGiB + int64_t{10} * 600 * kMiB + 100 * kMiB);
   EXPECT_EQ(fit.moe_layers, 40);
   EXPECT_EQ(fit.gpu_expert_layers, 10);
   EXPECT_EQ(fit.n_cpu_moe, 30);
-  EXPECT_EQ(fit.cpu_expert_bytes, 30 * 600 * kMiB);
+  EXPECT_EQ(fit.cpu_expert_bytes, int64_t{30} * 600 * kMiB);
   EXPECT_TRUE(fit.fixed_part_fits);
   const ExpertFit none = FitExperts(m, 5 * kGiB);
   EXPECT_FALSE(none.fixed_part_fits);

@@ -106,7 +106,11 @@ inline Status OkStatus() { return Ok{}; }
 /// MOETUNE_ASSIGN_OR_RETURN(auto x, Foo()); moves the value into x or returns the error.
 #define MOETUNE_ASSIGN_OR_RETURN(lhs, expr) \
   MOETUNE_ASSIGN_OR_RETURN_IMPL(MOETUNE_CONCAT(moetune_r_, __LINE__), lhs, expr)
+// `lhs` is a declaration ("auto x") or an lvalue, so it cannot be parenthesized;
+// `tmp` is a generated identifier.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define MOETUNE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) return tmp.take_error();             \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
