@@ -42,5 +42,6 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run);
 void RegisterEngineCommand(CLI::App& app, CommandRun* run);
 void RegisterDemoCommand(CLI::App& app, CommandRun* run);
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
+void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

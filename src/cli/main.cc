@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     moetune::RegisterEngineCommand(app, &run);
     moetune::RegisterDemoCommand(app, &run);
     moetune::RegisterDoctorCommand(app, &run);
+    moetune::RegisterAnalyzeCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,66 @@
+#include "cli/validators.h"
+
+#include <fmt/format.h>
+
+#include "engine/run_config.h"
+#include "tune/objective.h"
+#include "util/units.h"
+
+namespace moetune {
+
+CLI::Validator TokenCount(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        auto r = ParseTokenCount(s);
+        if (!r.ok()) return r.error().message();
+        if (*r < min || *r > max) {
+          return fmt::format("{} tokens is outside the accepted range {} to {}", *r, min, max);
+        }
+        return "";
+      },
+      "TOKENS");
+}
+
+CLI::Validator ByteSize(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        auto r = ParseBytes(s);
+        if (!r.ok()) return r.error().message();
+        if (r->count() < min || r->count() > max) {
+          return fmt::format("{} is outside the accepted range {} to {}", FormatBytes(*r),
+                             FormatBytes(Bytes(min)), FormatBytes(Bytes(max)));
+        }
+        return "";
+      },
+      "SIZE");
+}
+
+CLI::Validator WorkloadName() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        auto r = ParseWorkload(s);
+        return r.ok() ? "" : r.error().message();
+      },
+      "chat|agent|P:A");
+}
+
+CLI::Validator IntList(int min, int max, int max_items) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        auto r = ParseIntList(s);
+        if (!r.ok()) return r.error().message();
+        if (static_cast<int>(r->size()) > max_items) {
+          return fmt::format("'{}' expands to {} values; at most {} are accepted", s, r->size(),
+                             max_items);
+        }
+        for (int v : *r) {
+          if (v < min || v > max) {
+            return fmt::format("{} in '{}' is outside the accepted range {} to {}", v, s, min, max);
+          }
+        }
+        return "";
+      },
+      "LIST");
+}
+
+}  // namespace moetune

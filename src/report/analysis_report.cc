@@ -1,0 +1,201 @@
+#include "report/analysis_report.h"
+
+#include <fmt/format.h>
+
+#include "stats/interval.h"
+#include "util/table.h"
+
+namespace moetune {
+namespace {
+
+using nlohmann::json;
+
+json OptSummary(const std::optional<Summary>& s) { return s ? SummaryJson(*s) : json(nullptr); }
+
+json EstimateJson(const std::optional<Estimate>& e) {
+  if (!e) return nullptr;
+  return {{"mean", e->mean}, {"sd", e->sd ? json(*e->sd) : json(nullptr)}, {"n", e->n}};
+}
+
+json CliffsJson(const std::vector<Cliff>& cliffs) {
+  json out = json::array();
+  for (const auto& c : cliffs) {
+    out.push_back({{"n_cpu_moe_safe", c.n_cpu_moe_safe},
+                   {"n_cpu_moe_collapsed", c.n_cpu_moe_collapsed},
+                   {"prefill_ratio", c.prefill_ratio}});
+  }
+  return out;
+}
+
+json CurveJson(const CurveAtDepth& c) {
+  json pts = json::array();
+  for (const auto& p : c.points) {
+    json j = {{"n_cpu_moe", p.n_cpu_moe},
+              {"prefill_tps", OptSummary(p.prefill)},
+              {"decode_tps", OptSummary(p.decode)},
+              {"objective", EstimateJson(p.objective)}};
+    if (p.failed()) j["failure"] = p.failure;
+    pts.push_back(std::move(j));
+  }
+  return {{"depth", c.depth},
+          {"shape", CurveShapeName(c.shape)},
+          {"cliffs", CliffsJson(c.cliffs)},
+          {"points", pts}};
+}
+
+std::string Tps(const std::optional<Summary>& s) {
+  if (!s) return "";
+  const Interval iv = MeanInterval(*s);
+  if (!iv.has_spread) return fmt::format("{:.1f}", s->mean);
+  return fmt::format("{:.1f} ({:.1f}-{:.1f})", s->mean, iv.low, iv.high);
+}
+
+std::string Seconds(const std::optional<Estimate>& e, bool both) {
+  if (!e || e->mean <= 0) return "";
+  return both ? fmt::format("{:.2f} s", 1.0 / e->mean) : "";
+}
+
+}  // namespace
+
+json SummaryJson(const Summary& s) {
+  const Interval iv = MeanInterval(s);
+  return {{"mean", s.mean},
+          {"sd", s.stddev ? json(*s.stddev) : json(nullptr)},
+          {"n", s.n},
+          {"median", s.median},
+          {"ci95", iv.has_spread ? json::array({iv.low, iv.high}) : json(nullptr)}};
+}
+
+json AnalysisJson(const AnalysisReport& r) {
+  const Analysis& a = r.analysis;
+  json files = json::array();
+  for (const auto& f : r.files) {
+    files.push_back(
+        {{"path", f.path}, {"format", f.format}, {"results", f.results}, {"skipped", f.skipped}});
+  }
+  json curves = json::array();
+  for (const auto& c : a.curves) curves.push_back(CurveJson(c));
+  json rejected = json::array();
+  for (const auto& x : a.rejected)
+    rejected.push_back({{"n_cpu_moe", x.n_cpu_moe}, {"reason", x.reason}});
+  json depth = json::array();
+  for (const auto& d : a.depth_checks) {
+    depth.push_back({{"n_cpu_moe", d.n_cpu_moe},
+                     {"depth", d.depth},
+                     {"prefill_ratio", d.ratio},
+                     {"reference_ratio", d.reference_ratio},
+                     {"collapsed", d.collapsed}});
+  }
+  json comps = json::array();
+  for (const auto& c : a.comparisons) {
+    json entries = json::array();
+    for (const auto& e : c.entries) {
+      entries.push_back(
+          {{"value", e.value},
+           {"prefill_tps", OptSummary(e.prefill)},
+           {"decode_tps", OptSummary(e.decode)},
+           {"objective", EstimateJson(e.objective)},
+           {"versus_best", e.versus_best < 0 ? "worse" : (e.versus_best == 0 ? "tie" : "best")}});
+    }
+    comps.push_back({{"dimension", c.dimension},
+                     {"n_cpu_moe", c.n_cpu_moe},
+                     {"entries", entries},
+                     {"chosen", c.chosen},
+                     {"reason", c.reason}});
+  }
+  const Recommendation& rec = a.recommendation;
+  json recj = {{"n_cpu_moe", rec.n_cpu_moe ? json(*rec.n_cpu_moe) : json(nullptr)},
+               {"measured", rec.measured},
+               {"edge", rec.edge >= 0 ? json(rec.edge) : json(nullptr)},
+               {"rule", rec.rule},
+               {"reason", rec.reason}};
+  if (rec.threads) recj["threads"] = *rec.threads;
+  if (rec.n_ubatch) recj["n_ubatch"] = *rec.n_ubatch;
+  std::vector<std::string> notes = r.load_notes;
+  notes.insert(notes.end(), a.notes.begin(), a.notes.end());
+  json curve = a.curves.empty() ? json(nullptr) : CurveJson(a.curves.front());
+  return {{"files", files},
+          {"results", r.result_count},
+          {"model", a.model},
+          {"settings", a.settings},
+          {"workload",
+           {{"name", r.options.workload.name},
+            {"prompt_tokens", r.options.workload.prompt_tokens},
+            {"answer_tokens", r.options.workload.answer_tokens}}},
+          {"target_ctx", r.options.target_ctx ? json(*r.options.target_ctx) : json(nullptr)},
+          {"curve", curve},
+          {"curves", curves},
+          {"cliffs", CliffsJson(a.cliffs)},
+          {"rejected", rejected},
+          {"depth_checks", depth},
+          {"comparisons", comps},
+          {"recommendation", recj},
+          {"notes", notes}};
+}
+
+std::string AnalysisText(const AnalysisReport& r) {
+  const Analysis& a = r.analysis;
+  const Recommendation& rec = a.recommendation;
+  std::string o = fmt::format("moetune analyze: {} result(s) from {} file(s); model {}\n",
+                              r.result_count, r.files.size(), a.model.empty() ? "?" : a.model);
+  if (!a.settings.empty()) o += fmt::format("Settings along the N curve: {}\n", a.settings);
+  o += "\n";
+  if (rec.n_cpu_moe) {
+    std::string flags = fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe);
+    if (rec.threads) flags += fmt::format(" -t {}", *rec.threads);
+    if (rec.n_ubatch) flags += fmt::format(" -ub {}", *rec.n_ubatch);
+    o += fmt::format("Recommendation: {}  ({}{})\n  {}\n", flags, rec.rule,
+                     rec.measured ? "" : ", not measured", rec.reason);
+  } else {
+    o += fmt::format("Recommendation: none ({})\n  {}\n", rec.rule, rec.reason);
+  }
+  const bool both = a.has_prefill && a.has_decode;
+  for (const auto& c : a.curves) {
+    o += fmt::format("\nDepth {}: curve {}", c.depth, CurveShapeName(c.shape));
+    for (const auto& cl : c.cliffs) {
+      o += fmt::format(", cliff between N={} and N={} (prefill x{:.2f})", cl.n_cpu_moe_safe,
+                       cl.n_cpu_moe_collapsed, cl.prefill_ratio);
+    }
+    o += "\n\n";
+    MarkdownTable t({{"N"},
+                     {"prefill t/s (95% CI)"},
+                     {"decode t/s (95% CI)"},
+                     {both ? fmt::format("time to answer ({})", r.options.workload.name) : "",
+                      MarkdownTable::Align::kRight},
+                     {"", MarkdownTable::Align::kLeft}});
+    for (const auto& p : c.points) {
+      std::string mark;
+      if (p.failed()) mark = "FAILED";
+      if (c.depth == a.curves.front().depth && rec.n_cpu_moe && p.n_cpu_moe == *rec.n_cpu_moe)
+        mark = "<- recommended";
+      t.AddRow({std::to_string(p.n_cpu_moe), Tps(p.prefill), Tps(p.decode),
+                Seconds(p.objective, both), mark});
+    }
+    o += t.Render();
+  }
+  if (!a.rejected.empty()) {
+    o += "\nRejected:\n";
+    for (const auto& x : a.rejected) o += fmt::format("- N={}: {}\n", x.n_cpu_moe, x.reason);
+  }
+  for (const auto& c : a.comparisons) {
+    o += fmt::format("\n{} at N={}: {}\n\n", c.dimension, c.n_cpu_moe, c.reason);
+    MarkdownTable t({{c.dimension},
+                     {"prefill t/s (95% CI)"},
+                     {"decode t/s (95% CI)"},
+                     {"", MarkdownTable::Align::kLeft}});
+    for (const auto& e : c.entries) {
+      t.AddRow({std::to_string(e.value), Tps(e.prefill), Tps(e.decode),
+                e.value == c.chosen ? "<- chosen" : (e.versus_best == 0 ? "tie" : "")});
+    }
+    o += t.Render();
+  }
+  std::vector<std::string> notes = r.load_notes;
+  notes.insert(notes.end(), a.notes.begin(), a.notes.end());
+  if (!notes.empty()) {
+    o += "\nNotes:\n";
+    for (const auto& n : notes) o += "- " + n + "\n";
+  }
+  return o;
+}
+
+}  // namespace moetune

@@ -1,0 +1,28 @@
+#pragma once
+/// Text and JSON renderings of an Analysis (`moetune analyze`, and the reading
+/// part of `moetune tune`). JSON fields are documented in docs/cli.md.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tune/analysis.h"
+#include "tune/measurements.h"
+
+namespace moetune {
+
+/// Everything `analyze` reports: the analysis, its inputs and options.
+struct AnalysisReport {
+  Analysis analysis;
+  AnalysisOptions options;
+  std::vector<LoadedFile> files;
+  std::vector<std::string> load_notes;
+  std::size_t result_count = 0;
+};
+
+nlohmann::json AnalysisJson(const AnalysisReport& report);
+std::string AnalysisText(const AnalysisReport& report);
+
+/// {"mean", "sd", "n", "ci95": [low, high]} of a summary (sd/ci null when unknown).
+nlohmann::json SummaryJson(const Summary& s);
+
+}  // namespace moetune

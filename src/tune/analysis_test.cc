@@ -1,0 +1,263 @@
+#include "tune/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace moetune {
+namespace {
+
+// Handwritten sweeps: tokens/s per N with a small deterministic spread.
+RunResult Result(int n, bool prefill, double tps, int depth = 0, int threads = 8, int ub = 512,
+                 double spread = 0.01, int reps = 5) {
+  RunResult r;
+  r.config.model = "m.gguf";
+  r.config.placement.n_cpu_moe = n;
+  r.config.placement.n_ubatch = ub;
+  r.config.threads = threads;
+  r.config.n_depth = depth;
+  (prefill ? r.config.n_prompt : r.config.n_gen) = prefill ? 512 : 128;
+  for (int i = 0; i < reps; ++i) {
+    const double wiggle = (i % 2 == 0 ? 1 : -1) * spread * (1 + i % 3) / 2;
+    r.samples_ts.push_back(tps * (1 + wiggle));
+  }
+  r.avg_ts = tps;
+  return r;
+}
+
+std::vector<RunResult> Sweep(const std::vector<std::pair<int, std::pair<double, double>>>& pts,
+                             int depth = 0, double spread = 0.01) {
+  std::vector<RunResult> out;
+  for (const auto& [n, v] : pts) {
+    out.push_back(Result(n, true, v.first, depth, 8, 512, spread));
+    out.push_back(Result(n, false, v.second, depth, 8, 512, spread));
+  }
+  return out;
+}
+
+TEST(AnalysisTest, PeakTakesOneLayerMoreConservative) {
+  // Rises as experts move to the GPU, best at N=20, then gently falls.
+  auto rs = Sweep({{16, {300, 30}},
+                   {18, {330, 33}},
+                   {20, {360, 36}},
+                   {22, {340, 34}},
+                   {24, {320, 32}},
+                   {26, {300, 30}}});
+  const Analysis a = Analyze(rs, {});
+  EXPECT_EQ(a.shape, CurveShape::kPeak);
+  EXPECT_TRUE(a.cliffs.empty());
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_EQ(a.recommendation.edge, 20);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 21);
+  EXPECT_FALSE(a.recommendation.measured);  // 21 was not measured: the rule implies it
+  EXPECT_EQ(a.recommendation.rule, "safety rule");
+}
+
+TEST(AnalysisTest, CliffTakesTheStepBeforeItThenOneMore) {
+  auto rs = Sweep({{10, {60, 25}},
+                   {11, {70, 27}},
+                   {12, {400, 34}},
+                   {13, {390, 33}},
+                   {14, {380, 32}},
+                   {15, {370, 31}}});
+  const Analysis a = Analyze(rs, {});
+  EXPECT_EQ(a.shape, CurveShape::kCliff);
+  ASSERT_EQ(a.cliffs.size(), 1u);
+  EXPECT_EQ(a.cliffs[0].n_cpu_moe_safe, 12);
+  EXPECT_EQ(a.cliffs[0].n_cpu_moe_collapsed, 11);
+  EXPECT_NEAR(a.cliffs[0].prefill_ratio, 70.0 / 400.0, 0.01);
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 13);
+  // Both collapsed placements are rejected with the reason.
+  ASSERT_EQ(a.rejected.size(), 2u);
+  EXPECT_EQ(a.rejected[0].n_cpu_moe, 10);
+  EXPECT_NE(a.rejected[1].reason.find("cliff"), std::string::npos);
+}
+
+TEST(AnalysisTest, MonotonicKeepsExpertsOnTheCpu) {
+  // Every split overflows: speed only falls as experts move to the GPU.
+  auto rs = Sweep({{0, {40, 10}},
+                   {8, {80, 14}},
+                   {16, {140, 18}},
+                   {24, {200, 22}},
+                   {32, {260, 26}},
+                   {40, {300, 28}}});
+  const Analysis a = Analyze(rs, {});
+  EXPECT_EQ(a.shape, CurveShape::kMonotonic);
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 40);
+  EXPECT_EQ(a.recommendation.rule, "every split overflows");
+}
+
+TEST(AnalysisTest, FlatCurvePicksTheSafestPlacement) {
+  // A CPU-only engine: placement changes nothing but noise.
+  auto rs = Sweep({{0, {100, 20}}, {2, {101, 20.2}}, {4, {99, 19.9}}, {6, {100.5, 20.1}}}, 0, 0.03);
+  const Analysis a = Analyze(rs, {});
+  EXPECT_EQ(a.shape, CurveShape::kFlat);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 6);
+  EXPECT_EQ(a.recommendation.rule, "no placement effect");
+}
+
+TEST(AnalysisTest, NoisyEdgeIsNotPickedByANaiveMaximum) {
+  // N=12 has the highest mean only thanks to one lucky run; it is statistically
+  // tied with N=14, which is already more conservative than the edge.
+  std::vector<RunResult> rs;
+  auto noisy = [&](int n, std::vector<double> pp, double tg) {
+    RunResult p = Result(n, true, 0);
+    p.samples_ts = std::move(pp);
+    rs.push_back(p);
+    rs.push_back(Result(n, false, tg));
+  };
+  noisy(10, {150, 160, 155, 158, 152}, 28);  // collapsed
+  noisy(12, {300, 420, 310, 305, 295}, 34);  // one lucky run
+  noisy(13, {330, 336, 328, 332, 334}, 34);
+  noisy(14, {320, 326, 318, 322, 324}, 33.5);
+  noisy(16, {300, 306, 298, 302, 304}, 33);
+  const Analysis a = Analyze(rs, {});
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_GE(*a.recommendation.n_cpu_moe, 13);
+  EXPECT_NE(*a.recommendation.n_cpu_moe, 12);
+}
+
+TEST(AnalysisTest, OutlierSampleDoesNotCreateACliff) {
+  std::vector<RunResult> rs = Sweep({{14, {380, 32}}, {15, {370, 31}}, {16, {360, 30}}});
+  RunResult odd = Result(13, true, 0);
+  odd.samples_ts = {390, 392, 30, 388, 391};  // one stalled repetition
+  rs.push_back(odd);
+  rs.push_back(Result(13, false, 33));
+  const Analysis a = Analyze(rs, {});
+  EXPECT_TRUE(a.cliffs.empty());
+  EXPECT_NE(a.shape, CurveShape::kCliff);
+}
+
+TEST(AnalysisTest, CollapseWithDepthRejectsThePlacement) {
+  // At depth 0 N=12 looks best; at 32K its prefill collapses while N=14 keeps
+  // the normal attention slowdown.
+  auto rs = Sweep({{12, {400, 34}}, {13, {395, 33.5}}, {14, {390, 33}}, {16, {370, 32}}});
+  auto deep = Sweep({{12, {60, 30}}, {13, {240, 30}}, {14, {250, 30}}, {16, {240, 29}}}, 32768);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  AnalysisOptions o;
+  o.target_ctx = 32768;
+  const Analysis a = Analyze(rs, o);
+  ASSERT_EQ(a.curves.size(), 2u);
+  bool n12_rejected = false;
+  for (const auto& r : a.rejected) {
+    if (r.n_cpu_moe == 12) n12_rejected = r.reason.find("depth") != std::string::npos;
+  }
+  EXPECT_TRUE(n12_rejected);
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_GE(*a.recommendation.n_cpu_moe, 14);
+}
+
+TEST(AnalysisTest, CollapseBeyondTheTargetContextDoesNotReject) {
+  auto rs = Sweep({{12, {400, 34}}, {14, {390, 33}}});
+  auto deep = Sweep({{12, {60, 30}}, {14, {250, 30}}}, 65536);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  AnalysisOptions o;
+  o.target_ctx = 8192;
+  const Analysis a = Analyze(rs, o);
+  EXPECT_TRUE(a.rejected.empty());
+  ASSERT_FALSE(a.depth_checks.empty());
+  EXPECT_TRUE(std::any_of(a.depth_checks.begin(), a.depth_checks.end(),
+                          [](const DepthCheck& c) { return c.collapsed; }));
+}
+
+TEST(AnalysisTest, EdgeProvenSafeWithHeadroomAndDeepMeasurement) {
+  auto rs = Sweep({{12, {400, 34}}, {13, {380, 33}}, {14, {360, 32}}, {16, {340, 31}}});
+  auto deep = Sweep({{12, {300, 30}}, {14, {270, 29}}}, 32768);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  AnalysisOptions o;
+  o.target_ctx = 32768;
+  o.gpu_headroom = {{12, int64_t{600} << 20}};
+  const Analysis a = Analyze(rs, o);
+  EXPECT_EQ(a.recommendation.rule, "edge proven safe");
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 12);
+  // Without the headroom the safety rule applies.
+  o.gpu_headroom.clear();
+  EXPECT_EQ(*Analyze(rs, o).recommendation.n_cpu_moe, 13);
+}
+
+TEST(AnalysisTest, FailedPlacementsAreDataAndRejected) {
+  auto rs = Sweep({{14, {380, 32}}, {16, {360, 30}}});
+  RunResult oom = Result(12, true, 0);
+  oom.samples_ts.clear();
+  oom.failure =
+      EngineFailure{FailureKind::kOutOfMemoryDevice, "cudaMalloc failed", "exit code 1", {}};
+  rs.push_back(oom);
+  const Analysis a = Analyze(rs, {});
+  ASSERT_FALSE(a.rejected.empty());
+  EXPECT_EQ(a.rejected[0].n_cpu_moe, 12);
+  EXPECT_NE(a.rejected[0].reason.find("cudaMalloc"), std::string::npos);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 15);  // best 14 (edge), +1
+}
+
+TEST(AnalysisTest, ThreadsComparedWithIntervals) {
+  std::vector<RunResult> rs = Sweep({{20, {300, 30}}, {22, {290, 29}}});
+  // At N=20: 6 threads clearly best for decode; 8 and 14 tie with each other.
+  for (auto [t, tg] : std::vector<std::pair<int, double>>{{6, 36}, {8, 30}, {14, 30.2}}) {
+    rs.push_back(Result(20, true, 300, 0, t));
+    rs.push_back(Result(20, false, tg, 0, t));
+  }
+  const Analysis a = Analyze(rs, {});
+  ASSERT_TRUE(a.recommendation.threads);
+  EXPECT_EQ(*a.recommendation.threads, 6);
+  ASSERT_FALSE(a.comparisons.empty());
+  EXPECT_EQ(a.comparisons[0].dimension, "threads");
+}
+
+TEST(AnalysisTest, ThreadTieGoesToFewerThreads) {
+  std::vector<RunResult> rs;
+  for (int t : {4, 8}) {
+    rs.push_back(Result(20, true, 300, 0, t, 512, 0.04));
+    rs.push_back(Result(20, false, 30 + (t == 8 ? 0.3 : 0), 0, t, 512, 0.04));
+  }
+  const Analysis a = Analyze(rs, {});
+  ASSERT_TRUE(a.recommendation.threads);
+  EXPECT_EQ(*a.recommendation.threads, 4);
+}
+
+TEST(AnalysisTest, MeanAndSdWithoutSamplesAreAccepted) {
+  std::vector<RunResult> rs;
+  for (auto [n, pp] : std::vector<std::pair<int, double>>{{10, 80}, {11, 400}, {12, 390}}) {
+    RunResult r = Result(n, true, pp);
+    r.samples_ts.clear();
+    r.config.repetitions = 0;  // as loaded from llama-bench output without samples
+    r.avg_ts = pp;
+    r.stddev_ts = pp * 0.01;
+    rs.push_back(r);
+  }
+  const Analysis a = Analyze(rs, {});
+  EXPECT_EQ(a.shape, CurveShape::kCliff);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 12);
+  EXPECT_FALSE(a.notes.empty());
+}
+
+TEST(AnalysisTest, DecodeOnlySweepsWorkAndSaySo) {
+  std::vector<RunResult> rs;
+  for (auto [n, tg] : std::vector<std::pair<int, double>>{{10, 20}, {12, 30}, {14, 28}}) {
+    rs.push_back(Result(n, false, tg));
+  }
+  const Analysis a = Analyze(rs, {});
+  EXPECT_FALSE(a.has_prefill);
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 13);
+  EXPECT_TRUE(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+    return n.find("prefill") != std::string::npos;
+  }));
+}
+
+TEST(AnalysisTest, WorkloadDecidesBetweenPrefillAndDecode) {
+  // N=10 has better prefill, N=14 better decode: the workload decides.
+  auto rs = Sweep({{10, {900, 20}}, {14, {300, 30}}});
+  AnalysisOptions chat;
+  chat.workload = *ParseWorkload("chat");
+  AnalysisOptions agent;
+  agent.workload = *ParseWorkload("agent");
+  const Analysis a = Analyze(rs, chat);
+  const Analysis b = Analyze(rs, agent);
+  EXPECT_EQ(a.recommendation.edge, 14);
+  EXPECT_EQ(b.recommendation.edge, 10);
+}
+
+}  // namespace
+}  // namespace moetune

@@ -1,0 +1,292 @@
+#include "tune/measurements.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "engine/bench_jsonl.h"
+#include "engine/failure.h"
+
+namespace moetune {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxFileBytes = int64_t{64} << 20;
+
+// Reads a regular file of bounded size (a FIFO or /dev/zero would never end).
+Result<std::string> ReadBounded(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Error(ErrorKind::kNotFound,
+                 fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}' is a directory; give the result files inside it", path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}' is not a regular file; save the results to a file first", path));
+  }
+  if (st.st_size > kMaxFileBytes) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}' is {} MiB; result files over {} MiB are not read", path,
+                             st.st_size >> 20, kMaxFileBytes >> 20));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Error(ErrorKind::kIo, fmt::format("cannot read '{}': {}", path, std::strerror(err)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (static_cast<int64_t>(text.size()) > kMaxFileBytes) break;  // grew while reading
+  }
+  ::close(fd);
+  return text;
+}
+
+int IntOr(const json& j, const char* key, int fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return fallback;
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < -2e9 || v > 2e9) return fallback;
+  return static_cast<int>(std::llround(v));
+}
+
+std::string StrOr(const json& j, const char* key, const std::string& fallback = "") {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+std::optional<FailureKind> FailureKindFromName(const std::string& name) {
+  for (int k = 0; k <= static_cast<int>(FailureKind::kEngineError); ++k) {
+    const auto kind = static_cast<FailureKind>(k);
+    if (name == FailureKindName(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+std::vector<double> Numbers(const json& j, const char* key) {
+  std::vector<double> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& v : *it) {
+    if (v.is_number() && std::isfinite(v.get<double>())) out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+// A llama-bench result object (from -o json or -o jsonl).
+Result<RunResult> FromLlamaBench(const json& obj) {
+  MOETUNE_ASSIGN_OR_RETURN(BenchRecord rec, ParseBenchRecord(obj.dump()));
+  RunResult r;
+  RunConfig& c = r.config;
+  c.model = StrOr(obj, "model_filename");
+  c.placement.n_gpu_layers = rec.n_gpu_layers;
+  c.placement.n_cpu_moe = rec.n_cpu_moe;
+  c.placement.n_batch = rec.n_batch > 0 ? rec.n_batch : c.placement.n_batch;
+  c.placement.n_ubatch = rec.n_ubatch > 0 ? rec.n_ubatch : c.placement.n_ubatch;
+  c.placement.type_k = rec.type_k.empty() ? "f16" : rec.type_k;
+  c.placement.type_v = rec.type_v.empty() ? "f16" : rec.type_v;
+  c.placement.flash_attn = rec.flash_attn;
+  if (auto it = obj.find("tensor_buft_overrides");
+      it != obj.end() && it->is_string() && it->get<std::string>() != "none") {
+    c.placement.override_tensor = it->get<std::string>();
+  }
+  c.load_mode = StrOr(obj, "load_mode");
+  c.threads = rec.n_threads;
+  c.n_depth = rec.n_depth;
+  c.n_prompt = rec.n_prompt;
+  c.n_gen = rec.n_gen;
+  r.avg_ts = rec.avg_ts;
+  r.stddev_ts = rec.stddev_ts;
+  // ParseBenchRecord adds a pseudo-sample when there are none; keep only real ones.
+  r.samples_ts = Numbers(obj, "samples_ts");
+  c.repetitions = r.samples_ts.empty() ? 0 : static_cast<int>(r.samples_ts.size());
+  r.record = obj;
+  return r;
+}
+
+// One entry of `moetune bench --json` "results" (or a tune journal record).
+Result<RunResult> FromMoetune(const json& e) {
+  if (!e.is_object() || !e.contains("test") || !e.contains("n_cpu_moe")) {
+    return Error(ErrorKind::kFormat, "not a moetune result entry");
+  }
+  RunResult r;
+  RunConfig& c = r.config;
+  c.model = StrOr(e, "model");
+  c.placement.n_gpu_layers = IntOr(e, "n_gpu_layers", 99);
+  c.placement.n_cpu_moe = IntOr(e, "n_cpu_moe", 0);
+  c.placement.override_tensor = StrOr(e, "override_tensor");
+  c.placement.n_ubatch = IntOr(e, "n_ubatch", 512);
+  c.placement.n_batch = IntOr(e, "n_batch", 2048);
+  c.placement.type_k = StrOr(e, "type_k", "f16");
+  c.placement.type_v = StrOr(e, "type_v", "f16");
+  c.placement.flash_attn = StrOr(e, "flash_attn");
+  c.load_mode = StrOr(e, "load_mode");
+  c.threads = IntOr(e, "threads", 0);
+  c.n_depth = IntOr(e, "n_depth", 0);
+  c.n_prompt = IntOr(e, "n_prompt", 0);
+  c.n_gen = IntOr(e, "n_gen", 0);
+  c.repetitions = IntOr(e, "repetitions", 0);
+  if (auto f = e.find("failure"); f != e.end() && f->is_object()) {
+    EngineFailure fail;
+    fail.kind = FailureKindFromName(StrOr(*f, "kind")).value_or(FailureKind::kEngineError);
+    fail.message = StrOr(*f, "message");
+    fail.exit = StrOr(*f, "exit");
+    r.failure = fail;
+    return r;
+  }
+  r.samples_ts = Numbers(e, "samples_ts");
+  if (auto t = e.find("tokens_per_second"); t != e.end() && t->is_object()) {
+    if (auto m = t->find("mean"); m != t->end() && m->is_number()) r.avg_ts = m->get<double>();
+    if (auto s = t->find("sd"); s != t->end() && s->is_number()) r.stddev_ts = s->get<double>();
+  }
+  if (r.samples_ts.empty() && r.avg_ts <= 0) {
+    return Error(ErrorKind::kFormat, "moetune result entry without tokens/s");
+  }
+  if (auto rec = e.find("engine_record"); rec != e.end()) r.record = *rec;
+  return r;
+}
+
+void AddObject(const json& obj, LoadedMeasurements* out, LoadedFile* file) {
+  Result<RunResult> r =
+      obj.contains("avg_ts") && obj.contains("n_prompt") ? FromLlamaBench(obj) : FromMoetune(obj);
+  if (r.ok()) {
+    out->results.push_back(std::move(r).value());
+    ++file->results;
+  } else {
+    ++file->skipped;
+  }
+}
+
+}  // namespace
+
+Result<LoadedMeasurements> ParseMeasurements(std::string_view text, const std::string& name) {
+  LoadedMeasurements out;
+  LoadedFile file;
+  file.path = name;
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) {
+    return Error(ErrorKind::kFormat, fmt::format("'{}' is empty", name));
+  }
+  json whole = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!whole.is_discarded() && whole.is_array()) {
+    file.format = "llama-bench json";
+    for (const auto& obj : whole) AddObject(obj, &out, &file);
+  } else if (!whole.is_discarded() && whole.is_object() && whole.contains("results") &&
+             whole["results"].is_array()) {
+    file.format = "moetune bench";
+    for (const auto& obj : whole["results"]) AddObject(obj, &out, &file);
+    if (whole.contains("measurements") && whole["measurements"].is_array()) {
+      for (const auto& obj : whole["measurements"]) AddObject(obj, &out, &file);
+    }
+  } else if (!whole.is_discarded() && whole.is_object() && whole.contains("measurements") &&
+             whole["measurements"].is_array()) {
+    file.format = "moetune tune";
+    for (const auto& obj : whole["measurements"]) AddObject(obj, &out, &file);
+  } else {
+    // JSON lines: llama-bench -o jsonl, or a moetune journal (records carry "result").
+    file.format = "llama-bench jsonl";
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t nl = text.find('\n', start);
+      if (nl == std::string_view::npos) nl = text.size();
+      const std::string_view line = text.substr(start, nl - start);
+      start = nl + 1;
+      const auto b = line.find_first_not_of(" \t\r");
+      if (b == std::string_view::npos) continue;
+      if (line[b] != '{') {
+        ++file.skipped;
+        continue;
+      }
+      json obj = json::parse(line.substr(b), nullptr, /*allow_exceptions=*/false);
+      if (obj.is_discarded() || !obj.is_object()) {
+        ++file.skipped;
+        continue;
+      }
+      if (obj.contains("result") && obj["result"].is_object()) {
+        file.format = "moetune journal";
+        AddObject(obj["result"], &out, &file);
+      } else if (obj.contains("moetune_journal")) {
+        file.format = "moetune journal";  // the header line
+      } else {
+        AddObject(obj, &out, &file);
+      }
+    }
+  }
+  if (file.results == 0) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("'{}' holds no benchmark results (expected llama-bench output "
+                             "from -o json or -o jsonl, or moetune bench/tune JSON)",
+                             name));
+  }
+  if (file.skipped > 0) {
+    out.notes.push_back(fmt::format("{}: {} entr{} skipped (not a usable result)", name,
+                                    file.skipped, file.skipped == 1 ? "y" : "ies"));
+  }
+  out.files.push_back(file);
+  return out;
+}
+
+Result<LoadedMeasurements> LoadMeasurements(const std::vector<std::string>& paths) {
+  LoadedMeasurements all;
+  for (const auto& p : paths) {
+    MOETUNE_ASSIGN_OR_RETURN(std::string text, ReadBounded(p));
+    auto one = ParseMeasurements(text, p);
+    if (!one.ok()) return one.take_error();
+    for (auto& r : one->results) all.results.push_back(std::move(r));
+    for (auto& f : one->files) all.files.push_back(std::move(f));
+    for (auto& n : one->notes) all.notes.push_back(std::move(n));
+  }
+  return all;
+}
+
+Summary ResultStats(const RunResult& r, int assumed_n, bool* assumed) {
+  if (assumed != nullptr) *assumed = false;
+  if (r.samples_ts.size() >= 2) {
+    Summary s = Summarize(r.samples_ts);
+    if (s.outliers.empty()) return s;
+    // Leave out samples that median/MAD calls outliers (a busy moment).
+    std::vector<double> kept;
+    for (std::size_t i = 0; i < r.samples_ts.size(); ++i) {
+      if (std::find(s.outliers.begin(), s.outliers.end(), i) == s.outliers.end()) {
+        kept.push_back(r.samples_ts[i]);
+      }
+    }
+    Summary clean = Summarize(kept);
+    clean.outliers = s.outliers;
+    return clean;
+  }
+  Summary s;
+  const double mean = r.samples_ts.size() == 1 ? r.samples_ts[0] : r.avg_ts;
+  s.mean = s.median = s.min = s.max = mean;
+  if (r.stddev_ts > 0 && std::isfinite(r.stddev_ts)) {
+    s.n = static_cast<std::size_t>(
+        std::max(2, r.config.repetitions > 1 ? r.config.repetitions : assumed_n));
+    s.stddev = r.stddev_ts;
+    if (assumed != nullptr) *assumed = r.config.repetitions <= 1;
+  } else {
+    s.n = 1;
+  }
+  return s;
+}
+
+}  // namespace moetune
