@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/bench_jsonl.h"
-#include "engine/failure.h"
+#include "engine/result_json.h"
 
 namespace moetune {
 namespace {
@@ -62,25 +62,9 @@ Result<std::string> ReadBounded(const std::string& path) {
   return text;
 }
 
-int IntOr(const json& j, const char* key, int fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return fallback;
-  const double v = it->get<double>();
-  if (!std::isfinite(v) || v < -2e9 || v > 2e9) return fallback;
-  return static_cast<int>(std::llround(v));
-}
-
 std::string StrOr(const json& j, const char* key, const std::string& fallback = "") {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-std::optional<FailureKind> FailureKindFromName(const std::string& name) {
-  for (int k = 0; k <= static_cast<int>(FailureKind::kEngineError); ++k) {
-    const auto kind = static_cast<FailureKind>(k);
-    if (name == FailureKindName(kind)) return kind;
-  }
-  return std::nullopt;
 }
 
 std::vector<double> Numbers(const json& j, const char* key) {
@@ -124,51 +108,9 @@ Result<RunResult> FromLlamaBench(const json& obj) {
   return r;
 }
 
-// One entry of `moetune bench --json` "results" (or a tune journal record).
-Result<RunResult> FromMoetune(const json& e) {
-  if (!e.is_object() || !e.contains("test") || !e.contains("n_cpu_moe")) {
-    return Error(ErrorKind::kFormat, "not a moetune result entry");
-  }
-  RunResult r;
-  RunConfig& c = r.config;
-  c.model = StrOr(e, "model");
-  c.placement.n_gpu_layers = IntOr(e, "n_gpu_layers", 99);
-  c.placement.n_cpu_moe = IntOr(e, "n_cpu_moe", 0);
-  c.placement.override_tensor = StrOr(e, "override_tensor");
-  c.placement.n_ubatch = IntOr(e, "n_ubatch", 512);
-  c.placement.n_batch = IntOr(e, "n_batch", 2048);
-  c.placement.type_k = StrOr(e, "type_k", "f16");
-  c.placement.type_v = StrOr(e, "type_v", "f16");
-  c.placement.flash_attn = StrOr(e, "flash_attn");
-  c.load_mode = StrOr(e, "load_mode");
-  c.threads = IntOr(e, "threads", 0);
-  c.n_depth = IntOr(e, "n_depth", 0);
-  c.n_prompt = IntOr(e, "n_prompt", 0);
-  c.n_gen = IntOr(e, "n_gen", 0);
-  c.repetitions = IntOr(e, "repetitions", 0);
-  if (auto f = e.find("failure"); f != e.end() && f->is_object()) {
-    EngineFailure fail;
-    fail.kind = FailureKindFromName(StrOr(*f, "kind")).value_or(FailureKind::kEngineError);
-    fail.message = StrOr(*f, "message");
-    fail.exit = StrOr(*f, "exit");
-    r.failure = fail;
-    return r;
-  }
-  r.samples_ts = Numbers(e, "samples_ts");
-  if (auto t = e.find("tokens_per_second"); t != e.end() && t->is_object()) {
-    if (auto m = t->find("mean"); m != t->end() && m->is_number()) r.avg_ts = m->get<double>();
-    if (auto s = t->find("sd"); s != t->end() && s->is_number()) r.stddev_ts = s->get<double>();
-  }
-  if (r.samples_ts.empty() && r.avg_ts <= 0) {
-    return Error(ErrorKind::kFormat, "moetune result entry without tokens/s");
-  }
-  if (auto rec = e.find("engine_record"); rec != e.end()) r.record = *rec;
-  return r;
-}
-
 void AddObject(const json& obj, LoadedMeasurements* out, LoadedFile* file) {
-  Result<RunResult> r =
-      obj.contains("avg_ts") && obj.contains("n_prompt") ? FromLlamaBench(obj) : FromMoetune(obj);
+  Result<RunResult> r = obj.contains("avg_ts") && obj.contains("n_prompt") ? FromLlamaBench(obj)
+                                                                           : RunResultFromJson(obj);
   if (r.ok()) {
     out->results.push_back(std::move(r).value());
     ++file->results;

@@ -1,0 +1,142 @@
+#include "engine/result_json.h"
+
+#include <cmath>
+
+#include "stats/summary.h"
+
+namespace moetune {
+namespace {
+
+using nlohmann::json;
+
+int IntOr(const json& j, const char* key, int fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return fallback;
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < -2e9 || v > 2e9) return fallback;
+  return static_cast<int>(std::llround(v));
+}
+
+std::string StrOr(const json& j, const char* key, const std::string& fallback = "") {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+std::optional<FailureKind> FailureKindFromName(const std::string& name) {
+  for (int k = 0; k <= static_cast<int>(FailureKind::kEngineError); ++k) {
+    const auto kind = static_cast<FailureKind>(k);
+    if (name == FailureKindName(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+std::vector<T> Numbers(const json& j, const char* key) {
+  std::vector<T> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& v : *it) {
+    if (!v.is_number()) continue;
+    const double d = v.get<double>();
+    if (std::isfinite(d)) out.push_back(static_cast<T>(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+json FailureToJson(const EngineFailure& failure) {
+  return {{"kind", FailureKindName(failure.kind)},
+          {"message", failure.message},
+          {"exit", failure.exit},
+          {"stderr_tail", failure.stderr_tail}};
+}
+
+json RunResultToJson(const RunResult& r) {
+  const auto& c = r.config;
+  json j = {{"test", c.test_name()},
+            {"model", c.model},
+            {"n_prompt", c.n_prompt},
+            {"n_gen", c.n_gen},
+            {"n_depth", c.n_depth},
+            {"threads", c.threads},
+            {"n_gpu_layers", c.placement.n_gpu_layers},
+            {"n_cpu_moe", c.placement.n_cpu_moe},
+            {"override_tensor", c.placement.override_tensor},
+            {"n_ubatch", c.placement.n_ubatch},
+            {"n_batch", c.placement.n_batch},
+            {"type_k", c.placement.type_k},
+            {"type_v", c.placement.type_v},
+            {"flash_attn", c.placement.flash_attn},
+            {"load_mode", c.load_mode},
+            {"repetitions", c.repetitions},
+            {"ok", r.ok()},
+            {"invocation", r.invocation}};
+  if (r.ok()) {
+    const Summary s = Summarize(r.samples_ts);
+    j["tokens_per_second"] = {{"mean", r.samples_ts.empty() ? r.avg_ts : s.mean},
+                              {"sd", s.stddev ? json(*s.stddev) : json(nullptr)},
+                              {"median", s.median},
+                              {"min", s.min},
+                              {"max", s.max},
+                              {"n", s.n},
+                              {"outliers", s.outliers}};
+    j["samples_ts"] = r.samples_ts;
+    j["samples_ns"] = r.samples_ns;
+    j["engine_record"] = r.record;
+  } else {
+    j["failure"] = FailureToJson(*r.failure);
+  }
+  return j;
+}
+
+Result<RunResult> RunResultFromJson(const json& e) {
+  if (!e.is_object() || !e.contains("test") || !e.contains("n_cpu_moe")) {
+    return Error(ErrorKind::kFormat, "not a moetune result entry (no 'test' and 'n_cpu_moe')");
+  }
+  RunResult r;
+  RunConfig& c = r.config;
+  c.model = StrOr(e, "model");
+  c.placement.n_gpu_layers = IntOr(e, "n_gpu_layers", 99);
+  c.placement.n_cpu_moe = IntOr(e, "n_cpu_moe", 0);
+  c.placement.override_tensor = StrOr(e, "override_tensor");
+  c.placement.n_ubatch = IntOr(e, "n_ubatch", 512);
+  c.placement.n_batch = IntOr(e, "n_batch", 2048);
+  c.placement.type_k = StrOr(e, "type_k", "f16");
+  c.placement.type_v = StrOr(e, "type_v", "f16");
+  c.placement.flash_attn = StrOr(e, "flash_attn");
+  c.load_mode = StrOr(e, "load_mode");
+  c.threads = IntOr(e, "threads", 0);
+  c.n_depth = IntOr(e, "n_depth", 0);
+  c.n_prompt = IntOr(e, "n_prompt", 0);
+  c.n_gen = IntOr(e, "n_gen", 0);
+  c.repetitions = IntOr(e, "repetitions", 0);
+  r.invocation = IntOr(e, "invocation", -1);
+  if (auto f = e.find("failure"); f != e.end() && f->is_object()) {
+    EngineFailure fail;
+    fail.kind = FailureKindFromName(StrOr(*f, "kind")).value_or(FailureKind::kEngineError);
+    fail.message = StrOr(*f, "message");
+    fail.exit = StrOr(*f, "exit");
+    if (auto t = f->find("stderr_tail"); t != f->end() && t->is_array()) {
+      for (const auto& line : *t) {
+        if (line.is_string()) fail.stderr_tail.push_back(line.get<std::string>());
+      }
+    }
+    r.failure = fail;
+    return r;
+  }
+  r.samples_ts = Numbers<double>(e, "samples_ts");
+  r.samples_ns = Numbers<int64_t>(e, "samples_ns");
+  if (auto t = e.find("tokens_per_second"); t != e.end() && t->is_object()) {
+    if (auto m = t->find("mean"); m != t->end() && m->is_number()) r.avg_ts = m->get<double>();
+    if (auto s = t->find("sd"); s != t->end() && s->is_number()) r.stddev_ts = s->get<double>();
+  }
+  if (r.samples_ts.empty() && !(r.avg_ts > 0)) {
+    return Error(ErrorKind::kFormat, "moetune result entry without tokens/s");
+  }
+  if (r.avg_ts <= 0 && !r.samples_ts.empty()) r.avg_ts = Summarize(r.samples_ts).mean;
+  if (auto rec = e.find("engine_record"); rec != e.end()) r.record = *rec;
+  return r;
+}
+
+}  // namespace moetune
