@@ -82,6 +82,7 @@ json AnalysisJson(const AnalysisReport& r) {
   for (const auto& d : a.depth_checks) {
     depth.push_back({{"n_cpu_moe", d.n_cpu_moe},
                      {"depth", d.depth},
+                     {"context", d.context},
                      {"prefill_ratio", d.ratio},
                      {"reference_ratio", d.reference_ratio},
                      {"collapsed", d.collapsed}});

@@ -265,9 +265,12 @@ Analysis Analyze(const std::vector<RunResult>& all, const AnalysisOptions& o) {
   }
   const RunResult* sample = nullptr;
   std::map<int, std::map<int, Cell>> by_depth;  // depth -> N -> results
+  std::map<int, int> test_tokens;               // depth -> tokens a test adds to it
   for (const RunResult* r : rs) {
     if (KeyOf(r->config) != *key) continue;
     sample = r;
+    int& tokens = test_tokens[r->config.n_depth];
+    tokens = std::max(tokens, r->config.n_prompt + r->config.n_gen);
     Cell& c = by_depth[r->config.n_depth][r->config.placement.n_cpu_moe];
     (IsPrefill(r->config) ? c.prefill : c.decode).push_back(r);
   }
@@ -326,8 +329,8 @@ Analysis Analyze(const std::vector<RunResult>& all, const AnalysisOptions& o) {
       if (it == base_by_n.end() || !p.prefill || !it->second->prefill ||
           it->second->prefill->mean <= 0)
         continue;
-      checks.push_back(
-          {p.n_cpu_moe, deep.depth, p.prefill->mean / it->second->prefill->mean, 0, false});
+      checks.push_back({p.n_cpu_moe, deep.depth, deep.depth + test_tokens[deep.depth],
+                        p.prefill->mean / it->second->prefill->mean, 0, false});
     }
     if (checks.empty()) continue;
     double ref = 0;
@@ -407,7 +410,7 @@ Analysis Analyze(const std::vector<RunResult>& all, const AnalysisOptions& o) {
                                    [&](const auto& h) { return h.first == edge; });
       bool deep_ok = false;
       for (const auto& c : a.depth_checks) {
-        if (c.n_cpu_moe == edge && !c.collapsed && o.target_ctx && c.depth >= *o.target_ctx)
+        if (c.n_cpu_moe == edge && !c.collapsed && o.target_ctx && c.context >= *o.target_ctx)
           deep_ok = true;
       }
       if (headroom != o.gpu_headroom.end() && headroom->second > 0 && deep_ok) {

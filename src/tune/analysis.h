@@ -46,6 +46,7 @@ struct Rejection {
 struct DepthCheck {
   int n_cpu_moe = 0;
   int depth = 0;
+  int context = 0;             // tokens in the context during the test (depth + test)
   double ratio = 0;            // prefill(depth) / prefill(0)
   double reference_ratio = 0;  // the healthiest N's ratio at this depth
   bool collapsed = false;

@@ -1,0 +1,182 @@
+#pragma once
+/// `moetune tune`: the method automated. Predict, measure, refine:
+///   1. placement: measure prefill and decode at depth 0 for a few N around the
+///      predicted VRAM boundary, then refine (extend toward the GPU while it
+///      pays, bisect cliffs, confirm the neighbours of the best) - not a grid;
+///   2. long-context validation of the best candidates at C/4 and C;
+///   3. threads (topology-derived candidates, repetitions until the intervals
+///      separate), micro-batch, flash attention, load mode, a quantized KV cache
+///      only when it buys a layer;
+///   4. llama.cpp's defaults measured in the same run, for the comparison.
+/// Every decision is recorded with its rule and evidence. Measurements go
+/// through the journal (resume without re-measuring) and the time budget.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "tune/analysis.h"
+#include "tune/journal.h"
+#include "tune/objective.h"
+
+namespace moetune {
+
+struct ThreadCandidate {
+  int threads = 0;
+  std::string why;  // "physical cores", "performance cores only", "all logical CPUs", ...
+};
+
+/// What tune may vary and what it knows before measuring (from the plan, the
+/// machine profile and the engine).
+struct TuneSpace {
+  std::string model;
+  int n_layer = 0;
+  bool moe = true;
+  /// False when the engine has no GPU device: placement does not change speed.
+  bool placement_matters = true;
+  /// The N used when placement does not matter (the plan's pick for the target GPU).
+  int fixed_n = 0;
+  /// The smallest N the memory plan says fits at the target context.
+  int predicted_boundary = 0;
+  /// Whether (N, micro-batch, KV type) fits the GPU at the target context, and
+  /// its headroom in bytes; empty functions mean "unknown" (treated as fits).
+  std::function<bool(int n, int ubatch, const std::string& kv_type)> fits;
+  std::function<int64_t(int n)> headroom;
+  std::vector<ThreadCandidate> threads;  // first = the starting value
+  std::vector<int> ubatches = {512, 1024, 2048};
+  bool try_flash_attn = true;
+  bool try_load_mode = true;
+  bool try_kv_quant = true;
+  /// llama.cpp's own choice for this machine and context (fit placement,
+  /// default threads and batch sizes), measured for the comparison.
+  std::optional<RunConfig> defaults;
+  std::string defaults_how;  // how the defaults were obtained
+  PlacementArgs base;        // -ngl and anything else held fixed
+};
+
+struct TuneOptions {
+  int64_t ctx = 4096;
+  Workload workload{"chat", 1024, 384};
+  double budget_seconds = 1200;
+  int n_prompt = 512;
+  int n_gen = 64;
+  int repetitions = 3;
+  int max_repetitions = 9;
+  int depth_repetitions = 2;
+};
+
+/// One decision, with the rule that made it and the measurements behind it.
+struct Decision {
+  std::string phase;   // "placement", "long context", "threads", "micro-batch", ...
+  std::string choice;  // "--n-cpu-moe 21", "-t 6", ...
+  std::string rule;
+  std::string evidence;
+};
+
+/// Where a tune stands, for a progress line with an ETA.
+struct TuneProgress {
+  std::string phase;
+  std::size_t measured = 0;  // configurations measured so far (this run)
+  std::size_t resumed = 0;   // taken from the journal
+  double elapsed_seconds = 0;
+  double budget_seconds = 0;
+  std::string current;
+};
+
+struct DefaultsComparison {
+  RunConfig defaults;
+  std::string how;
+  std::optional<double> tuned_seconds_depth0, default_seconds_depth0;
+  std::optional<double> tuned_seconds_ctx, default_seconds_ctx;  // at the target context
+  std::string note;
+};
+
+struct TuneResult {
+  RunConfig best;     // the pick (depth 0, prefill form; n_prompt/n_gen set)
+  Analysis analysis;  // the final reading of all placement measurements
+  std::vector<Decision> decisions;
+  std::vector<RunResult> measurements;  // everything used (resumed ones included)
+  std::optional<DefaultsComparison> versus_defaults;
+  std::size_t measured = 0, resumed = 0;
+  double seconds = 0;
+  bool budget_exhausted = false;
+  bool placement_tuned = true;
+  std::vector<std::string> notes;
+};
+
+class Tuner {
+ public:
+  using ProgressFn = std::function<void(const TuneProgress&)>;
+  Tuner(Engine& engine, TuneSpace space, TuneOptions options, Journal* journal = nullptr,
+        ProgressFn progress = {});
+
+  TuneResult Run();
+
+  /// Configurations measured so far in this run (not resumed ones).
+  std::size_t measured() const { return measured_; }
+
+ private:
+  struct Settings {
+    int n = 0;
+    int threads = 1;
+    int ubatch = 512;
+    int batch = 2048;
+    std::string flash_attn;
+    std::string kv_type = "f16";
+    std::string load_mode;
+  };
+
+  /// Pooled measurements of one settings at one depth, and its objective.
+  struct Scored {
+    std::optional<Summary> pp, tg;
+    std::optional<Estimate> objective;
+  };
+
+  RunConfig Make(const Settings& s, bool prefill, int depth) const;
+  Scored Score(const Settings& s, int depth) const;
+  /// Measures `candidates` (ordered by preference: ties go to the earliest) at
+  /// depth 0 and returns the index chosen; `cmp` gets +1 best, 0 tie, -1 worse,
+  /// -2 not measured.
+  size_t MeasureAndChoose(const std::vector<Settings>& candidates, const std::string& label,
+                          std::vector<Scored>* scored, std::vector<int>* cmp);
+  /// Measures prefill and decode for each settings at `depth` (journal first).
+  std::vector<RunResult> Measure(const std::vector<Settings>& settings, int depth, int reps,
+                                 const std::string& label);
+  /// Measures configurations, taking what the journal already has.
+  std::vector<RunResult> MeasureConfigs(const std::vector<RunConfig>& configs,
+                                        const std::string& label);
+  bool OutOfTime() const;
+  double Elapsed() const;
+  Analysis AnalyzeNow(const Settings& fixed, bool with_ctx) const;
+  std::vector<RunResult> PlacementResults(const Settings& fixed) const;
+  bool Fits(int n, int ubatch, const std::string& kv) const;
+
+  void SearchPlacement();
+  void ValidateLongContext();
+  void TuneThreads();
+  void TuneMicroBatch();
+  void TuneFlashAttention();
+  void TuneLoadMode();
+  void TryKvQuant();
+  void CompareWithDefaults();
+
+  Engine& engine_;
+  TuneSpace space_;
+  TuneOptions opt_;
+  Journal* journal_;
+  ProgressFn progress_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<RunResult> all_;
+  std::map<std::string, int> occurrences_;
+  std::size_t measured_ = 0, resumed_ = 0;
+  bool out_of_time_ = false;
+  std::string phase_;
+  Settings cur_;
+  TuneResult result_;
+};
+
+}  // namespace moetune

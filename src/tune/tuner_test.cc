@@ -1,0 +1,194 @@
+#include "tune/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "util/test_temp_dir.h"
+
+namespace moetune {
+namespace {
+
+// A GPU machine in a few lines: 40 layers; placements fit when N >= the
+// boundary, which grows with the micro-batch and the context; an overflowing
+// placement loses 80% of its prefill and 20% of its decode (silent spill).
+// Threads peak at 6. Deterministic noise of about 1%.
+class FakeGpuEngine : public Engine {
+ public:
+  int n_layer = 40;
+  int boundary0 = 18;  // at depth 0, micro-batch 512
+  double ctx_layers_per_32k = 2;
+  std::size_t runs = 0;
+
+  int Boundary(const RunConfig& c) const {
+    int b = boundary0 + static_cast<int>(std::lround(ctx_layers_per_32k *
+                                                     (c.n_depth + c.n_prompt + c.n_gen) / 32768.0));
+    for (int ub = c.placement.n_ubatch; ub > 512; ub /= 2) ++b;
+    if (c.placement.type_k == "q8_0") b -= 1;
+    if (c.placement.flash_attn == "off") b += 1;
+    return b;
+  }
+  double Speed(const RunConfig& c, bool prefill) const {
+    const int n = c.placement.n_cpu_moe;
+    const bool fits = n >= Boundary(c);
+    static const std::map<int, double> kThreads = {{2, 0.6},  {4, 0.9},   {6, 1.0},
+                                                   {8, 0.97}, {12, 0.92}, {16, 0.85}};
+    const double t = kThreads.count(c.threads) ? kThreads.at(c.threads) : 0.8;
+    double v;
+    if (prefill) {
+      v = (300 + 8.0 * (n_layer - n)) * t / (1 + c.n_depth / 20000.0);
+      v *= 1 + 0.25 * std::log2(std::min(c.placement.n_ubatch, std::max(c.n_prompt, 512)) / 512.0);
+      if (c.load_mode == "none") v *= 1.05;
+      if (!fits) v *= 0.2;
+    } else {
+      v = (20 + 0.4 * (n_layer - n)) * t / (1 + c.n_depth / 40000.0);
+      if (!fits) v *= 0.8;
+    }
+    if (c.placement.type_k == "q8_0") v *= 0.98;
+    return v;
+  }
+  BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& = {}) override {
+    BenchRun out;
+    for (const auto& c : configs) {
+      ++runs;
+      RunResult r;
+      r.config = c;
+      const double v = Speed(c, c.n_prompt > 0);
+      std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>{}(Journal::Key(c)) + runs));
+      std::normal_distribution<double> noise(0, 0.01);
+      for (int i = 0; i < std::max(1, c.repetitions); ++i) {
+        const double x = v * (1 + noise(rng));
+        r.samples_ts.push_back(x);
+        r.samples_ns.push_back(static_cast<int64_t>((c.n_prompt + c.n_gen) / x * 1e9));
+      }
+      r.avg_ts = v;
+      out.results.push_back(r);
+    }
+    return out;
+  }
+};
+
+TuneSpace Space(const FakeGpuEngine& e, int64_t ctx) {
+  TuneSpace s;
+  s.model = "m.gguf";
+  s.n_layer = e.n_layer;
+  // The plan's prediction: fits at the target context from N = boundary + ctx growth.
+  const int at_ctx =
+      e.boundary0 +
+      static_cast<int>(std::lround(e.ctx_layers_per_32k * static_cast<double>(ctx) / 32768.0));
+  s.predicted_boundary = at_ctx + 1;  // plans keep a margin, so they are a little conservative
+  s.fits = [at_ctx](int n, int ub, const std::string& kv) {
+    int b = at_ctx;
+    for (int u = ub; u > 512; u /= 2) ++b;
+    if (kv == "q8_0") b -= 1;
+    return n >= b;
+  };
+  s.headroom = [at_ctx](int n) { return (int64_t{n} - at_ctx + 1) * (int64_t{300} << 20); };
+  s.threads = {
+      {8, "physical cores"}, {6, "performance cores only"}, {16, "all logical CPUs"}, {4, "fewer"}};
+  s.defaults = RunConfig{};
+  s.defaults->model = "m.gguf";
+  s.defaults->placement.n_cpu_moe = e.n_layer;  // the fit gives up and keeps experts on the CPU
+  s.defaults->threads = 8;
+  s.defaults_how = "test";
+  return s;
+}
+
+TEST(TunerTest, FindsTheBoundaryValidatesDepthAndTunesThreads) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  Tuner t(engine, Space(engine, o.ctx), o);
+  const TuneResult r = t.Run();
+  // At depth 0 N=18 fits, but at 32K only N >= 20: validation rejects 18 and 19.
+  EXPECT_EQ(r.best.placement.n_cpu_moe, 20) << r.decisions.front().evidence;
+  EXPECT_EQ(r.best.threads, 6);
+  EXPECT_FALSE(r.budget_exhausted);
+  ASSERT_TRUE(r.versus_defaults);
+  ASSERT_TRUE(r.versus_defaults->tuned_seconds_ctx && r.versus_defaults->default_seconds_ctx);
+  EXPECT_LT(*r.versus_defaults->tuned_seconds_ctx, *r.versus_defaults->default_seconds_ctx);
+  // Far fewer runs than a grid over N x threads x micro-batch x depths.
+  const std::size_t grid = 41 * 5 * 3 * 3 * 2;
+  EXPECT_LT(engine.runs * 3, grid);
+  bool long_context = false;
+  for (const auto& d : r.decisions) long_context = long_context || d.phase == "long context";
+  EXPECT_TRUE(long_context);
+}
+
+TEST(TunerTest, ShortContextPicksTheEdgeOrOneSafer) {
+  FakeGpuEngine engine;
+  engine.ctx_layers_per_32k = 0;
+  TuneOptions o;
+  o.ctx = 4096;
+  TuneSpace s = Space(engine, o.ctx);
+  s.predicted_boundary = 25;  // a poor prediction: the search must walk down to 18
+  Tuner t(engine, s, o);
+  const TuneResult r = t.Run();
+  EXPECT_GE(r.best.placement.n_cpu_moe, 18);
+  EXPECT_LE(r.best.placement.n_cpu_moe, 19);
+}
+
+TEST(TunerTest, BudgetGivesTheBestSoFar) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  o.budget_seconds = 1;  // the fake's runs stand for more than this
+  Tuner t(engine, Space(engine, o.ctx), o);
+  const TuneResult r = t.Run();
+  EXPECT_TRUE(r.budget_exhausted);
+  EXPECT_FALSE(r.notes.empty());
+  EXPECT_GT(r.measured, 0u);
+}
+
+TEST(TunerTest, JournalResumesWithoutMeasuringAgain) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  const JournalIdentity id{"m", "fake", "machine"};
+  TuneOptions o;
+  o.ctx = 32768;
+  FakeGpuEngine first_engine;
+  TuneResult first;
+  {
+    auto j = Journal::Open(path, id);
+    ASSERT_TRUE(j.ok());
+    first = Tuner(first_engine, Space(first_engine, o.ctx), o, j->get()).Run();
+  }
+  FakeGpuEngine second_engine;
+  auto j = Journal::Open(path, id);
+  ASSERT_TRUE(j.ok());
+  const TuneResult second = Tuner(second_engine, Space(second_engine, o.ctx), o, j->get()).Run();
+  EXPECT_EQ(second_engine.runs, 0u);
+  EXPECT_EQ(second.measured, 0u);
+  EXPECT_EQ(second.resumed, first.measured);
+  EXPECT_EQ(second.best.placement.n_cpu_moe, first.best.placement.n_cpu_moe);
+  EXPECT_EQ(second.best.threads, first.best.threads);
+}
+
+TEST(TunerTest, NoGpuSkipsPlacementButTunesTheRest) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 8192;
+  TuneSpace s = Space(engine, o.ctx);
+  s.placement_matters = false;
+  s.fixed_n = 40;
+  s.fits = {};
+  s.headroom = {};
+  Tuner t(engine, s, o);
+  const TuneResult r = t.Run();
+  EXPECT_FALSE(r.placement_tuned);
+  EXPECT_EQ(r.best.placement.n_cpu_moe, 40);
+  EXPECT_EQ(r.best.threads, 6);
+  ASSERT_FALSE(r.decisions.empty());
+  EXPECT_NE(r.decisions.front().evidence.find("does not change speed"), std::string::npos);
+  for (const auto& m : r.measurements) {
+    if (m.config.placement.n_cpu_moe != 40) {
+      EXPECT_EQ(m.config.placement.n_cpu_moe, 40) << "placement was measured";
+      break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moetune
