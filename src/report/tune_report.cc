@@ -1,0 +1,168 @@
+#include "report/tune_report.h"
+
+#include <fmt/format.h>
+
+#include "engine/result_json.h"
+#include "plan/placement.h"
+#include "report/analysis_report.h"
+#include "util/table.h"
+#include "util/units.h"
+
+namespace moetune {
+namespace {
+
+using nlohmann::json;
+
+json OptSeconds(const std::optional<double>& s) { return s ? json(*s) : json(nullptr); }
+
+std::string Speedup(const std::optional<double>& tuned, const std::optional<double>& def) {
+  if (!tuned || !def || *tuned <= 0) return "not measured";
+  return fmt::format("{:.2f} s vs {:.2f} s with llama.cpp's defaults: {:.2f}x", *tuned, *def,
+                     *def / *tuned);
+}
+
+json DeviceJson(const DeviceBreakdown& d) {
+  json roles = json::object();
+  for (int r = 0; r < kTensorRoleCount; ++r) {
+    if (d.weights[static_cast<size_t>(r)] != 0)
+      roles[TensorRoleName(static_cast<TensorRole>(r))] = d.weights[static_cast<size_t>(r)];
+  }
+  return {{"weights", roles},           {"weights_bytes", d.weights_total()},
+          {"kv_bytes", d.kv},           {"state_bytes", d.state},
+          {"compute_bytes", d.compute}, {"total_bytes", d.total()}};
+}
+
+}  // namespace
+
+json TuneJson(const TuneReport& t) {
+  const TuneResult& r = t.result;
+  json decisions = json::array();
+  for (const auto& d : r.decisions) {
+    decisions.push_back(
+        {{"phase", d.phase}, {"choice", d.choice}, {"rule", d.rule}, {"evidence", d.evidence}});
+  }
+  json measurements = json::array();
+  for (const auto& m : r.measurements) measurements.push_back(RunResultToJson(m));
+  json versus = nullptr;
+  if (r.versus_defaults) {
+    const auto& v = *r.versus_defaults;
+    versus = {
+        {"how", v.how},
+        {"n_cpu_moe", v.defaults.placement.n_cpu_moe},
+        {"override_tensor", v.defaults.placement.override_tensor},
+        {"threads", v.defaults.threads},
+        {"n_ubatch", v.defaults.placement.n_ubatch},
+        {"n_batch", v.defaults.placement.n_batch},
+        {"seconds_per_request_depth0",
+         {{"tuned", OptSeconds(v.tuned_seconds_depth0)},
+          {"defaults", OptSeconds(v.default_seconds_depth0)}}},
+        {"seconds_per_request_at_ctx",
+         {{"tuned", OptSeconds(v.tuned_seconds_ctx)},
+          {"defaults", OptSeconds(v.default_seconds_ctx)}}},
+        {"speedup_depth0",
+         v.tuned_seconds_depth0 && v.default_seconds_depth0 && *v.tuned_seconds_depth0 > 0
+             ? json(*v.default_seconds_depth0 / *v.tuned_seconds_depth0)
+             : json(nullptr)},
+        {"speedup_at_ctx", v.tuned_seconds_ctx && v.default_seconds_ctx && *v.tuned_seconds_ctx > 0
+                               ? json(*v.default_seconds_ctx / *v.tuned_seconds_ctx)
+                               : json(nullptr)},
+        {"note", v.note}};
+  }
+  AnalysisReport ar;
+  ar.analysis = r.analysis;
+  ar.options.workload = t.workload;
+  ar.options.target_ctx = t.ctx;
+  ar.result_count = r.measurements.size();
+  const RunConfig& b = r.best;
+  json pick = {{"n_cpu_moe", b.placement.n_cpu_moe},
+               {"n_gpu_layers", b.placement.n_gpu_layers},
+               {"threads", b.threads},
+               {"n_ubatch", b.placement.n_ubatch},
+               {"n_batch", b.placement.n_batch},
+               {"flash_attn", b.placement.flash_attn},
+               {"type_k", b.placement.type_k},
+               {"type_v", b.placement.type_v},
+               {"load_mode", b.load_mode}};
+  json memory = nullptr;
+  if (t.memory) {
+    memory = {{"gpu", DeviceJson(t.memory->gpu)},
+              {"host", DeviceJson(t.memory->host)},
+              {"headroom_bytes", t.memory->headroom},
+              {"vram_budget_bytes", t.vram_budget}};
+  }
+  return {{"model", {{"path", t.model_path}, {"name", t.model_name}}},
+          {"ctx", t.ctx},
+          {"workload",
+           {{"name", t.workload.name},
+            {"prompt_tokens", t.workload.prompt_tokens},
+            {"answer_tokens", t.workload.answer_tokens}}},
+          {"engine", t.engine},
+          {"simulated", t.simulated},
+          {"machine", t.machine},
+          {"checks", t.checks},
+          {"command", t.server_argv},
+          {"pick", pick},
+          {"placement_tuned", r.placement_tuned},
+          {"memory", memory},
+          {"decisions", decisions},
+          {"versus_defaults", versus},
+          {"analysis", AnalysisJson(ar)},
+          {"measurements", measurements},
+          {"measured", r.measured},
+          {"resumed", r.resumed},
+          {"seconds", r.seconds},
+          {"budget_exhausted", r.budget_exhausted},
+          {"journal", t.journal},
+          {"reproduce", t.reproduce},
+          {"notes", r.notes}};
+}
+
+std::string TuneText(const TuneReport& t) {
+  const TuneResult& r = t.result;
+  std::string o;
+  o += fmt::format("moetune tune: {} at {} tokens of context, {} workload ({}:{}){}\n",
+                   t.model_name.empty() ? t.model_path : t.model_name, t.ctx, t.workload.name,
+                   t.workload.prompt_tokens, t.workload.answer_tokens,
+                   t.simulated ? "  [SIMULATED engine]" : "");
+  o += fmt::format("Engine: {}\nMachine: {}\n", t.engine, t.machine);
+  for (const auto& c : t.checks) o += "check: " + c + "\n";
+  o += "\nRun this:\n\n    " + ShellJoin(t.server_argv) + "\n\n";
+  if (r.versus_defaults) {
+    const auto& v = *r.versus_defaults;
+    o += fmt::format("Time to answer one request at the full context: {}\n",
+                     Speedup(v.tuned_seconds_ctx, v.default_seconds_ctx));
+    o += fmt::format("Time to answer one request on an empty context: {}\n",
+                     Speedup(v.tuned_seconds_depth0, v.default_seconds_depth0));
+    o += fmt::format("(llama.cpp's defaults: {}; {})\n", v.how,
+                     v.note.empty() ? "measured in the same run" : v.note);
+  }
+  if (t.memory) {
+    o += fmt::format("GPU memory of the pick at {} tokens: {} of {} (headroom {})\n", t.ctx,
+                     FormatBytes(Bytes(t.memory->gpu.total())), FormatBytes(Bytes(t.vram_budget)),
+                     FormatBytes(Bytes(t.memory->headroom)));
+  }
+  o += "\nDecisions:\n\n";
+  MarkdownTable dt({{"phase", MarkdownTable::Align::kLeft},
+                    {"choice", MarkdownTable::Align::kLeft},
+                    {"rule", MarkdownTable::Align::kLeft}});
+  for (const auto& d : r.decisions) dt.AddRow({d.phase, d.choice, d.rule});
+  o += dt.Render();
+  o += "\nEvidence:\n";
+  for (const auto& d : r.decisions) o += fmt::format("- {}: {}\n", d.phase, d.evidence);
+  AnalysisReport ar;
+  ar.analysis = r.analysis;
+  ar.options.workload = t.workload;
+  ar.options.target_ctx = t.ctx;
+  ar.result_count = r.measurements.size();
+  if (r.placement_tuned && !r.analysis.curves.empty()) {
+    o += "\nPlacement measurements (the curve and its reading):\n\n";
+    o += AnalysisText(ar);
+  }
+  o += fmt::format("\n{} configuration(s) measured in {:.0f} s{}{}\n", r.measured, r.seconds,
+                   r.resumed ? fmt::format(", {} taken from the journal", r.resumed) : "",
+                   t.journal.empty() ? "" : fmt::format(" (journal: {})", t.journal));
+  for (const auto& n : r.notes) o += "note: " + n + "\n";
+  return o;
+}
+
+}  // namespace moetune
