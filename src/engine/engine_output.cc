@@ -57,8 +57,14 @@ std::optional<Bytes> ParseMiB(std::string_view text) {
     if (!v) return std::nullopt;
     return Bytes(*v * kMiB);
   }
+  // Otherwise only "<digits>.<digits>" (no sign, no exponent).
+  const std::size_t dot = text.find('.');
+  if (dot == std::string_view::npos || !AllDigits(text.substr(0, dot)) ||
+      !AllDigits(text.substr(dot + 1))) {
+    return std::nullopt;
+  }
   const auto d = ParseDouble(text);
-  if (!d || *d < 0 || *d >= static_cast<double>(kMaxMiB)) return std::nullopt;
+  if (!d || *d >= static_cast<double>(kMaxMiB)) return std::nullopt;
   return Bytes(static_cast<int64_t>(*d * static_cast<double>(kMiB)));
 }
 
