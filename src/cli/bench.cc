@@ -12,6 +12,7 @@
 #include "engine/bench_report.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
+#include "engine/tensor_override.h"
 #include "util/subprocess.h"
 
 namespace moetune {
@@ -61,11 +62,19 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
   MOETUNE_ASSIGN_OR_RETURN(auto d, list(a.depth, "--depth"));
   MOETUNE_ASSIGN_OR_RETURN(auto p, list(a.n_prompt, "--n-prompt"));
   MOETUNE_ASSIGN_OR_RETURN(auto n, list(a.n_gen, "--n-gen"));
-  const auto fa = SplitList(a.flash_attn);
+  std::vector<std::string> fa;
+  for (const auto& v : SplitList(a.flash_attn)) {
+    auto normal = NormalizeFlashAttn(v);
+    if (!normal.ok()) return normal.take_error().Context("--flash-attn");
+    fa.push_back(std::move(normal).value());
+  }
   const auto ck = SplitList(a.type_k);
   const auto cv = SplitList(a.type_v);
   if (a.repetitions < 1)
     return Error(ErrorKind::kInvalidArgument, "--repetitions must be at least 1");
+  if (auto rules = ParseTensorOverrides(a.ot); !rules.ok()) {
+    return rules.take_error().Context("--override-tensor");
+  }
   std::vector<std::pair<int, int>> tests;
   for (int x : p) {
     if (x > 0) tests.push_back({x, 0});
@@ -77,7 +86,20 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
     return Error(ErrorKind::kInvalidArgument,
                  "nothing to measure: give --n-prompt and/or --n-gen values above 0");
   }
+  // The size of the product first: -t 1-10000 --ub 1-10000 is refused here,
+  // not after a hundred million configurations were built.
+  MOETUNE_ASSIGN_OR_RETURN(const uint64_t count, CheckSweepSize({{"--ngl", ngl.size()},
+                                                                 {"--ncmoe", ncmoe.size()},
+                                                                 {"--threads", t.size()},
+                                                                 {"--ubatch", ub.size()},
+                                                                 {"--batch", b.size()},
+                                                                 {"--depth", d.size()},
+                                                                 {"--cache-type-k", ck.size()},
+                                                                 {"--cache-type-v", cv.size()},
+                                                                 {"--flash-attn", fa.size()},
+                                                                 {"tests", tests.size()}}));
   std::vector<RunConfig> out;
+  out.reserve(static_cast<std::size_t>(count));
   // Placement outermost so that configurations sharing a model load are adjacent.
   for (int g : ngl) {
     for (int m : ncmoe) {
@@ -122,7 +144,11 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
 
 int Run(const BenchArgs& a) {
   auto configs = BuildConfigs(a);
-  if (!configs.ok()) return ReportError(configs.error());
+  if (!configs.ok()) {
+    // Every BuildConfigs error is about the command line.
+    ReportError(configs.error());
+    return kExitUsage;
+  }
   DiscoveryOptions dopt;
   dopt.llama_dir = a.llama_dir;
   auto info = DiscoverEngine(dopt);
@@ -193,13 +219,15 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--ncmoe,--n-cpu-moe", a->ncmoe,
                   "Layers whose experts stay on the CPU, list (default 0)");
   cmd->add_option("--ot,--override-tensor", a->ot,
-                  "Tensor override pattern=BUFT[,...] (one value)");
+                  "Tensor overrides pattern=BUFT[,...] for every configuration (commas inside "
+                  "a regex, as in {1,3}, belong to the pattern)");
   cmd->add_option("--ub,--ubatch", a->ubatch, "Micro-batch sizes, list (default 512)");
   cmd->add_option("-b,--batch", a->batch, "Batch sizes, list (default 2048)");
   cmd->add_option("-d,--depth", a->depth, "Context depths before the test, list (default 0)");
   cmd->add_option("-p,--n-prompt", a->n_prompt, "Prefill test sizes, list (default 512; 0 = none)");
   cmd->add_option("-n,--n-gen", a->n_gen, "Decode test sizes, list (default 128; 0 = none)");
-  cmd->add_option("--fa,--flash-attn", a->flash_attn, "on|off|auto, list (default: the engine's)");
+  cmd->add_option("--fa,--flash-attn", a->flash_attn,
+                  "on|off|auto (or 1|0|-1), list (default: the engine's)");
   cmd->add_option("--ctk,--cache-type-k", a->type_k, "K cache types, list (default f16)");
   cmd->add_option("--ctv,--cache-type-v", a->type_v, "V cache types, list (default f16)");
   cmd->add_option("--lm,--load-mode", a->load_mode, "Load mode (engines with -lm)");

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "util/output_file.h"
-#include "util/text.h"
+#include "util/utf8.h"
 
 namespace moetune {
 

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "engine/engine_info.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
 #include "util/units.h"
@@ -63,6 +64,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
     bool no_save = false;
     bool no_bandwidth = false;
     bool no_engine = false;
+    std::string llama_dir;
     std::string sysroot = "/";
     std::string nvml = "libnvidia-ml.so.1";
   };
@@ -80,7 +82,10 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
                   "$XDG_CONFIG_HOME/moetune/machine.json or ~/.config/moetune/machine.json)");
   cmd->add_flag("--no-save", o->no_save, "Do not save the machine profile");
   cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the RAM bandwidth measurement (~1-2 s)");
-  cmd->add_flag("--no-engine", o->no_engine, "Do not run llama-bench --list-devices");
+  cmd->add_flag("--no-engine", o->no_engine, "Do not look for or probe the llama.cpp engine");
+  cmd->add_option(
+      "--llama-dir", o->llama_dir,
+      "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, the default engine, PATH)");
   cmd->add_option("--sysroot", o->sysroot, "Read /sys and /proc under this folder (for tests)")
       ->group("");
   cmd->add_option("--nvml-library", o->nvml, "NVML library to load (for tests)")->group("");
@@ -96,9 +101,24 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
       d.root = SysRoot(o->sysroot);
       d.nvml_library = o->nvml;
       d.measure_bandwidth = !o->no_bandwidth;
-      d.probe_engine = !o->no_engine;
       d.env = CurrentEnvironment();
       if (!o->json) std::cerr << "moetune: examining this machine (about 2 s)...\n";
+      // The one engine discovery every command uses: a bad --llama-dir or
+      // MOETUNE_LLAMA_DIR is the same error here as in bench and engine (the
+      // report is still printed, with the reason as its first verdict).
+      std::optional<Error> engine_error;
+      if (!o->no_engine) {
+        DiscoveryOptions dopt;
+        dopt.llama_dir = o->llama_dir;
+        dopt.system_root = o->sysroot;
+        auto info = DiscoverEngine(dopt);
+        if (info.ok()) {
+          d.engine = EngineProbeFromInfo(*info);
+        } else {
+          engine_error = info.error();
+          d.engine = EngineProbeFromError(info.error());
+        }
+      }
       DoctorReport report = RunDoctor(d);
       if (ctx) {
         auto needs = ModelNeedsFor(o->model, *ctx);
@@ -120,6 +140,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
           std::cerr << fmt::format("moetune: machine profile saved to {}\n", path);
         }
       }
+      if (engine_error) return ReportError(*engine_error);
       return kExitOk;
     };
   });

@@ -7,7 +7,7 @@
 
 #include "cli/command.h"
 #include "util/subprocess.h"
-#include "util/text.h"
+#include "util/utf8.h"
 
 int main(int argc, char** argv) {
   try {

@@ -3,23 +3,59 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+
+#include "util/text.h"
 
 namespace moetune {
 namespace {
 
 using nlohmann::json;
 
-Result<int64_t> IntField(const json& j, const char* name, bool required, int64_t fallback = 0) {
+// An integer within [lo, hi] from a JSON number of any kind (llama-bench has
+// printed counts as integers, floats and booleans); out-of-range values are
+// errors, never wrapped or converted with undefined behaviour.
+Result<int64_t> ToInt(const json& v, const char* name, int64_t lo, int64_t hi) {
+  auto out_of_range = [&] {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("llama-bench field '{}' is out of range: {}", name,
+                             v.dump(-1, ' ', false, json::error_handler_t::replace)));
+  };
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) return out_of_range();
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const auto i = v.get<int64_t>();
+    if (i < lo || i > hi) return out_of_range();
+    return i;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      return out_of_range();
+    }
+    return static_cast<int64_t>(std::llround(d));
+  }
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  return Error(ErrorKind::kFormat,
+               fmt::format("llama-bench field '{}' is not a number: {}", name,
+                           Truncate(v.dump(-1, ' ', false, json::error_handler_t::replace), 200)));
+}
+
+constexpr int64_t kIntMin = std::numeric_limits<int>::min();
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+// Large enough for every int64 whose double is still below 2^63.
+constexpr int64_t kDoubleSafeMax = int64_t{1} << 62;
+
+Result<int64_t> IntField(const json& j, const char* name, bool required, int64_t lo, int64_t hi) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) {
-    if (!required) return fallback;
+    if (!required) return 0;
     return Error(ErrorKind::kFormat, fmt::format("llama-bench result has no '{}' field", name));
   }
-  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<int64_t>();
-  if (it->is_number_float()) return static_cast<int64_t>(std::llround(it->get<double>()));
-  if (it->is_boolean()) return it->get<bool>() ? 1 : 0;
-  return Error(ErrorKind::kFormat,
-               fmt::format("llama-bench field '{}' is not a number: {}", name, it->dump()));
+  return ToInt(*it, name, lo, hi);
 }
 
 Result<double> DoubleField(const json& j, const char* name, bool required) {
@@ -28,9 +64,11 @@ Result<double> DoubleField(const json& j, const char* name, bool required) {
     if (!required) return 0.0;
     return Error(ErrorKind::kFormat, fmt::format("llama-bench result has no '{}' field", name));
   }
-  if (!it->is_number()) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("llama-bench field '{}' is not a number: {}", name, it->dump()));
+  if (!it->is_number() || !std::isfinite(it->get<double>())) {
+    return Error(
+        ErrorKind::kFormat,
+        fmt::format("llama-bench field '{}' is not a finite number: {}", name,
+                    Truncate(it->dump(-1, ' ', false, json::error_handler_t::replace), 200)));
   }
   return it->get<double>();
 }
@@ -59,21 +97,21 @@ std::string FlashAttn(const json& j) {
 Result<BenchRecord> ParseBenchRecord(std::string_view line) {
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return Error(ErrorKind::kFormat, fmt::format("not a JSON object: '{}'", line.substr(0, 200)));
+    return Error(ErrorKind::kFormat, fmt::format("not a JSON object: '{}'", Truncate(line, 200)));
   }
   BenchRecord r;
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_prompt, IntField(j, "n_prompt", true));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_gen, IntField(j, "n_gen", true));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_depth, IntField(j, "n_depth", false));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_threads, IntField(j, "n_threads", false));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_batch, IntField(j, "n_batch", false));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_ubatch, IntField(j, "n_ubatch", false));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t ngl, IntField(j, "n_gpu_layers", false));
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t ncmoe, IntField(j, "n_cpu_moe", false));
-  MOETUNE_ASSIGN_OR_RETURN(r.model_size, IntField(j, "model_size", false));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_prompt, IntField(j, "n_prompt", true, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_gen, IntField(j, "n_gen", true, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_depth, IntField(j, "n_depth", false, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_threads, IntField(j, "n_threads", false, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_batch, IntField(j, "n_batch", false, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t n_ubatch, IntField(j, "n_ubatch", false, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t ngl, IntField(j, "n_gpu_layers", false, kIntMin, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t ncmoe, IntField(j, "n_cpu_moe", false, 0, kIntMax));
+  MOETUNE_ASSIGN_OR_RETURN(r.model_size, IntField(j, "model_size", false, 0, kDoubleSafeMax));
   MOETUNE_ASSIGN_OR_RETURN(r.avg_ts, DoubleField(j, "avg_ts", true));
   MOETUNE_ASSIGN_OR_RETURN(r.stddev_ts, DoubleField(j, "stddev_ts", false));
-  MOETUNE_ASSIGN_OR_RETURN(r.avg_ns, IntField(j, "avg_ns", false));
+  MOETUNE_ASSIGN_OR_RETURN(r.avg_ns, IntField(j, "avg_ns", false, 0, kDoubleSafeMax));
   r.n_prompt = static_cast<int>(n_prompt);
   r.n_gen = static_cast<int>(n_gen);
   r.n_depth = static_cast<int>(n_depth);
@@ -89,17 +127,16 @@ Result<BenchRecord> ParseBenchRecord(std::string_view line) {
   r.model_type = StringField(j, "model_type");
   if (auto it = j.find("samples_ts"); it != j.end() && it->is_array()) {
     for (const auto& v : *it) {
-      if (!v.is_number())
-        return Error(ErrorKind::kFormat, "llama-bench field 'samples_ts' holds a non-number");
+      if (!v.is_number() || !std::isfinite(v.get<double>()))
+        return Error(ErrorKind::kFormat,
+                     "llama-bench field 'samples_ts' holds something other than a finite number");
       r.samples_ts.push_back(v.get<double>());
     }
   }
   if (auto it = j.find("samples_ns"); it != j.end() && it->is_array()) {
     for (const auto& v : *it) {
-      if (!v.is_number())
-        return Error(ErrorKind::kFormat, "llama-bench field 'samples_ns' holds a non-number");
-      r.samples_ns.push_back(v.is_number_float() ? static_cast<int64_t>(v.get<double>())
-                                                 : v.get<int64_t>());
+      MOETUNE_ASSIGN_OR_RETURN(const int64_t ns, ToInt(v, "samples_ns", 0, kDoubleSafeMax));
+      r.samples_ns.push_back(ns);
     }
   }
   // Older versions print only the mean: one pseudo-sample keeps the

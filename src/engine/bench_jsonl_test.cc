@@ -64,5 +64,32 @@ TEST(BenchJsonlTest, JsonlSkipsNonObjectsAndReportsBadLines) {
   EXPECT_NE(bad[0].find("n_gen"), std::string::npos);
 }
 
+TEST(BenchJsonlTest, OutOfRangeNumbersAreErrorsNotWrapped) {
+  // 2^32 + 16 tokens would wrap to 16 in an int; 1e300 ns has no int64.
+  auto r = ParseBenchRecord(R"({"n_prompt": 0, "n_gen": 4294967312, "avg_ts": 1})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("n_gen"), std::string::npos);
+  EXPECT_NE(r.error().message().find("out of range"), std::string::npos);
+  r = ParseBenchRecord(R"({"n_prompt": 0, "n_gen": 16, "avg_ts": 1, "samples_ns": [1e300]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("samples_ns"), std::string::npos);
+  r = ParseBenchRecord(R"({"n_prompt": 0, "n_gen": 16, "avg_ts": 1e999})");
+  EXPECT_FALSE(r.ok());
+  r = ParseBenchRecord(R"({"n_prompt": -5, "n_gen": 16, "avg_ts": 1})");
+  EXPECT_FALSE(r.ok());
+  r = ParseBenchRecord(
+      R"({"n_prompt": 0, "n_gen": 16, "avg_ts": 1, "n_gpu_layers": -1, "flash_attn": -1})");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->n_gpu_layers, -1);
+  EXPECT_EQ(r->flash_attn, "auto");
+}
+
+TEST(BenchJsonlTest, DeepNestingAndHugeLinesFailCleanly) {
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::vector<std::string> bad;
+  EXPECT_TRUE(ParseBenchJsonl(deep + "\n" + std::string(3 << 20, '{'), &bad).empty());
+  EXPECT_EQ(bad.size(), 2u);
+}
+
 }  // namespace
 }  // namespace moetune

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "engine/result_json.h"
 #include "util/table.h"
 #include "util/units.h"
 
@@ -71,50 +72,11 @@ std::string FormatBenchMarkdown(const BenchRun& run) {
   return out;
 }
 
-nlohmann::json FailureToJson(const EngineFailure& failure) {
-  return {{"kind", FailureKindName(failure.kind)},
-          {"message", failure.message},
-          {"exit", failure.exit},
-          {"stderr_tail", failure.stderr_tail}};
-}
-
 nlohmann::json BenchRunToJson(const BenchRun& run, const EngineInfo& engine, double wall_seconds) {
   using nlohmann::json;
   json results = json::array();
   for (const auto& r : run.results) {
-    const auto& c = r.config;
-    json j = {{"test", c.test_name()},
-              {"model", c.model},
-              {"n_prompt", c.n_prompt},
-              {"n_gen", c.n_gen},
-              {"n_depth", c.n_depth},
-              {"threads", c.threads},
-              {"n_gpu_layers", c.placement.n_gpu_layers},
-              {"n_cpu_moe", c.placement.n_cpu_moe},
-              {"override_tensor", c.placement.override_tensor},
-              {"n_ubatch", c.placement.n_ubatch},
-              {"n_batch", c.placement.n_batch},
-              {"type_k", c.placement.type_k},
-              {"type_v", c.placement.type_v},
-              {"flash_attn", c.placement.flash_attn},
-              {"load_mode", c.load_mode},
-              {"repetitions", c.repetitions},
-              {"ok", r.ok()},
-              {"invocation", r.invocation}};
-    if (r.ok()) {
-      const Summary s = ResultSummary(r);
-      j["tokens_per_second"] = {
-          {"mean", s.mean},        {"sd", s.stddev ? json(*s.stddev) : json(nullptr)},
-          {"median", s.median},    {"min", s.min},
-          {"max", s.max},          {"n", s.n},
-          {"outliers", s.outliers}};
-      j["samples_ts"] = r.samples_ts;
-      j["samples_ns"] = r.samples_ns;
-      j["engine_record"] = r.record;
-    } else {
-      j["failure"] = FailureToJson(*r.failure);
-    }
-    results.push_back(std::move(j));
+    results.push_back(RunResultToJson(r));
   }
   json invocations = json::array();
   for (const auto& inv : run.invocations) {

@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_info.h"
+#include "engine/result_json.h"
 #include "stats/summary.h"
 
 namespace moetune {
@@ -20,9 +21,6 @@ std::string FormatBenchMarkdown(const BenchRun& run);
 
 /// The JSON document for `moetune bench --json`.
 nlohmann::json BenchRunToJson(const BenchRun& run, const EngineInfo& engine, double wall_seconds);
-
-/// JSON of one failure: {"kind", "message", "exit", "stderr_tail"}.
-nlohmann::json FailureToJson(const EngineFailure& failure);
 
 /// "[ 3/12]  25%  pp64 t=2 ...  elapsed 4 s, ETA 12 s" (no newline).
 std::string FormatProgressLine(const BenchProgress& progress);

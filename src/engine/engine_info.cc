@@ -2,20 +2,23 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
-#include <regex>
-#include <sstream>
 
+#include "engine/engine_output.h"
+#include "util/read_file.h"
 #include "util/subprocess.h"
+#include "util/text.h"
 
 namespace moetune {
 namespace fs = std::filesystem;
@@ -37,25 +40,6 @@ std::optional<std::string> ToolDirIn(const fs::path& dir) {
   return std::nullopt;
 }
 
-std::vector<std::string> Lines(std::string_view text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    out.emplace_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
-
-std::string Trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
-}
-
 // Runs one probe of the engine; stdout and stderr together (versions differ
 // in which stream they use for --version and --list-devices).
 Result<std::string> Probe(const std::string& tool, const std::vector<std::string>& args) {
@@ -63,11 +47,16 @@ Result<std::string> Probe(const std::string& tool, const std::vector<std::string
   o.spawn.argv = {tool};
   o.spawn.argv.insert(o.spawn.argv.end(), args.begin(), args.end());
   o.timeout = std::chrono::milliseconds(60000);
+  // --help is ~10 KiB; 4 MiB bounds an engine that prints without end.
+  constexpr std::size_t kMaxProbeBytes = std::size_t{4} << 20;
   std::string all;
   o.capture_stdout = false;
   o.stderr_tail_lines = 0;
-  o.on_stdout_line = [&](std::string_view l) { all.append(l).push_back('\n'); };
-  o.on_stderr_line = [&](std::string_view l) { all.append(l).push_back('\n'); };
+  auto add = [&](std::string_view l) {
+    if (all.size() + l.size() < kMaxProbeBytes) all.append(l).push_back('\n');
+  };
+  o.on_stdout_line = add;
+  o.on_stderr_line = add;
   MOETUNE_ASSIGN_OR_RETURN(RunOutput out, RunProcess(o));
   if (out.timed_out) {
     return Error(ErrorKind::kEngine,
@@ -83,32 +72,34 @@ Result<std::string> Probe(const std::string& tool, const std::vector<std::string
 }
 
 // Cache of the static probes, in $XDG_CACHE_HOME/moetune or ~/.cache/moetune.
-std::string ProbeCacheFile(const std::string& bench) {
-  std::error_code ec;
-  const auto size = fs::file_size(bench, ec);
-  if (ec) return "";
-  const auto mtime = fs::last_write_time(bench, ec).time_since_epoch().count();
-  if (ec) return "";
-  fs::path base;
+std::string ProbeCacheDir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
-    base = x;
-  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    base = fs::path(h) / ".cache";
-  } else {
-    return "";
+    return (fs::path(x) / "moetune").string();
   }
-  const std::size_t key = std::hash<std::string>{}(fmt::format("{}|{}|{}", bench, size, mtime));
-  return (base / "moetune" / fmt::format("engine-{:016x}.json", key)).string();
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return (fs::path(h) / ".cache" / "moetune").string();
+  }
+  return "";
 }
 
-bool ReadProbeCache(const std::string& file, Result<std::string>* version,
-                    Result<std::string>* help) {
+std::string ProbeCacheFile(const std::string& key) {
+  const std::string dir = ProbeCacheDir();
+  if (dir.empty() || key.empty()) return "";
+  return (fs::path(dir) / fmt::format("engine-{:016x}.json", std::hash<std::string>{}(key)))
+      .string();
+}
+
+bool ReadProbeCache(const std::string& file, const std::string& key, std::string* version,
+                    std::string* help) {
   if (file.empty()) return false;
-  std::ifstream f(file);
-  if (!f) return false;
-  const auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.contains("version") || !j.contains("help") ||
-      !j["version"].is_string() || !j["help"].is_string()) {
+  constexpr std::size_t kMaxCacheBytes = std::size_t{4} << 20;
+  auto text = ReadRegularFile(file, kMaxCacheBytes);
+  if (!text.ok()) return false;
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  // The key inside guards against a hash collision between two engines.
+  if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j.contains("version") ||
+      !j.contains("help") || !j["key"].is_string() || !j["version"].is_string() ||
+      !j["help"].is_string() || j["key"].get<std::string>() != key) {
     return false;
   }
   *version = j["version"].get<std::string>();
@@ -116,18 +107,30 @@ bool ReadProbeCache(const std::string& file, Result<std::string>* version,
   return true;
 }
 
-void WriteProbeCache(const std::string& file, const std::string& version, const std::string& help) {
+// Best effort: a cache that cannot be written only costs two engine starts
+// next time. Written to a private temporary file (mkstemp) and renamed into
+// place, and the temporary file is removed on every failure.
+void WriteProbeCache(const std::string& file, const std::string& key, const std::string& version,
+                     const std::string& help) {
   if (file.empty()) return;
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
-  const std::string tmp = fmt::format("{}.tmp.{}", file, ::getpid());
-  {
-    std::ofstream f(tmp);
-    f << nlohmann::json{{"version", version}, {"help", help}}.dump();
-    if (!f) return;
+  // Engine output need not be UTF-8: invalid bytes become U+FFFD in the cache
+  // rather than an exception (the cache feeds only the parsers, which ignore them).
+  const std::string text = nlohmann::json{{"key", key}, {"version", version}, {"help", help}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string tmp = (fs::path(file).parent_path() / "engine-XXXXXX.tmp").string();
+  const int fd = ::mkstemps(tmp.data(), 4);
+  if (fd < 0) return;
+  bool ok = true;
+  for (std::size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<std::size_t>(n);
   }
-  fs::rename(tmp, file, ec);  // best effort: a cache that cannot be written is only slower
-  if (ec) fs::remove(tmp, ec);
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) ::unlink(tmp.c_str());
 }
 
 }  // namespace
@@ -156,98 +159,6 @@ std::string DefaultEngineDir() {
     }
   }
   return (fs::path(MOETUNE_SOURCE_DIR) / ".engine" / "bin").string();
-}
-
-void ParseVersionOutput(std::string_view text, EngineInfo* info) {
-  static const std::regex kVersion(R"(^version:\s*(\S+)\s*\((.*)\)\s*$)");
-  static const std::regex kBuild(R"(build\s+(\d+))");
-  static const std::regex kCommit(R"(commit\s+([^,\s)]+))");
-  for (const auto& raw : Lines(text)) {
-    const std::string line = Trim(raw);
-    std::smatch m;
-    if (std::regex_match(line, m, kVersion)) {
-      info->version_line = line;
-      const std::string first = m[1];
-      const std::string paren = m[2];
-      std::smatch b;
-      if (std::regex_search(paren, b, kBuild)) {
-        info->version = first;
-        info->build_number = std::stoll(b[1]);
-        std::smatch c;
-        if (std::regex_search(paren, c, kCommit)) info->commit = c[1];
-      } else {
-        // Upstream builds print "version: <build number> (<commit>)".
-        if (!first.empty() && first.find_first_not_of("0123456789") == std::string::npos) {
-          info->build_number = std::stoll(first);
-        } else {
-          info->version = first;
-        }
-        info->commit = Trim(paren);
-      }
-    } else if (line.rfind("built with ", 0) == 0) {
-      info->built_with = line.substr(11);
-    }
-  }
-}
-
-std::vector<EngineDevice> ParseListDevices(std::string_view text) {
-  // "  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23000 MiB free)"
-  static const std::regex kDevice(
-      R"(^\s+([A-Za-z][\w-]*\d*):\s*(.*?)\s*\((\d+)\s*MiB,\s*(\d+)\s*MiB free\)\s*$)");
-  static const std::regex kBare(R"(^\s+([A-Za-z][\w-]*\d+):\s*(.*?)\s*$)");
-  std::vector<EngineDevice> out;
-  bool in_list = false;
-  for (const auto& line : Lines(text)) {
-    if (line.find("Available devices") != std::string::npos) {
-      in_list = true;
-      continue;
-    }
-    if (!in_list) continue;
-    std::smatch m;
-    if (std::regex_match(line, m, kDevice)) {
-      out.push_back({m[1], m[2], Bytes::MiB(std::stod(m[3])), Bytes::MiB(std::stod(m[4]))});
-    } else if (std::regex_match(line, m, kBare)) {
-      out.push_back({m[1], m[2], std::nullopt, std::nullopt});
-    } else if (!line.empty() && line[0] != ' ') {
-      in_list = false;
-    }
-  }
-  return out;
-}
-
-std::set<std::string> ParseHelpFlags(std::string_view text) {
-  std::set<std::string> flags;
-  for (const auto& raw : Lines(text)) {
-    const std::string line = Trim(raw);
-    if (line.size() < 2 || line[0] != '-') continue;
-    // "-ncmoe, --n-cpu-moe <n>   (default: 0)": flags until the first token
-    // that is not one.
-    std::istringstream words(line);
-    std::string w;
-    while (words >> w) {
-      if (!w.empty() && w.back() == ',') w.pop_back();
-      if (w.size() < 2 || w[0] != '-' ||
-          !(std::isalpha(static_cast<unsigned char>(w[1])) || w[1] == '-'))
-        break;
-      flags.insert(w);
-    }
-  }
-  return flags;
-}
-
-std::vector<std::string> ParseLoadedBackends(std::string_view text) {
-  static const std::regex kLoaded(R"(load_backend: loaded (\S+) backend)");
-  std::vector<std::string> out;
-  for (const auto& line : Lines(text)) {
-    std::smatch m;
-    if (std::regex_search(line, m, kLoaded)) {
-      const std::string b = m[1];
-      bool seen = false;
-      for (const auto& x : out) seen = seen || x == b;
-      if (!seen) out.push_back(b);
-    }
-  }
-  return out;
 }
 
 bool NvidiaGpuPresent(const std::string& system_root) {
@@ -354,19 +265,27 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
 
   const std::string bench = info.ToolPath(kBench);
   // --version and --help depend only on the binary: they are cached per
-  // (path, size, mtime) so that every command does not pay two engine starts
-  // (part of moetune's overhead over llama-bench). --list-devices (free
-  // memory changes) always runs, concurrently with the uncached probes.
+  // binary identity (ProbeCacheKey) so that every command does not pay two
+  // engine starts (part of moetune's overhead over llama-bench). Only a probe
+  // that worked is cached: a broken engine is asked again next time, so
+  // "version unknown" does not outlive the fix. --list-devices (free memory
+  // changes) always runs, concurrently with the uncached probes.
   auto devices_f = std::async(std::launch::async, [&] { return Probe(bench, {"--list-devices"}); });
-  const std::string cache_file = ProbeCacheFile(bench);
+  const std::string key = ProbeCacheKey(bench);
+  const std::string cache_file = ProbeCacheFile(key);
   Result<std::string> version = Error(ErrorKind::kInternal, "unset");
   Result<std::string> help = Error(ErrorKind::kInternal, "unset");
-  if (!ReadProbeCache(cache_file, &version, &help)) {
+  std::string cached_version;
+  std::string cached_help;
+  const bool cached = ReadProbeCache(cache_file, key, &cached_version, &cached_help);
+  if (cached) {
+    version = std::move(cached_version);
+    help = std::move(cached_help);
+  } else {
     auto version_f = std::async(std::launch::async, [&] { return Probe(bench, {"--version"}); });
     // --help exits non-zero in some versions; its text is all that matters.
     help = Probe(bench, {"--help"});
     version = version_f.get();
-    if (version.ok() && help.ok()) WriteProbeCache(cache_file, *version, *help);
   }
   auto devices = devices_f.get();
   if (!version.ok()) return version.take_error();
@@ -376,6 +295,9 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
   info.backends = ParseLoadedBackends(*version);
   info.devices = ParseListDevices(*devices);
   info.bench_flags = ParseHelpFlags(*help);
+  if (!cached && !info.version_line.empty() && !info.bench_flags.empty()) {
+    WriteProbeCache(cache_file, key, *version, *help);
+  }
   if (info.version_line.empty()) {
     info.warnings.push_back(
         fmt::format("{} --version printed no version line; the engine may be very old", bench));
@@ -416,6 +338,46 @@ std::string FormatEngineInfo(const EngineInfo& info) {
   s += fmt::format("llama-bench flags: {}\n", fmt::join(flags, ", "));
   for (const auto& w : info.warnings) s += fmt::format("WARNING: {}\n", w);
   return s;
+}
+
+std::string ProbeCacheKey(const std::string& path) {
+  std::error_code ec;
+  const fs::path canonical = fs::canonical(path, ec);
+  if (ec) return "";
+  struct stat st {};
+  if (::stat(canonical.c_str(), &st) != 0) return "";
+  // The change time moves with every rewrite or chmod even when a build tool
+  // restores the modification time; the inode changes when a file is replaced.
+  return fmt::format("{}|{}|{}.{}|{}.{}|{}:{}", canonical.string(), st.st_size, st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_dev,
+                     st.st_ino);
+}
+
+EngineProbe EngineProbeFromInfo(const EngineInfo& info) {
+  EngineProbe probe;
+  probe.llama_bench = info.ToolPath("llama-bench");
+  probe.ran = true;
+  for (const auto& d : info.devices) {
+    std::string line = fmt::format("{}: {}", d.name, d.description);
+    if (d.total && d.free) {
+      line += fmt::format(" ({} MiB, {} MiB free)", d.total->count() >> 20, d.free->count() >> 20);
+    }
+    probe.devices.push_back(std::move(line));
+    // Device names are the backend's: CUDA0, Vulkan0, ROCm0 (HIP builds).
+    if (d.name.starts_with("CUDA")) probe.has_cuda = true;
+    if (d.name.starts_with("Vulkan")) probe.has_vulkan = true;
+    if (d.name.starts_with("ROCm") || d.name.starts_with("HIP")) probe.has_rocm = true;
+  }
+  probe.has_cuda = probe.has_cuda || info.HasBackend("CUDA");
+  probe.has_vulkan = probe.has_vulkan || info.HasBackend("Vulkan");
+  probe.has_rocm = probe.has_rocm || info.HasBackend("ROCm") || info.HasBackend("HIP");
+  return probe;
+}
+
+EngineProbe EngineProbeFromError(const Error& error) {
+  EngineProbe probe;
+  probe.note = error.message();
+  return probe;
 }
 
 }  // namespace moetune

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hw/engine_traps.h"
 #include "util/result.h"
 #include "util/units.h"
 
@@ -69,18 +70,6 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options = {});
 /// The folder of the default engine (<repo>/.engine/bin), whether or not it exists.
 std::string DefaultEngineDir();
 
-// Parsers of the engine's own output, exposed for tests.
-
-/// Parses "version: 0.7.0 (build 11669, commit Debian)" / "version: 6500 (abc123)"
-/// and "built with ..." lines into `info`.
-void ParseVersionOutput(std::string_view text, EngineInfo* info);
-/// Parses the "Available devices:" list.
-std::vector<EngineDevice> ParseListDevices(std::string_view text);
-/// Every flag mentioned at the start of a --help option line.
-std::set<std::string> ParseHelpFlags(std::string_view text);
-/// Backend names from "load_backend: loaded CPU backend from ..." lines.
-std::vector<std::string> ParseLoadedBackends(std::string_view text);
-
 /// True when the machine has an NVIDIA GPU (driver in /proc, or a PCI display
 /// device with vendor 0x10de in /sys).
 bool NvidiaGpuPresent(const std::string& system_root = "/");
@@ -91,5 +80,16 @@ std::vector<std::string> EngineWarnings(const EngineInfo& info, bool nvidia_gpu_
 
 /// Human-readable report of `info` (for `moetune engine`).
 std::string FormatEngineInfo(const EngineInfo& info);
+
+/// What doctor's engine checks need, from a discovery (the one engine
+/// discovery every command uses) or from its error.
+EngineProbe EngineProbeFromInfo(const EngineInfo& info);
+EngineProbe EngineProbeFromError(const Error& error);
+
+/// The key under which the static probes (--version, --help) of the
+/// llama-bench at `path` are cached: its canonical path and the identity of
+/// the file (size, modification and change times, inode). Empty when the file
+/// cannot be examined (then nothing is cached).
+std::string ProbeCacheKey(const std::string& path);
 
 }  // namespace moetune

@@ -10,67 +10,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(EngineInfoTest, ParsesDebianVersionLine) {
-  EngineInfo info;
-  ParseVersionOutput(
-      "ggml_backend_load_best: failed to enumerate /usr/lib/x86_64-linux-gnu/ggml/backends0: No "
-      "such file\n"
-      "load_backend: loaded CPU backend from /x/libggml-cpu-sapphirerapids.so\n"
-      "version: 0.7.0 (build 11669, commit Debian)\nbuilt with GNU 16.2.0 for Linux x86_64\n",
-      &info);
-  EXPECT_EQ(info.version, "0.7.0");
-  EXPECT_EQ(info.build_number, 11669);
-  EXPECT_EQ(info.commit, "Debian");
-  EXPECT_EQ(info.built_with, "GNU 16.2.0 for Linux x86_64");
-}
-
-TEST(EngineInfoTest, ParsesUpstreamVersionLine) {
-  EngineInfo info;
-  ParseVersionOutput("version: 6540 (4f1d2a3b)\nbuilt with cc (GCC) 13.2 for x86_64-linux-gnu\n",
-                     &info);
-  EXPECT_EQ(info.build_number, 6540);
-  EXPECT_EQ(info.commit, "4f1d2a3b");
-  EXPECT_TRUE(info.version.empty());
-}
-
-TEST(EngineInfoTest, ParsesDeviceList) {
-  const auto none = ParseListDevices("Available devices:\n  (none)\n");
-  EXPECT_TRUE(none.empty());
-  const auto devs = ParseListDevices(
-      "Available devices:\n  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23000 MiB free)\n"
-      "  Vulkan0: AMD Radeon (RADV NAVI31) (16368 MiB, 16000 MiB free)\n");
-  ASSERT_EQ(devs.size(), 2u);
-  EXPECT_EQ(devs[0].name, "CUDA0");
-  EXPECT_EQ(devs[0].description, "NVIDIA GeForce RTX 4090");
-  EXPECT_EQ(devs[0].total->count(), Bytes::MiB(24080).count());
-  EXPECT_EQ(devs[0].free->count(), Bytes::MiB(23000).count());
-  EXPECT_EQ(devs[1].description, "AMD Radeon (RADV NAVI31)");
-}
-
-TEST(EngineInfoTest, ParsesHelpFlags) {
-  const auto flags = ParseHelpFlags(
-      "usage: llama-bench [options]\n\noptions:\n  -h, --help\n"
-      "  --progress                                  print test progress indicators\n"
-      "  -ncmoe, --n-cpu-moe <n>                           (default: 0)\n"
-      "  -ot --override-tensor <tensor name pattern>=<buffer type>;...\n"
-      "  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)\n"
-      "  -d, --n-depth <n>                                 (default: 0)\n");
-  for (const char* f : {"-h", "--help", "--progress", "-ncmoe", "--n-cpu-moe", "-ot",
-                        "--override-tensor", "-lm", "-d", "--n-depth"}) {
-    EXPECT_TRUE(flags.count(f)) << f;
-  }
-  EXPECT_FALSE(flags.count("<n>"));
-  EXPECT_FALSE(flags.count("-fitt"));
-}
-
-TEST(EngineInfoTest, ParsesLoadedBackends) {
-  const auto b = ParseLoadedBackends(
-      "load_backend: loaded RPC backend from /x/libggml-rpc.so\n"
-      "load_backend: loaded CPU backend from /x/libggml-cpu-haswell.so\n"
-      "load_backend: loaded CPU backend from /x/libggml-cpu-haswell.so\n");
-  EXPECT_EQ(b, (std::vector<std::string>{"RPC", "CPU"}));
-}
-
 class FakeRoot : public ::testing::Test {
  protected:
   void SetUp() override {

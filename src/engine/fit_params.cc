@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <regex>
 
+#include "engine/engine_output.h"
+#include "engine/tensor_override.h"
 #include "util/subprocess.h"
+#include "util/text.h"
 
 namespace moetune {
 
@@ -17,21 +19,22 @@ const FitParamsDevice* FitParamsReport::Find(std::string_view name) const {
 }
 
 Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text) {
-  // "Host 13 32 12" / "CUDA0 20480 1024 512": name then three MiB numbers
-  // (integers in current versions; decimals accepted).
-  static const std::regex kLine(
-      R"(^\s*(\S+)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s*$)");
+  // "Host 13 32 12" / "CUDA0 20480 1024 512": a name then three MiB numbers
+  // (integers in current versions; decimals accepted), nothing else. Scanned
+  // word by word with range-checked numbers (engine_output.h).
   std::vector<FitParamsDevice> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string line(text.substr(start, nl - start));
-    start = nl + 1;
-    std::smatch m;
-    if (!std::regex_match(line, m, kLine)) continue;
-    out.push_back({m[1], Bytes::MiB(std::stod(m[2])), Bytes::MiB(std::stod(m[3])),
-                   Bytes::MiB(std::stod(m[4]))});
+  for (const std::string_view line : SplitLines(text)) {
+    std::string_view rest = line;
+    const std::string_view name = NextWord(&rest);
+    const std::string_view model = NextWord(&rest);
+    const std::string_view context = NextWord(&rest);
+    const std::string_view compute = NextWord(&rest);
+    if (compute.empty() || !Trim(rest).empty()) continue;
+    const auto m = ParseMiB(model);
+    const auto c = ParseMiB(context);
+    const auto k = ParseMiB(compute);
+    if (!m || !c || !k) continue;
+    out.push_back({std::string(name), *m, *c, *k});
   }
   if (out.empty()) {
     return Error(
@@ -63,8 +66,13 @@ std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::stri
                                    p.type_k,
                                    "-ctv",
                                    p.type_v};
-  if (!p.override_tensor.empty()) argv.insert(argv.end(), {"-ot", p.override_tensor});
-  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", p.flash_attn});
+  if (!p.override_tensor.empty()) {
+    // common/arg.cpp splits -ot at ',' (tensor_override.h).
+    auto rules = ParseTensorOverrides(p.override_tensor);
+    auto value = rules.ok() ? OverridesForCommon(*rules) : Result<std::string>(rules.error());
+    argv.insert(argv.end(), {"-ot", value.ok() ? *value : p.override_tensor});
+  }
+  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", FlashAttnOrAsIs(p.flash_attn)});
   if (options.count_host_weights) argv.insert(argv.end(), {"-lm", "none", "--no-repack"});
   // Explicit placement, no fitting: the sizes are those of exactly this placement.
   argv.insert(argv.end(), {"-fit", "off", "-fitp", "on"});
@@ -87,15 +95,9 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
   RunOptions o;
   o.spawn.argv = report.argv;
   o.timeout = std::chrono::milliseconds(120000);
-  std::vector<std::string> diagnostics;
-  std::deque<std::string> tail;
+  LogTail log(30, IsNoiseLine, IsDiagnosticLine, 100);
   o.stderr_tail_lines = 0;
-  o.on_stderr_line = [&](std::string_view l) {
-    if (IsNoiseLine(l)) return;
-    if (IsDiagnosticLine(l) && diagnostics.size() < 100) diagnostics.emplace_back(l);
-    tail.emplace_back(l);
-    if (tail.size() > 30) tail.pop_front();
-  };
+  o.on_stderr_line = [&](std::string_view l) { log.Add(l); };
   MOETUNE_ASSIGN_OR_RETURN(RunOutput out, RunProcess(o));
   report.wall_seconds = out.wall_seconds;
   auto devices = ParseFitParamsOutput(out.stdout_text);
@@ -103,7 +105,7 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
     report.devices = std::move(devices).value();
     return report;
   }
-  const EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, diagnostics, tail);
+  const EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, log.kept(), log.tail());
   if (f.kind == FailureKind::kUnparseable && !devices.ok()) return devices.take_error();
   return Error(ErrorKind::kEngine, fmt::format("llama-fit-params failed ({}, {}): {}",
                                                FailureKindName(f.kind), f.exit, f.message));

@@ -28,6 +28,20 @@ TEST(FitParamsTest, ParsesSeveralDevicesAndIgnoresOtherLines) {
   EXPECT_EQ((*r)[1].model_bytes, Bytes::MiB(10240.5));
 }
 
+TEST(FitParamsTest, HugeNumbersAndLongLinesAreRefusedNotFatal) {
+  // A 400-digit MiB value threw std::out_of_range (std::stod); a 3 MB line
+  // overflowed std::regex's stack.
+  const std::string big(400, '9');
+  auto r = ParseFitParamsOutput("Host " + big + " 1 1\nCUDA0 1 " + big + " 1\nHost 13 32 12\n");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].model_bytes, Bytes::MiB(13));
+  const std::string huge(3 << 20, '7');
+  EXPECT_FALSE(ParseFitParamsOutput("Host " + huge + " 1 1\n").ok());
+  EXPECT_FALSE(ParseFitParamsOutput("Host 1 1 1 " + huge + "\n").ok());
+  EXPECT_FALSE(ParseFitParamsOutput("Host -1 1 1\nHost 1e3 1 1\n").ok());
+}
+
 TEST(FitParamsTest, NothingParsedIsAnError) {
   auto r = ParseFitParamsOutput("-c 4096 -ngl -1\n");
   ASSERT_FALSE(r.ok());

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
+#include <unordered_map>
 
 #include "engine/bench_jsonl.h"
+#include "engine/engine_output.h"
+#include "engine/tensor_override.h"
 #include "util/subprocess.h"
 
 namespace moetune {
@@ -20,38 +22,131 @@ using TestKey = std::pair<int, int>;  // (n_prompt, n_gen)
 constexpr std::size_t kMaxDiagnostics = 200;
 constexpr std::size_t kTailLines = 40;
 
-// Distinct values in first-appearance order.
+// Distinct values in first-appearance order, with their positions (so that a
+// sweep of n configurations stays O(n log n), never O(n^2)).
 template <typename T>
-void AddUnique(std::vector<T>& v, const T& x) {
-  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-}
+class UniqueList {
+ public:
+  void Add(const T& x) {
+    if (index_.emplace(x, values_.size()).second) values_.push_back(x);
+  }
+  std::size_t IndexOf(const T& x) const { return index_.at(x); }
+  const std::vector<T>& values() const { return values_; }
+  std::size_t size() const { return values_.size(); }
+
+ private:
+  std::vector<T> values_;
+  std::map<T, std::size_t> index_;
+};
 
 template <typename T>
 std::string Join(const std::vector<T>& v) {
   return fmt::format("{}", fmt::join(v, ","));
 }
 
+// The comma lists of one invocation.
+struct SweepLists {
+  UniqueList<int> t, ub, b, d;
+  UniqueList<std::string> ck, cv, fa;
+  UniqueList<int> prompts, gens;
+  UniqueList<TestKey> pgs;
+};
+
+SweepLists ListsOf(const std::vector<const RunConfig*>& group) {
+  SweepLists l;
+  for (const RunConfig* c : group) {
+    l.t.Add(c->threads);
+    l.ub.Add(c->placement.n_ubatch);
+    l.b.Add(c->placement.n_batch);
+    l.d.Add(c->n_depth);
+    l.ck.Add(c->placement.type_k);
+    l.cv.Add(c->placement.type_v);
+    l.fa.Add(FlashAttnOrAsIs(c->placement.flash_attn));
+    switch (c->kind()) {
+      case TestKind::kPrefill:
+        l.prompts.Add(c->n_prompt);
+        break;
+      case TestKind::kDecode:
+        l.gens.Add(c->n_gen);
+        break;
+      case TestKind::kPrefillDecode:
+        l.pgs.Add(TestKey{c->n_prompt, c->n_gen});
+        break;
+    }
+  }
+  return l;
+}
+
+// Where llama-bench runs `c` among the tests of an invocation with lists `l`.
+// get_cmd_params_instances (tools/llama-bench/llama-bench.cpp) nests, outer to
+// inner: ... n_batch, n_ubatch, type_k, type_v, no_kv_offload, flash_attn,
+// n_threads, cpu_mask, cpu_strict, n_depth, poll, and then the -p tests, the
+// -n tests and the -pg tests (checked against the installed build: with
+// -t 1,2 -b 512,1024 it runs b=512 t=1, b=512 t=2, b=1024 t=1, b=1024 t=2).
+std::vector<std::size_t> EngineOrder(const RunConfig& c, const SweepLists& l) {
+  std::size_t test = 0;
+  switch (c.kind()) {
+    case TestKind::kPrefill:
+      test = l.prompts.IndexOf(c.n_prompt);
+      break;
+    case TestKind::kDecode:
+      test = l.prompts.size() + l.gens.IndexOf(c.n_gen);
+      break;
+    case TestKind::kPrefillDecode:
+      test = l.prompts.size() + l.gens.size() + l.pgs.IndexOf(TestKey{c.n_prompt, c.n_gen});
+      break;
+  }
+  return {l.b.IndexOf(c.placement.n_batch),
+          l.ub.IndexOf(c.placement.n_ubatch),
+          l.ck.IndexOf(c.placement.type_k),
+          l.cv.IndexOf(c.placement.type_v),
+          l.fa.IndexOf(FlashAttnOrAsIs(c.placement.flash_attn)),
+          l.t.IndexOf(c.threads),
+          l.d.IndexOf(c.n_depth),
+          test};
+}
+
 // True when `keys` is exactly the cartesian product of its per-dimension
 // values (then comma lists reproduce it with nothing extra), and no
 // dimension mixes "engine default" (empty) with explicit values.
 bool IsGrid(const std::vector<ContextKey>& keys) {
-  std::vector<int> t, ub, b, d;
-  std::vector<std::string> ck, cv, fa;
+  UniqueList<int> t, ub, b, d;
+  UniqueList<std::string> ck, cv, fa;
   for (const auto& k : keys) {
-    AddUnique(t, std::get<0>(k));
-    AddUnique(ub, std::get<1>(k));
-    AddUnique(b, std::get<2>(k));
-    AddUnique(d, std::get<3>(k));
-    AddUnique(ck, std::get<4>(k));
-    AddUnique(cv, std::get<5>(k));
-    AddUnique(fa, std::get<6>(k));
+    t.Add(std::get<0>(k));
+    ub.Add(std::get<1>(k));
+    b.Add(std::get<2>(k));
+    d.Add(std::get<3>(k));
+    ck.Add(std::get<4>(k));
+    cv.Add(std::get<5>(k));
+    fa.Add(std::get<6>(k));
   }
   for (const auto* dim : {&ck, &cv, &fa}) {
-    if (dim->size() > 1 && std::find(dim->begin(), dim->end(), "") != dim->end()) return false;
+    const auto& v = dim->values();
+    if (v.size() > 1 && std::find(v.begin(), v.end(), "") != v.end()) return false;
   }
   const std::size_t product =
       t.size() * ub.size() * b.size() * d.size() * ck.size() * cv.size() * fa.size();
   return product == keys.size();
+}
+
+// Every field of a configuration, for finding duplicates in linear time.
+std::string FullKey(const RunConfig& c) {
+  const auto& p = c.placement;
+  return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", c.ModelKey(),
+                     p.ctx_size.value_or(-1), c.threads, p.n_ubatch, p.n_batch, c.n_depth, p.type_k,
+                     p.type_v, FlashAttnOrAsIs(p.flash_attn),
+                     fmt::format("{}\x1e{}", c.n_prompt, c.n_gen));
+}
+
+// For each configuration, the index of the first one equal to it.
+std::vector<std::size_t> FirstOfEach(const std::vector<RunConfig>& configs) {
+  std::unordered_map<std::string, std::size_t> first;
+  std::vector<std::size_t> out(configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    out[i] = first.emplace(FullKey(configs[i]), i).first->second;
+  }
+  return out;
 }
 
 bool RecordMatches(const BenchRecord& r, const RunConfig& c) {
@@ -63,11 +158,19 @@ bool RecordMatches(const BenchRecord& r, const RunConfig& c) {
   if (raw.contains("n_batch") && r.n_batch != c.placement.n_batch) return false;
   if (!r.type_k.empty() && r.type_k != c.placement.type_k) return false;
   if (!r.type_v.empty() && r.type_v != c.placement.type_v) return false;
-  if (!c.placement.flash_attn.empty() && !r.flash_attn.empty() &&
-      r.flash_attn != c.placement.flash_attn) {
-    return false;
-  }
+  // Both sides in the one spelling: "-fa 1" is reported as 1 and meant "on".
+  const std::string fa = FlashAttnOrAsIs(c.placement.flash_attn);
+  if (!fa.empty() && !r.flash_attn.empty() && FlashAttnOrAsIs(r.flash_attn) != fa) return false;
   return true;
+}
+
+std::string ProgressLabel(const RunConfig& c) {
+  std::string label = fmt::format("{} t={} b={} ub={}", c.test_name(), c.threads,
+                                  c.placement.n_batch, c.placement.n_ubatch);
+  if (!c.placement.flash_attn.empty()) {
+    label += fmt::format(" fa={}", FlashAttnOrAsIs(c.placement.flash_attn));
+  }
+  return label + fmt::format(" ngl={} ncmoe={}", c.placement.n_gpu_layers, c.placement.n_cpu_moe);
 }
 
 }  // namespace
@@ -120,68 +223,54 @@ std::vector<std::string> LlamaBenchEngine::BuildArgv(
   }
   if (!ot.empty()) {
     if (!has("-ot")) *unsupported = "this llama-bench has no -ot/--override-tensor flag";
-    argv.insert(argv.end(), {"-ot", ot});
+    // llama-bench reads ',' as "another test" and ';' as "another rule": the
+    // rules of one placement go as one alternative, patterns without ',' or ';'.
+    auto rules = ParseTensorOverrides(ot);
+    Result<std::string> value =
+        rules.ok() ? OverridesForBench(*rules) : Result<std::string>(rules.error());
+    if (value.ok()) {
+      argv.insert(argv.end(), {"-ot", *value});
+    } else {
+      *unsupported = value.error().message();
+    }
   }
   if (!first.load_mode.empty()) {
     if (!has("-lm")) *unsupported = "this llama-bench has no -lm/--load-mode flag";
     argv.insert(argv.end(), {"-lm", first.load_mode});
   }
 
-  std::vector<int> t, ub, b, d;
-  std::vector<std::string> ck, cv, fa;
-  std::vector<int> prompts, gens;
-  std::vector<TestKey> pgs;
-  for (const RunConfig* c : group) {
-    AddUnique(t, c->threads);
-    AddUnique(ub, c->placement.n_ubatch);
-    AddUnique(b, c->placement.n_batch);
-    AddUnique(d, c->n_depth);
-    AddUnique(ck, c->placement.type_k);
-    AddUnique(cv, c->placement.type_v);
-    AddUnique(fa, c->placement.flash_attn);
-    switch (c->kind()) {
-      case TestKind::kPrefill:
-        AddUnique(prompts, c->n_prompt);
-        break;
-      case TestKind::kDecode:
-        AddUnique(gens, c->n_gen);
-        break;
-      case TestKind::kPrefillDecode:
-        AddUnique(pgs, TestKey{c->n_prompt, c->n_gen});
-        break;
-    }
-  }
-  argv.insert(argv.end(), {"-t", Join(t), "-ub", Join(ub), "-b", Join(b)});
-  if (d.size() > 1 || d.front() != 0) {
+  const SweepLists l = ListsOf(group);
+  argv.insert(argv.end(),
+              {"-t", Join(l.t.values()), "-ub", Join(l.ub.values()), "-b", Join(l.b.values())});
+  if (l.d.size() > 1 || l.d.values().front() != 0) {
     if (!has("-d"))
       *unsupported =
           "this llama-bench has no -d/--n-depth flag (depth tests need a newer llama.cpp)";
-    argv.insert(argv.end(), {"-d", Join(d)});
+    argv.insert(argv.end(), {"-d", Join(l.d.values())});
   }
-  argv.insert(argv.end(), {"-ctk", Join(ck), "-ctv", Join(cv)});
-  if (!fa.front().empty()) argv.insert(argv.end(), {"-fa", Join(fa)});
+  argv.insert(argv.end(), {"-ctk", Join(l.ck.values()), "-ctv", Join(l.cv.values())});
+  if (!l.fa.values().front().empty()) argv.insert(argv.end(), {"-fa", Join(l.fa.values())});
   // -p and -n default to 512 and 128: always pass them (0 = no such test).
-  argv.insert(argv.end(),
-              {"-p", prompts.empty() ? "0" : Join(prompts), "-n", gens.empty() ? "0" : Join(gens)});
-  for (const auto& [p, n] : pgs) argv.insert(argv.end(), {"-pg", fmt::format("{},{}", p, n)});
+  argv.insert(argv.end(), {"-p", l.prompts.size() == 0 ? "0" : Join(l.prompts.values()), "-n",
+                           l.gens.size() == 0 ? "0" : Join(l.gens.values())});
+  for (const auto& [p, n] : l.pgs.values()) {
+    argv.insert(argv.end(), {"-pg", fmt::format("{},{}", p, n)});
+  }
   return argv;
 }
 
 std::vector<LlamaBenchEngine::Invocation> LlamaBenchEngine::PlanInvocations(
     const std::vector<RunConfig>& configs) const {
   // Unique configurations, grouped by model key in first-appearance order.
-  std::vector<std::size_t> unique;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    bool dup = false;
-    for (std::size_t u : unique) dup = dup || configs[u] == configs[i];
-    if (!dup) unique.push_back(i);
-  }
+  const std::vector<std::size_t> first_of = FirstOfEach(configs);
   std::vector<std::string> model_keys;
-  std::map<std::string, std::vector<std::size_t>> by_model;
-  for (std::size_t i : unique) {
+  std::unordered_map<std::string, std::vector<std::size_t>> by_model;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (first_of[i] != i) continue;
     const std::string key = configs[i].ModelKey();
-    if (!by_model.count(key)) model_keys.push_back(key);
-    by_model[key].push_back(i);
+    auto [it, inserted] = by_model.try_emplace(key);
+    if (inserted) model_keys.push_back(key);
+    it->second.push_back(i);
   }
 
   std::vector<Invocation> out;
@@ -193,30 +282,23 @@ std::vector<LlamaBenchEngine::Invocation> LlamaBenchEngine::PlanInvocations(
     std::map<ContextKey, std::vector<std::size_t>> ctx_members;
     for (std::size_t i : members) {
       const ContextKey k = configs[i].ContextKey();
-      if (!tests.count(k)) ctx_order.push_back(k);
-      tests[k].insert({configs[i].n_prompt, configs[i].n_gen});
+      auto [it, inserted] = tests.try_emplace(k);
+      if (inserted) ctx_order.push_back(k);
+      it->second.insert({configs[i].n_prompt, configs[i].n_gen});
       ctx_members[k].push_back(i);
     }
     // Context keys with the same test set may share a process if they form a grid.
     std::vector<std::vector<ContextKey>> partitions;
-    std::vector<std::set<TestKey>> partition_tests;
+    std::map<std::set<TestKey>, std::size_t> partition_of;
     for (const auto& k : ctx_order) {
-      bool placed = false;
-      for (std::size_t p = 0; p < partitions.size() && !placed; ++p) {
-        if (partition_tests[p] == tests[k]) {
-          partitions[p].push_back(k);
-          placed = true;
-        }
-      }
-      if (!placed) {
-        partitions.push_back({k});
-        partition_tests.push_back(tests[k]);
-      }
+      auto [it, inserted] = partition_of.try_emplace(tests[k], partitions.size());
+      if (inserted) partitions.emplace_back();
+      partitions[it->second].push_back(k);
     }
     std::vector<std::vector<ContextKey>> groups;
     for (auto& part : partitions) {
       if (IsGrid(part)) {
-        groups.push_back(part);
+        groups.push_back(std::move(part));
       } else {
         for (const auto& k : part) groups.push_back({k});
       }
@@ -231,6 +313,14 @@ std::vector<LlamaBenchEngine::Invocation> LlamaBenchEngine::PlanInvocations(
         }
       }
       inv.argv = BuildArgv(ptrs, &inv.unsupported);
+      // In the order llama-bench runs them, so that "benchmark k/n" names the
+      // k-th of them and results line up with them.
+      const SweepLists lists = ListsOf(ptrs);
+      std::vector<std::pair<std::vector<std::size_t>, std::size_t>> keyed;
+      keyed.reserve(inv.configs.size());
+      for (std::size_t i : inv.configs) keyed.emplace_back(EngineOrder(configs[i], lists), i);
+      std::sort(keyed.begin(), keyed.end());
+      for (std::size_t k = 0; k < keyed.size(); ++k) inv.configs[k] = keyed[k].second;
       out.push_back(std::move(inv));
     }
   }
@@ -260,7 +350,6 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
     progress(p);
   };
 
-  static const std::regex kProgressLine(R"(benchmark (\d+)/(\d+): (.*)$)");
   for (std::size_t n = 0; n < plan.size(); ++n) {
     const auto& inv = plan[n];
     p.invocation = n + 1;
@@ -294,8 +383,7 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
         options_.timeout_per_test * static_cast<long>(inv.configs.size()) + options_.load_allowance;
     o.capture_stdout = true;
     o.stderr_tail_lines = 0;
-    std::vector<std::string> diagnostics;
-    std::deque<std::string> tail;
+    LogTail log(kTailLines, IsNoiseLine, IsDiagnosticLine, kMaxDiagnostics);
     int loads = 0;
     std::size_t done_here = 0;
     const std::size_t done_before = tests_done;
@@ -303,21 +391,13 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
     o.on_stderr_line = [&](std::string_view line) {
       if (IsNoiseLine(line)) return;
       if (line.find("llama_model_loader: loaded meta data") != std::string_view::npos) ++loads;
-      if (IsDiagnosticLine(line) && diagnostics.size() < kMaxDiagnostics)
-        diagnostics.emplace_back(line);
-      tail.emplace_back(line);
-      if (tail.size() > kTailLines) tail.pop_front();
+      log.Add(line);
       if (options_.on_engine_line) options_.on_engine_line(line);
-      std::smatch m;
-      const std::string s(line);
-      if (s.find("llama-bench: benchmark") != std::string::npos &&
-          std::regex_search(s, m, kProgressLine)) {
-        const std::size_t idx = std::stoul(m[1]);
-        if (idx >= 1 && idx - 1 < inv.configs.size()) {
-          const RunConfig& c = configs[inv.configs[idx - 1]];
-          current = fmt::format("{} t={} ub={} ngl={} ncmoe={}: {}", c.test_name(), c.threads,
-                                c.placement.n_ubatch, c.placement.n_gpu_layers,
-                                c.placement.n_cpu_moe, std::string(m[3]));
+      if (const auto pl = ParseBenchProgressLine(line)) {
+        // inv.configs is in llama-bench's own order (PlanInvocations).
+        if (pl->index - 1 < inv.configs.size()) {
+          current =
+              fmt::format("{}: {}", ProgressLabel(configs[inv.configs[pl->index - 1]]), pl->what);
         }
         tests_done = done_before + std::min(done_here, inv.configs.size());
         report(current);
@@ -354,25 +434,31 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
     std::vector<std::string> bad;
     auto records = ParseBenchJsonl(out->stdout_text, &bad);
     std::vector<bool> taken(inv.configs.size(), false);
+    std::size_t next = 0;  // results arrive in inv.configs' order; look there first
     for (auto& r : records) {
-      for (std::size_t k = 0; k < inv.configs.size(); ++k) {
-        if (taken[k] || !RecordMatches(r, configs[inv.configs[k]])) continue;
-        taken[k] = true;
-        RunResult& res = run.results[inv.configs[k]];
-        res.avg_ts = r.avg_ts;
-        res.stddev_ts = r.stddev_ts;
-        res.samples_ts = r.samples_ts;
-        res.samples_ns = r.samples_ns;
-        res.record = std::move(r.raw);
-        res.invocation = inv_index;
-        if (run.backends.empty()) run.backends = r.backends;
-        break;
+      std::size_t k = next;
+      if (k >= inv.configs.size() || taken[k] || !RecordMatches(r, configs[inv.configs[k]])) {
+        k = 0;
+        while (k < inv.configs.size() && (taken[k] || !RecordMatches(r, configs[inv.configs[k]]))) {
+          ++k;
+        }
+        if (k == inv.configs.size()) continue;  // a result nobody asked for
       }
+      taken[k] = true;
+      next = k + 1;
+      RunResult& res = run.results[inv.configs[k]];
+      res.avg_ts = r.avg_ts;
+      res.stddev_ts = r.stddev_ts;
+      res.samples_ts = r.samples_ts;
+      res.samples_ns = r.samples_ns;
+      res.record = std::move(r.raw);
+      res.invocation = inv_index;
+      if (run.backends.empty()) run.backends = r.backends;
     }
     const bool all_taken = std::all_of(taken.begin(), taken.end(), [](bool x) { return x; });
     if (!all_taken || !out->status.success() || out->timed_out) {
       const double limit = std::chrono::duration<double>(*o.timeout).count();
-      EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, diagnostics, tail);
+      EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, log.kept(), log.tail());
       if (f.kind == FailureKind::kUnparseable) {
         f.message = bad.empty()
                         ? fmt::format(
@@ -388,14 +474,9 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
     run.invocations.push_back(std::move(rep));
   }
   // Duplicates of a configuration share the first one's result.
+  const std::vector<std::size_t> first_of = FirstOfEach(configs);
   for (std::size_t i = 0; i < configs.size(); ++i) {
-    if (run.results[i].invocation >= 0) continue;
-    for (std::size_t j = 0; j < i; ++j) {
-      if (configs[j] == configs[i]) {
-        run.results[i] = run.results[j];
-        break;
-      }
-    }
+    if (first_of[i] != i) run.results[i] = run.results[first_of[i]];
   }
   report("");
   return run;

@@ -133,7 +133,10 @@ TEST(LlamaBenchPlanTest, OldEngineWithoutNcmoeUsesOverrides) {
   LlamaBenchEngine engine(info);
   auto plan = engine.PlanInvocations({a});
   EXPECT_EQ(ArgAfter(plan[0].argv, "-ncmoe"), "<absent>");
-  EXPECT_EQ(ArgAfter(plan[0].argv, "-ot"), CpuMoeOverride(2));
+  // One alternative with two rules: llama-bench would run a "," as two tests.
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-ot"),
+            "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU;blk\\.1\\.ffn_(up|down|gate|"
+            "gate_up)_(ch|)exps=CPU");
   EXPECT_FALSE(plan[0].unsupported.has_value());
   a.n_depth = 512;
   plan = engine.PlanInvocations({a});
@@ -149,6 +152,84 @@ TEST(LlamaBenchPlanTest, CpuMoeOverrideMatchesLlamaCppRegex) {
             "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU,blk\\.1\\.ffn_(up|down|gate|gate_"
             "up)_(ch|)exps=CPU");
   EXPECT_EQ(CpuMoeOverride(0), "");
+}
+
+TEST(LlamaBenchPlanTest, ConfigurationsAreInLlamaBenchsOwnOrder) {
+  // moetune's CLI nests threads outside batch; llama-bench nests n_batch
+  // outside n_threads (get_cmd_params_instances), and -p tests before -n tests.
+  std::vector<RunConfig> configs;
+  for (int t : {1, 2}) {
+    for (int b : {512, 1024}) {
+      for (auto [p, n] : {std::pair{0, 8}, std::pair{16, 0}}) {
+        RunConfig c = Base();
+        c.threads = t;
+        c.placement.n_batch = b;
+        c.n_prompt = p;
+        c.n_gen = n;
+        configs.push_back(c);
+      }
+    }
+  }
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations(configs);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-t"), "1,2");
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-b"), "512,1024");
+  // b=512: t=1 (pp16, tg8), t=2 (pp16, tg8); then b=1024 likewise.
+  EXPECT_EQ(plan[0].configs, (std::vector<std::size_t>{1, 0, 5, 4, 3, 2, 7, 6}));
+}
+
+TEST(LlamaBenchPlanTest, FlashAttnIsPassedAndMatchedInOneSpelling) {
+  RunConfig a = Base();
+  a.n_gen = 8;
+  a.placement.flash_attn = "1";
+  RunConfig b = a;
+  b.placement.flash_attn = "on";
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations({a, b});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].configs.size(), 1u);  // the same test, run once
+  EXPECT_EQ(ArgAfter(plan[0].argv, "-fa"), "on");
+}
+
+TEST(LlamaBenchPlanTest, OverridesWithCommasReachTheEngineIntact) {
+  RunConfig a = Base();
+  a.n_gen = 8;
+  a.placement.override_tensor = "blk\\.[0-9]{1,2}\\.ffn_up_exps=CPU,blk\\.0\\.ffn_down_exps=CPU";
+  LlamaBenchEngine engine(FakeInfo());
+  auto plan = engine.PlanInvocations({a});
+  ASSERT_FALSE(plan[0].unsupported.has_value()) << *plan[0].unsupported;
+  const std::string ot = ArgAfter(plan[0].argv, "-ot");
+  EXPECT_EQ(ot.find(','), std::string::npos) << ot;
+  EXPECT_NE(ot.find(";blk\\.0\\.ffn_down_exps=CPU"), std::string::npos) << ot;
+  // A rule without a buffer type is refused before anything starts.
+  a.placement.override_tensor = "blk\\.0\\.ffn_up_exps";
+  plan = engine.PlanInvocations({a});
+  ASSERT_TRUE(plan[0].unsupported.has_value());
+  EXPECT_NE(plan[0].unsupported->find("pattern=BUFFER_TYPE"), std::string::npos);
+}
+
+TEST(LlamaBenchPlanTest, TenThousandConfigurationsPlanAsOneGrid) {
+  // 100 thread counts x 100 micro-batches: one process, every test once, in
+  // llama-bench's order (the grouping is O(n log n); it was quadratic).
+  std::vector<RunConfig> configs;
+  for (int t = 1; t <= 100; ++t) {
+    for (int ub = 1; ub <= 100; ++ub) {
+      RunConfig c = Base();
+      c.threads = t;
+      c.placement.n_ubatch = ub;
+      c.n_gen = 8;
+      configs.push_back(c);
+    }
+  }
+  configs.push_back(configs.front());  // a duplicate
+  LlamaBenchEngine engine(FakeInfo());
+  const auto plan = engine.PlanInvocations(configs);
+  ASSERT_EQ(plan.size(), 1u);
+  ASSERT_EQ(plan[0].configs.size(), 10000u);
+  // ub outside t: the second test is ub=1 t=2, i.e. configuration 100.
+  EXPECT_EQ(plan[0].configs[1], 100u);
+  EXPECT_EQ(plan[0].configs[100], 1u);
 }
 
 TEST(LlamaBenchRunTest, MissingEngineIsAFailureValue) {

@@ -1,6 +1,7 @@
 #include "engine/run_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace moetune {
 
@@ -33,8 +34,52 @@ std::string RunConfig::ModelKey() const {
 
 std::tuple<int, int, int, int, std::string, std::string, std::string> RunConfig::ContextKey()
     const {
-  return {threads,          placement.n_ubatch, placement.n_batch,   n_depth,
-          placement.type_k, placement.type_v,   placement.flash_attn};
+  return {threads,
+          placement.n_ubatch,
+          placement.n_batch,
+          n_depth,
+          placement.type_k,
+          placement.type_v,
+          FlashAttnOrAsIs(placement.flash_attn)};
+}
+
+Result<uint64_t> CheckSweepSize(const std::vector<SweepDimension>& dims) {
+  uint64_t product = 1;
+  bool overflow = false;
+  std::vector<std::string> parts;
+  for (const auto& d : dims) {
+    if (d.values > 1) parts.push_back(fmt::format("{} ({})", d.flag, d.values));
+    overflow =
+        overflow || __builtin_mul_overflow(product, static_cast<uint64_t>(d.values), &product);
+  }
+  if (overflow || product > kMaxSweepConfigs) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("the sweep has {} configurations ({}); at most {} are run in one "
+                             "bench: shorten the lists",
+                             overflow ? std::string("more than 18446744073709551615")
+                                      : std::to_string(product),
+                             fmt::join(parts, " x "), kMaxSweepConfigs));
+  }
+  return product;
+}
+
+Result<std::string> NormalizeFlashAttn(std::string_view value) {
+  if (value.empty()) return std::string();
+  if (value == "on" || value == "enabled" || value == "true" || value == "1")
+    return std::string("on");
+  if (value == "off" || value == "disabled" || value == "false" || value == "0") {
+    return std::string("off");
+  }
+  if (value == "auto" || value == "-1") return std::string("auto");
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("flash attention '{}' is not on, off or auto (llama.cpp also accepts "
+                           "1/0/-1, true/false, enabled/disabled)",
+                           value));
+}
+
+std::string FlashAttnOrAsIs(std::string_view value) {
+  auto n = NormalizeFlashAttn(value);
+  return n.ok() ? std::move(n).value() : std::string(value);
 }
 
 namespace {

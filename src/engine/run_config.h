@@ -79,7 +79,32 @@ struct RunResult {
 /// "1-16*2" (multiply). Errors name the bad item.
 Result<std::vector<int>> ParseIntList(std::string_view text);
 
+/// The most configurations one sweep may hold (`moetune bench`): more would
+/// take days and the expansion itself gigabytes.
+inline constexpr uint64_t kMaxSweepConfigs = 10000;
+
+/// One dimension of a sweep: its flag and how many values it has.
+struct SweepDimension {
+  std::string flag;
+  std::size_t values = 0;
+};
+
+/// The number of configurations in the product of `dims`, computed before
+/// anything is expanded; kInvalidArgument naming the count, the largest lists
+/// and the limit when it exceeds kMaxSweepConfigs.
+Result<uint64_t> CheckSweepSize(const std::vector<SweepDimension>& dims);
+
 /// Splits "a,b,c" into its items (for string-valued lists such as -fa).
 std::vector<std::string> SplitList(std::string_view text);
+
+/// The one spelling of a flash-attention setting: "on", "off" or "auto" for
+/// every value llama.cpp accepts (on/enabled/true/1, off/disabled/false/0,
+/// auto/-1: common_arg_utils::is_truthy/is_falsey/is_autoy, common/arg.cpp);
+/// "" (the engine's default) stays "". Anything else is kInvalidArgument.
+Result<std::string> NormalizeFlashAttn(std::string_view value);
+
+/// NormalizeFlashAttn, or `value` unchanged when it is not a valid setting
+/// (the engine then rejects it with its own message).
+std::string FlashAttnOrAsIs(std::string_view value);
 
 }  // namespace moetune

@@ -38,5 +38,24 @@ TEST(RunConfigTest, TestNamesAndKeys) {
   EXPECT_NE(c.ModelKey(), d.ModelKey());
 }
 
+TEST(RunConfigTest, FlashAttnHasOneSpelling) {
+  for (const char* v : {"on", "1", "true", "enabled"})
+    EXPECT_EQ(NormalizeFlashAttn(v).value(), "on");
+  for (const char* v : {"off", "0", "false", "disabled"}) {
+    EXPECT_EQ(NormalizeFlashAttn(v).value(), "off");
+  }
+  for (const char* v : {"auto", "-1"}) EXPECT_EQ(NormalizeFlashAttn(v).value(), "auto");
+  EXPECT_EQ(NormalizeFlashAttn("").value(), "");
+  auto bad = NormalizeFlashAttn("ON");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("'ON'"), std::string::npos);
+  // "-fa 1" and "-fa on" are one context: one test, not two.
+  RunConfig a;
+  a.placement.flash_attn = "1";
+  RunConfig b = a;
+  b.placement.flash_attn = "on";
+  EXPECT_EQ(a.ContextKey(), b.ContextKey());
+}
+
 }  // namespace
 }  // namespace moetune

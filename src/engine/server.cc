@@ -1,41 +1,81 @@
 #include "engine/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "engine/tensor_override.h"
+#include "util/text.h"
 #include "util/units.h"
 
 namespace moetune {
 namespace {
 
-// Reads the whole log and keeps the last `lines` non-noise lines.
-std::deque<std::string> ReadTail(const std::string& path, std::size_t lines,
-                                 std::vector<std::string>* diagnostics) {
-  std::deque<std::string> tail;
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line)) {
-    if (IsNoiseLine(line)) continue;
-    if (diagnostics != nullptr && IsDiagnosticLine(line) && diagnostics->size() < 100)
-      diagnostics->push_back(line);
-    tail.push_back(line);
-    if (tail.size() > lines) tail.pop_front();
+// The last `max_bytes` of the log from `offset` on (the part one attempt
+// wrote), fed line by line to `tail`. Bounded: a server that logged for
+// hours is not read whole.
+void ReadLogTail(const std::string& path, int64_t offset, LogTail* tail) {
+  constexpr int64_t kMaxBytes = 256 * 1024;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  const off_t from = std::max<off_t>(static_cast<off_t>(offset), end - kMaxBytes);
+  std::string text;
+  if (end > from && ::lseek(fd, from, SEEK_SET) == from) {
+    text.resize(static_cast<std::size_t>(end - from));
+    std::size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    text.resize(got);
   }
-  return tail;
+  ::close(fd);
+  // A line cut by the byte window is incomplete: skip it.
+  std::string_view rest(text);
+  if (from > static_cast<off_t>(offset)) {
+    const auto nl = rest.find('\n');
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  }
+  for (const auto line : SplitLines(rest)) tail->Add(line.substr(0, kMaxLineBytes));
+}
+
+moetune::LogTail EngineLogTail(std::size_t lines) {
+  return moetune::LogTail(lines, IsNoiseLine, IsDiagnosticLine, 100);
+}
+
+int64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(size);
 }
 
 }  // namespace
+
+bool IsPortInUseLog(const std::vector<std::string>& log_lines) {
+  for (const auto& l : log_lines) {
+    if (l.find("couldn't bind HTTP server socket") != std::string::npos ||
+        l.find("Address already in use") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
 
 Result<int> FindFreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -65,8 +105,14 @@ std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOption
       p.type_v,
       // Explicit placement: no automatic fitting, one slot.
       "-fit", "off", "-np", "1"};
-  if (!p.override_tensor.empty()) argv.insert(argv.end(), {"-ot", p.override_tensor});
-  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", p.flash_attn});
+  if (!p.override_tensor.empty()) {
+    // common/arg.cpp splits -ot at ',': patterns go without ',', ';' or '='
+    // (an unparseable value is passed as given, for the server to refuse).
+    auto rules = ParseTensorOverrides(p.override_tensor);
+    auto value = rules.ok() ? OverridesForCommon(*rules) : Result<std::string>(rules.error());
+    argv.insert(argv.end(), {"-ot", value.ok() ? *value : p.override_tensor});
+  }
+  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", FlashAttnOrAsIs(p.flash_attn)});
   if (o.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(o.threads)});
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   return argv;
@@ -115,56 +161,97 @@ Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine
   }
   std::unique_ptr<LlamaServer> server(new LlamaServer());
   if (options.log_file.empty()) {
-    server->log_file_ = (std::filesystem::temp_directory_path() /
-                         fmt::format("moetune-server-{}-{}.log", ::getpid(), std::rand()))
-                            .string();
+    // mkstemp: a private file (0600) with a name nobody can predict or plant.
+    std::string path =
+        (std::filesystem::temp_directory_path() / "moetune-server-XXXXXX.log").string();
+    const int fd = ::mkstemps(path.data(), 4);
+    if (fd < 0) {
+      return Error(ErrorKind::kIo, fmt::format("cannot create a log file for llama-server in {}: "
+                                               "{}; set TMPDIR to a writable folder",
+                                               std::filesystem::temp_directory_path().string(),
+                                               std::strerror(errno)));
+    }
+    ::close(fd);
+    server->log_file_ = path;
     server->remove_log_ = true;
   } else {
     server->log_file_ = options.log_file;
   }
-  MOETUNE_ASSIGN_OR_RETURN(server->port_, FindFreeLoopbackPort());
-  server->argv_ = ServerArgv(engine, options, server->port_);
-  SpawnOptions s;
-  s.argv = server->argv_;
-  s.stdout_mode = OutputMode::kFile;
-  s.stdout_file = server->log_file_;
-  s.stderr_mode = OutputMode::kFile;
-  s.stderr_file = server->log_file_;
-  const auto t0 = std::chrono::steady_clock::now();
-  MOETUNE_ASSIGN_OR_RETURN(server->child_, ChildProcess::Spawn(s));
+  // The port is free when checked, but another program can take it before
+  // the server binds it: then the server exits at once saying so, and the
+  // next attempt uses a new port.
+  for (int attempt = 1;; ++attempt) {
+    int port = 0;
+    if (attempt == 1 && options.first_port) {
+      port = *options.first_port;
+    } else {
+      MOETUNE_ASSIGN_OR_RETURN(port, FindFreeLoopbackPort());
+    }
+    bool port_taken = false;
+    const Status st = server->StartOn(engine, options, port, &port_taken);
+    if (st.ok()) return server;
+    if (!port_taken || attempt == kPortAttempts) {
+      if (port_taken) {
+        return st.error().Context(fmt::format(
+            "{} loopback ports were taken before llama-server could bind them", kPortAttempts));
+      }
+      return st.error();
+    }
+    server->ports_tried_ = attempt;
+  }
+}
 
-  httplib::Client client("127.0.0.1", server->port_);
-  client.set_connection_timeout(1, 0);
-  client.set_read_timeout(5, 0);
+Status LlamaServer::StartOn(const EngineInfo& engine, const ServerOptions& options, int port,
+                            bool* port_taken) {
+  port_ = port;
+  argv_ = ServerArgv(engine, options, port_);
+  const int64_t log_offset = FileSize(log_file_);
+  SpawnOptions s;
+  s.argv = argv_;
+  s.stdout_mode = OutputMode::kFile;
+  s.stdout_file = log_file_;
+  s.stderr_mode = OutputMode::kFile;
+  s.stderr_file = log_file_;
+  const auto t0 = std::chrono::steady_clock::now();
+  MOETUNE_ASSIGN_OR_RETURN(child_, ChildProcess::Spawn(s));
+
+  httplib::Client client("127.0.0.1", port_);
+  client.set_connection_timeout(std::chrono::milliseconds(1000));
   const auto deadline = t0 + options.health_timeout;
   while (true) {
-    if (auto st = server->child_->Poll()) {
-      std::vector<std::string> diag;
-      const auto tail = ReadTail(server->log_file_, 30, &diag);
-      const EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
+    if (auto st = child_->Poll()) {
+      moetune::LogTail engine_log = EngineLogTail(30);
+      ReadLogTail(log_file_, log_offset, &engine_log);
+      const auto& tail = engine_log.tail();
+      *port_taken = IsPortInUseLog({tail.begin(), tail.end()});
+      const EngineFailure f = ClassifyFailure(*st, false, 0, engine_log.kept(), engine_log.tail());
       return Error(ErrorKind::kEngine,
                    fmt::format("llama-server exited before it was ready ({}, {}): {}",
                                FailureKindName(f.kind), f.exit, f.message));
     }
-    // A health request can block while the server loads: an answer that
+    // A health request can block while the server loads: it may not outlast
+    // the deadline (sub-second deadlines included), and an answer that
     // arrives after the deadline is still a timeout.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    client.set_read_timeout(
+        std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(5000)));
     const auto res = client.Get("/health");
     const bool late = std::chrono::steady_clock::now() > deadline;
     if (res && res->status == 200 && !late) break;
     if (late) {
-      server->Stop(std::chrono::milliseconds(2000));
+      Stop(std::chrono::milliseconds(2000));
       const double secs = std::chrono::duration<double>(options.health_timeout).count();
+      const auto last = LogTail(1);
       return Error(ErrorKind::kEngine,
                    fmt::format("timeout: llama-server was not healthy within {}; last log "
                                "line: {}",
-                               FormatSeconds(secs),
-                               server->LogTail(1).empty() ? "" : server->LogTail(1)[0]));
+                               FormatSeconds(secs), last.empty() ? "" : last[0]));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  server->startup_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return server;
+  startup_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return OkStatus();
 }
 
 LlamaServer::~LlamaServer() {
@@ -177,9 +264,9 @@ Result<CompletionTimings> LlamaServer::Complete(const std::string& prompt, int n
   if (!child_ || !child_->running())
     return Error(ErrorKind::kEngine, "llama-server is not running");
   httplib::Client client("127.0.0.1", port_);
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
-  client.set_read_timeout(static_cast<time_t>(secs), 0);
-  client.set_write_timeout(30, 0);
+  // Milliseconds, not whole seconds: a 500 ms limit must not become "none" (0 s).
+  client.set_read_timeout(std::max(timeout, std::chrono::milliseconds(1)));
+  client.set_write_timeout(std::chrono::seconds(30));
   const nlohmann::json req = {{"prompt", prompt},
                               {"n_predict", n_predict},
                               {"cache_prompt", false},
@@ -191,9 +278,9 @@ Result<CompletionTimings> LlamaServer::Complete(const std::string& prompt, int n
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!res) {
     if (auto st = child_->Poll()) {
-      std::vector<std::string> diag;
-      const auto tail = ReadTail(log_file_, 30, &diag);
-      const EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
+      moetune::LogTail engine_log = EngineLogTail(30);
+      ReadLogTail(log_file_, 0, &engine_log);
+      const EngineFailure f = ClassifyFailure(*st, false, 0, engine_log.kept(), engine_log.tail());
       return Error(ErrorKind::kEngine,
                    fmt::format("llama-server died during the request ({}, {}): {}",
                                FailureKindName(f.kind), f.exit, f.message));
@@ -216,8 +303,9 @@ ExitStatus LlamaServer::Stop(std::chrono::milliseconds grace) {
 }
 
 std::vector<std::string> LlamaServer::LogTail(std::size_t lines) const {
-  const auto tail = ReadTail(log_file_, lines, nullptr);
-  return {tail.begin(), tail.end()};
+  moetune::LogTail engine_log(lines, IsNoiseLine);
+  ReadLogTail(log_file_, 0, &engine_log);
+  return {engine_log.tail().begin(), engine_log.tail().end()};
 }
 
 }  // namespace moetune

@@ -1,10 +1,11 @@
 #pragma once
-/// llama-server lifecycle: start with a configuration on a free loopback port,
-/// wait for /health (with a timeout, watching for an early exit), send
-/// completion requests and read their timings, stop cleanly (SIGTERM, then
-/// SIGKILL to the whole process group). The destructor stops the server, and
-/// the process-group registry kills it on SIGINT/SIGTERM to moetune, so no
-/// exit path leaves an orphan.
+/// llama-server lifecycle: start with a configuration on a free loopback port
+/// (and on another one if that port is taken between the check and the
+/// server's bind), wait for /health (with a timeout, watching for an early
+/// exit), send completion requests and read their timings, stop cleanly
+/// (SIGTERM, then SIGKILL to the whole process group). The destructor stops
+/// the server, and the process-group registry (util/child_cleanup.h) kills it
+/// whatever ends moetune, so no exit path leaves an orphan.
 
 #include <chrono>
 #include <memory>
@@ -25,10 +26,17 @@ struct ServerOptions {
   PlacementArgs placement;  // ctx_size defaults to 4096
   int threads = 0;          // 0 = the engine's default
   std::chrono::milliseconds health_timeout{180000};
-  /// Server log file; empty = a temporary file removed with the server.
+  /// Server log file; empty = a private temporary file (mkstemp) removed with
+  /// the server.
   std::string log_file;
   std::vector<std::string> extra_args;
+  /// The port to try first (tests occupy it); nullopt = a free one. When the
+  /// server cannot bind its port, Start tries up to kPortAttempts in all.
+  std::optional<int> first_port;
 };
+
+/// How many ports Start tries before it gives up on "address in use".
+inline constexpr int kPortAttempts = 4;
 
 /// Timings of one /completion request, from the server's `timings` object
 /// plus the client-side wall time.
@@ -60,6 +68,9 @@ class LlamaServer {
   LlamaServer& operator=(const LlamaServer&) = delete;
 
   int port() const { return port_; }
+  const std::string& log_file() const { return log_file_; }
+  /// Ports tried before this one worked (taken by another program meanwhile).
+  int ports_tried() const { return ports_tried_; }
   pid_t pid() const { return child_ ? child_->pid() : -1; }
   const std::vector<std::string>& argv() const { return argv_; }
   double startup_seconds() const { return startup_seconds_; }
@@ -78,12 +89,16 @@ class LlamaServer {
 
  private:
   LlamaServer() = default;
+  // One attempt on `port`; *port_taken is set when the server could not bind it.
+  Status StartOn(const EngineInfo& engine, const ServerOptions& options, int port,
+                 bool* port_taken);
 
   std::unique_ptr<ChildProcess> child_;
   std::vector<std::string> argv_;
   std::string log_file_;
   bool remove_log_ = false;
   int port_ = 0;
+  int ports_tried_ = 0;
   double startup_seconds_ = 0;
 };
 
@@ -96,5 +111,9 @@ std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOption
 
 /// Parses a /completion response body.
 Result<CompletionTimings> ParseCompletionResponse(const std::string& body);
+
+/// True when llama-server's log says it could not bind its listening socket
+/// ("couldn't bind HTTP server socket", tools/server/server.cpp).
+bool IsPortInUseLog(const std::vector<std::string>& log_lines);
 
 }  // namespace moetune

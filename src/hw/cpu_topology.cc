@@ -81,8 +81,8 @@ void ReadCpuInfo(const SysRoot& root, CpuTopology* t) {
   while (std::getline(in, line)) {
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string key(TrimSpace(std::string_view(line).substr(0, colon)));
-    const std::string value(TrimSpace(std::string_view(line).substr(colon + 1)));
+    const std::string key(Trim(std::string_view(line).substr(0, colon)));
+    const std::string value(Trim(std::string_view(line).substr(colon + 1)));
     if (t->model_name.empty() && (key == "model name" || key == "Model")) t->model_name = value;
     if (t->vendor.empty() && (key == "vendor_id" || key == "CPU implementer")) t->vendor = value;
   }

@@ -95,8 +95,8 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   ti.root = options.root;
   ti.nvidia_gpus = static_cast<int>(nvidia.gpus.size());
   ti.amd_gpus = static_cast<int>(amd.gpus.size());
-  if (options.probe_engine) {
-    r.engine = ProbeEngine(FindLlamaBench(options.env));
+  if (options.engine) {
+    r.engine = options.engine;
     ti.engine = r.engine;
     if (!r.engine->ran) p.notes.push_back("engine not probed: " + r.engine->note);
   }

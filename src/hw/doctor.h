@@ -21,7 +21,9 @@ struct DoctorOptions {
   std::string nvml_library = "libnvidia-ml.so.1";
   bool measure_bandwidth = true;
   double bandwidth_budget_s = 1.0;
-  bool probe_engine = true;
+  /// The engine as the one engine discovery found it (or its error), given by
+  /// the command layer; nullopt = not examined (--no-engine).
+  std::optional<EngineProbe> engine;
   std::map<std::string, std::string> env;  // CurrentEnvironment() in the CLI
 };
 

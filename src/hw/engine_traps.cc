@@ -7,8 +7,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "util/subprocess.h"
-
 extern char** environ;
 
 namespace moetune {
@@ -21,75 +19,6 @@ std::map<std::string, std::string> CurrentEnvironment() {
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return env;
-}
-
-std::string FindLlamaBench(const std::map<std::string, std::string>& env) {
-  std::vector<std::string> candidates;
-  if (auto it = env.find("MOETUNE_LLAMA_DIR"); it != env.end() && !it->second.empty()) {
-    candidates.push_back(it->second + "/llama-bench");
-  }
-  candidates.push_back(std::string(MOETUNE_SOURCE_DIR) + "/.engine/bin/llama-bench");
-  for (const auto& c : candidates) {
-    if (::access(c.c_str(), X_OK) == 0) return c;
-  }
-  if (auto r = ResolveProgram("llama-bench"); r.ok()) return *r;
-  return "";
-}
-
-void ParseListDevices(const std::string& text, EngineProbe* probe) {
-  std::istringstream in(text);
-  std::string line;
-  bool in_list = false;
-  while (std::getline(in, line)) {
-    if (line.find("Available devices:") != std::string::npos) {
-      in_list = true;
-      continue;
-    }
-    if (!in_list) continue;
-    // The list is the indented block after the header; log lines end it.
-    if (line.empty() || !std::isspace(static_cast<unsigned char>(line[0]))) {
-      in_list = false;
-      continue;
-    }
-    const std::string t(TrimSpace(line));
-    if (t.empty() || t == "(none)") continue;
-    probe->devices.push_back(t);
-    // Device names are the backend's: CUDA0, Vulkan0, ROCm0 (HIP builds).
-    if (t.rfind("CUDA", 0) == 0) probe->has_cuda = true;
-    if (t.rfind("Vulkan", 0) == 0) probe->has_vulkan = true;
-    if (t.rfind("ROCm", 0) == 0 || t.rfind("HIP", 0) == 0) probe->has_rocm = true;
-  }
-}
-
-EngineProbe ProbeEngine(const std::string& llama_bench) {
-  EngineProbe probe;
-  probe.llama_bench = llama_bench;
-  if (llama_bench.empty()) {
-    probe.note = "llama-bench not found (set MOETUNE_LLAMA_DIR or run scripts/setup-engine.sh)";
-    return probe;
-  }
-  RunOptions o;
-  o.spawn.argv = {llama_bench, "--list-devices"};
-  o.timeout = std::chrono::milliseconds(5000);
-  o.stderr_tail_lines = 50;
-  auto r = RunProcess(o);
-  if (!r.ok()) {
-    probe.note = r.error().message();
-    return probe;
-  }
-  // Devices are listed on stdout in current builds; older ones logged to stderr.
-  std::string all = r->stdout_text;
-  if (all.find("Available devices:") == std::string::npos) {
-    for (const auto& l : r->stderr_tail) all += l + "\n";
-  }
-  if (r->timed_out || !r->status.success()) {
-    probe.note = fmt::format("`{} --list-devices` failed: {}", llama_bench,
-                             r->timed_out ? "timed out" : r->status.Describe());
-    return probe;
-  }
-  probe.ran = true;
-  ParseListDevices(all, &probe);
-  return probe;
 }
 
 namespace {
@@ -105,7 +34,7 @@ std::vector<std::string> IniSettings(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    const std::string t(TrimSpace(line));
+    const std::string t(Trim(line));
     if (t.empty() || t[0] == '#' || t[0] == ';' || t[0] == '[') continue;
     out.push_back(t);
   }
@@ -126,6 +55,13 @@ std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in) {
                      "prefill collapses several times while decode drops ~20%",
                      Get(env, "GGML_CUDA_ENABLE_UNIFIED_MEMORY")),
          "unset GGML_CUDA_ENABLE_UNIFIED_MEMORY (any value enables it)"});
+  }
+  if (in.engine && !in.engine->ran) {
+    traps.push_back(
+        {"engine_unavailable", 90, "no usable llama.cpp engine",
+         in.engine->note.empty() ? "the engine could not be found or started" : in.engine->note,
+         "install the default engine with scripts/setup-engine.sh, or point "
+         "--llama-dir / MOETUNE_LLAMA_DIR at a folder with llama-bench"});
   }
   if (in.nvidia_gpus > 0 && in.engine && in.engine->ran && !in.engine->has_cuda) {
     std::string fallback = in.engine->has_vulkan ? "Vulkan" : "the CPU";

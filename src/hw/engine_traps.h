@@ -21,7 +21,8 @@ struct EngineTrap {
   std::string fix;
 };
 
-/// What `llama-bench --list-devices` said about the installed engine.
+/// What the engine (found and probed by the one engine discovery,
+/// engine/engine_info.h, which the command layer runs) says about itself.
 struct EngineProbe {
   std::string llama_bench;  // path used; "" when none was found
   bool ran = false;
@@ -42,16 +43,6 @@ struct EngineTrapInputs {
 
 /// The environment of this process as a map.
 std::map<std::string, std::string> CurrentEnvironment();
-
-/// llama-bench to probe: $MOETUNE_LLAMA_DIR/llama-bench, <source>/.engine/bin/llama-bench,
-/// then PATH. "" when none exists.
-std::string FindLlamaBench(const std::map<std::string, std::string>& env);
-
-/// Runs `llama-bench --list-devices` (5 s timeout) and reads its device list.
-EngineProbe ProbeEngine(const std::string& llama_bench);
-
-/// Parses the output of `--list-devices` into `probe`.
-void ParseListDevices(const std::string& text, EngineProbe* probe);
 
 /// All traps found, unordered.
 std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in);

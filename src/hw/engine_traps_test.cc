@@ -62,12 +62,8 @@ TEST(EngineTraps, MissingCudaBackendOnNvidiaMachine) {
   EngineProbe probe;
   probe.llama_bench = "/opt/llama/llama-bench";
   probe.ran = true;
-  ParseListDevices(
-      "load_backend: loaded CPU backend\nAvailable devices:\n  Vulkan0: NVIDIA GeForce RTX 4090 "
-      "(24564 MiB, 23000 MiB free)\n",
-      &probe);
-  EXPECT_TRUE(probe.has_vulkan);
-  EXPECT_FALSE(probe.has_cuda);
+  probe.devices = {"Vulkan0: NVIDIA GeForce RTX 4090 (24564 MiB, 23000 MiB free)"};
+  probe.has_vulkan = true;
   EngineTrapInputs in;
   in.root = SysRoot("/nonexistent-moetune-root");
   in.nvidia_gpus = 1;
@@ -81,16 +77,19 @@ TEST(EngineTraps, MissingCudaBackendOnNvidiaMachine) {
   EXPECT_EQ(Find(FindEngineTraps(in), "no_cuda_backend"), nullptr);
 }
 
-TEST(EngineTraps, ParseListDevicesCuda) {
+TEST(EngineTraps, UnusableEngineIsAVerdictWithItsReason) {
   EngineProbe probe;
-  ParseListDevices("Available devices:\n  CUDA0: NVIDIA H200 (143000 MiB, 142000 MiB free)\n",
-                   &probe);
-  EXPECT_TRUE(probe.has_cuda);
-  ASSERT_EQ(probe.devices.size(), 1u);
-  EngineProbe none;
-  ParseListDevices("Available devices:\n  (none)\nggml_backend_load_best: failed to enumerate x\n",
-                   &none);
-  EXPECT_TRUE(none.devices.empty());
+  probe.note = "MOETUNE_LLAMA_DIR='/nowhere' holds no executable llama-bench";
+  EngineTrapInputs in;
+  in.root = SysRoot("/nonexistent-moetune-root");
+  in.engine = probe;
+  const EngineTrap* t = Find(FindEngineTraps(in), "engine_unavailable");
+  ASSERT_NE(t, nullptr);
+  EXPECT_NE(t->detail.find("/nowhere"), std::string::npos);
+  EXPECT_NE(t->fix.find("setup-engine.sh"), std::string::npos);
+  probe.ran = true;
+  in.engine = probe;
+  EXPECT_EQ(Find(FindEngineTraps(in), "engine_unavailable"), nullptr);
 }
 
 }  // namespace

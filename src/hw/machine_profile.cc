@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/read_file.h"
+
 namespace moetune {
 
 using nlohmann::json;
@@ -257,19 +259,18 @@ std::string DefaultMachineProfilePath() {
 }
 
 Result<MachineProfile> LoadMachineProfile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
+  // A profile is a few KiB; 16 MiB bounds a wrong path (/dev/zero, a model file).
+  constexpr std::size_t kMaxBytes = std::size_t{16} << 20;
+  auto text = ReadRegularFile(path, kMaxBytes);
+  if (!text.ok()) {
+    if (text.error().kind() == ErrorKind::kNotFound) {
       return Error(
           ErrorKind::kNotFound,
           fmt::format("no machine profile at '{}'; run `moetune doctor` to create it", path));
     }
-    return Error(ErrorKind::kIo, fmt::format("cannot read machine profile '{}'", path));
+    return text.take_error().Context("machine profile");
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return Error(ErrorKind::kFormat, fmt::format("machine profile '{}' is not valid JSON; run "
                                                  "`moetune doctor` to rewrite it",

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/read_file.h"
+
 namespace moetune {
 
 SysRoot::SysRoot(std::string root) : root_(std::move(root)) {
@@ -24,12 +26,13 @@ std::string SysRoot::Resolve(std::string_view path) const {
 }
 
 std::optional<std::string> SysRoot::Read(std::string_view path) const {
-  std::ifstream f(Resolve(path), std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return std::nullopt;
-  return ss.str();
+  // Kernel text files are small (/proc/cpuinfo of a 256-CPU machine is a few
+  // hundred KiB); a fixture tree may hold anything, so the read is bounded and
+  // only regular files are opened (a FIFO or /dev/zero must not hang doctor).
+  constexpr std::size_t kMaxBytes = std::size_t{16} << 20;
+  auto text = ReadRegularFile(Resolve(path), kMaxBytes);
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
 }
 
 std::optional<std::string> SysRoot::ReadLine(std::string_view path) const {
@@ -38,7 +41,7 @@ std::optional<std::string> SysRoot::ReadLine(std::string_view path) const {
   std::string_view v(*text);
   const size_t nl = v.find('\n');
   if (nl != std::string_view::npos) v = v.substr(0, nl);
-  return std::string(TrimSpace(v));
+  return std::string(Trim(v));
 }
 
 std::optional<int64_t> SysRoot::ReadInt(std::string_view path) const {
@@ -67,12 +70,6 @@ std::vector<std::string> SysRoot::List(std::string_view dir) const {
   return out;
 }
 
-std::string_view TrimSpace(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 namespace {
 
 // CPU numbers beyond this are not real; the cap keeps a corrupt "0-4000000000"
@@ -80,7 +77,7 @@ namespace {
 constexpr int kMaxCpu = 1 << 16;
 
 std::optional<int> ParseCpuNumber(std::string_view s) {
-  s = TrimSpace(s);
+  s = Trim(s);
   int v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < 0 || v >= kMaxCpu) {
@@ -93,7 +90,7 @@ std::optional<int> ParseCpuNumber(std::string_view s) {
 
 std::optional<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> out;
-  text = TrimSpace(text);
+  text = Trim(text);
   while (!text.empty()) {
     const size_t comma = text.find(',');
     std::string_view part = text.substr(0, comma);
@@ -116,7 +113,7 @@ std::optional<std::vector<int>> ParseCpuList(std::string_view text) {
 }
 
 std::optional<std::vector<int>> ParseCpuMask(std::string_view text) {
-  text = TrimSpace(text);
+  text = Trim(text);
   std::vector<int> out;
   int bit = 0;
   // The mask is printed most significant group first, so walk from the end.

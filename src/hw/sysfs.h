@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/text.h"
+
 namespace moetune {
 
 /// A root directory that absolute paths such as "/proc/meminfo" are read under.
@@ -50,8 +52,5 @@ std::optional<std::vector<int>> ParseCpuMask(std::string_view text);
 std::string FormatCpuList(const std::vector<int>& cpus);
 /// Sorted intersection of two sorted lists.
 std::vector<int> IntersectCpus(const std::vector<int>& a, const std::vector<int>& b);
-
-/// Leading/trailing whitespace removed.
-std::string_view TrimSpace(std::string_view s);
 
 }  // namespace moetune

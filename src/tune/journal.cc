@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/result_json.h"
-#include "util/text.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {

@@ -22,62 +22,15 @@
 #include <sstream>
 #include <thread>
 
-#include "util/temp_files.h"
-
 extern char** environ;
 
 namespace moetune {
 namespace {
 
-// Registry of live child process groups. A fixed array of atomics because the
-// signal handler reads it and may use nothing but async-signal-safe operations.
-constexpr int kMaxGroups = 256;
-std::array<std::atomic<pid_t>, kMaxGroups> g_groups{};
-std::atomic<bool> g_termination_requested{false};
-
-void RegisterGroup(pid_t pgid) {
-  for (auto& slot : g_groups) {
-    pid_t expected = 0;
-    if (slot.compare_exchange_strong(expected, pgid)) return;
-  }
-  // More than kMaxGroups live children: the destructor still kills this one;
-  // only the signal-time sweep misses it. Not reachable with moetune's usage.
-}
-
-void UnregisterGroup(pid_t pgid) {
-  for (auto& slot : g_groups) {
-    pid_t expected = pgid;
-    if (slot.compare_exchange_strong(expected, 0)) return;
-  }
-}
-
 void SleepMs(long ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
-}
-
-extern "C" void OnTerminationSignal(int sig) {
-  const int saved_errno = errno;
-  g_termination_requested.store(true);
-  SignalAllChildGroups(SIGTERM);
-  // A short grace so that servers can close sockets; then nothing survives.
-  for (int i = 0; i < 10; ++i) {
-    bool any = false;
-    for (auto& slot : g_groups) {
-      const pid_t g = slot.load();
-      if (g > 0 && ::kill(-g, 0) == 0) any = true;
-    }
-    if (!any) break;
-    SleepMs(50);
-  }
-  SignalAllChildGroups(SIGKILL);
-  // No half-written output file survives either (util/temp_files.h).
-  RemoveRegisteredTempFiles();
-  // Let the signal end moetune with its usual status (130 for Ctrl-C in a shell).
-  ::signal(sig, SIG_DFL);
-  errno = saved_errno;
-  ::raise(sig);
 }
 
 ExitStatus FromWaitStatus(int ws) {
@@ -168,6 +121,7 @@ std::vector<pid_t> LiveProcessesInGroup(pid_t pgid) {
 
 std::vector<pid_t> LiveDescendantsOf(pid_t pid) {
   const auto all = ScanProc();
+  const pid_t guardian = CleanupGuardianPid();
   std::multimap<pid_t, const ProcStat*> children;
   for (const auto& s : all) children.emplace(s.ppid, &s);
   std::vector<pid_t> out;
@@ -177,6 +131,7 @@ std::vector<pid_t> LiveDescendantsOf(pid_t pid) {
     todo.pop_back();
     auto [lo, hi] = children.equal_range(p);
     for (auto it = lo; it != hi; ++it) {
+      if (it->second->pid == guardian && p == ::getpid()) continue;
       if (it->second->state != 'Z' && it->second->state != 'X') out.push_back(it->second->pid);
       todo.push_back(it->second->pid);
     }
@@ -256,29 +211,6 @@ Result<std::string> ResolveProgram(const std::string& program) {
   return Error(ErrorKind::kNotFound, fmt::format("program '{}' not found in PATH", program));
 }
 
-void SignalAllChildGroups(int signal) {
-  for (auto& slot : g_groups) {
-    const pid_t g = slot.load();
-    if (g > 0) ::kill(-g, signal);
-  }
-}
-
-bool TerminationRequested() { return g_termination_requested.load(); }
-
-int LiveChildGroupCount() {
-  int n = 0;
-  for (auto& slot : g_groups) n += slot.load() > 0 ? 1 : 0;
-  return n;
-}
-
-void InstallChildCleanupOnSignals() {
-  struct sigaction sa {};
-  sa.sa_handler = OnTerminationSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-}
-
 ChildProcess::ChildProcess(pid_t pid, int out_fd, int err_fd)
     : pid_(pid), out_fd_(out_fd), err_fd_(err_fd) {}
 
@@ -338,12 +270,10 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
   const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
   const pid_t parent = ::getpid();
 
+  EnsureCleanupGuardian();
   // Block termination signals across fork + registration so a Ctrl-C cannot
   // land between them and leave an unregistered child behind.
-  sigset_t block, old;
-  sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
-  pthread_sigmask(SIG_BLOCK, &block, &old);
+  const sigset_t old = BlockCleanupSignals();
 
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -374,9 +304,9 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
   const int fork_errno = errno;
   if (pid > 0) {
     ::setpgid(pid, pid);  // also in the parent: whichever runs first wins the race
-    RegisterGroup(pid);
+    RegisterChildGroup(pid);
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  RestoreSignalMask(old);
 
   if (null_in >= 0) ::close(null_in);
   if (out_fd != out_pipe[1]) ::close(out_fd);
@@ -424,44 +354,56 @@ std::optional<ExitStatus> ChildProcess::TryReap(bool block) {
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) {
     // Already reaped by someone else (should not happen): treat as gone.
-    UnregisterGroup(pid_);
+    UnregisterChildGroup(pid_);
     status_ = ExitStatus{};
     return status_;
   }
   if (info.si_pid == 0) return std::nullopt;
   // The leader is a zombie, so its pid (= the group id) cannot be reused yet:
-  // sweeping the group now cannot hit an unrelated process.
+  // sweeping the group now cannot hit an unrelated process. Unregistered
+  // before the reap, after which the id may be reused at once.
   ::kill(-pid_, SIGKILL);
+  UnregisterChildGroup(pid_);
   int ws = 0;
   while (::waitpid(pid_, &ws, 0) < 0 && errno == EINTR) {
   }
-  UnregisterGroup(pid_);
   status_ = FromWaitStatus(ws);
   return status_;
 }
 
 std::optional<ExitStatus> ChildProcess::Poll() { return TryReap(false); }
 
-void ChildProcess::DrainFd(int& fd, std::string& partial, const LineCallback& callback,
-                           bool at_eof) {
+void ChildProcess::DrainFd(int& fd, LineBuffer& buffer, const LineCallback& callback, bool at_eof) {
   if (fd < 0) return;
+  auto emit = [&] {
+    if (buffer.dropped > 0) {
+      buffer.partial += fmt::format(" [... {} more bytes cut by moetune]", buffer.dropped);
+    }
+    if (callback) callback(buffer.partial);
+    buffer.partial.clear();
+    buffer.dropped = 0;
+  };
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
-      partial.append(buf, static_cast<std::size_t>(n));
-      std::size_t start = 0;
-      for (std::size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-        if (callback) callback(std::string_view(partial).substr(start, nl - start));
+      std::string_view data(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = data.find('\n')) != std::string_view::npos;
+           data.remove_prefix(nl + 1)) {
+        const std::size_t room = kMaxLineBytes - buffer.partial.size();
+        buffer.partial.append(data.substr(0, std::min(nl, room)));
+        buffer.dropped += nl > room ? nl - room : 0;
+        emit();
       }
-      partial.erase(0, start);
+      const std::size_t room = kMaxLineBytes - buffer.partial.size();
+      buffer.partial.append(data.substr(0, std::min(data.size(), room)));
+      buffer.dropped += data.size() > room ? data.size() - room : 0;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !at_eof) return;
     // EOF (n == 0), an error, or the child is gone and nothing more is buffered.
-    if (!partial.empty() && callback) callback(partial);
-    partial.clear();
+    if (!buffer.partial.empty() || buffer.dropped > 0) emit();
     ::close(fd);
     fd = -1;
     return;
@@ -474,8 +416,8 @@ std::optional<ExitStatus> ChildProcess::Pump(std::chrono::steady_clock::time_poi
   using Clock = std::chrono::steady_clock;
   if (status_) {
     // Already ended (e.g. terminated on timeout): hand over what is buffered.
-    DrainFd(out_fd_, out_partial_, on_stdout, true);
-    DrainFd(err_fd_, err_partial_, on_stderr, true);
+    DrainFd(out_fd_, out_, on_stdout, true);
+    DrainFd(err_fd_, err_, on_stderr, true);
     return status_;
   }
   while (true) {
@@ -499,14 +441,14 @@ std::optional<ExitStatus> ChildProcess::Pump(std::chrono::steady_clock::time_poi
     const int rc = ::poll(fds, nfds, wait_ms);
     if (rc < 0 && errno != EINTR) return TryReap(true);
     if (rc > 0) {
-      DrainFd(out_fd_, out_partial_, on_stdout, false);
-      DrainFd(err_fd_, err_partial_, on_stderr, false);
+      DrainFd(out_fd_, out_, on_stdout, false);
+      DrainFd(err_fd_, err_, on_stderr, false);
       continue;
     }
     if (TryReap(false)) {
       // The group was swept, so whatever is still buffered is all there is.
-      DrainFd(out_fd_, out_partial_, on_stdout, true);
-      DrainFd(err_fd_, err_partial_, on_stderr, true);
+      DrainFd(out_fd_, out_, on_stdout, true);
+      DrainFd(err_fd_, err_, on_stderr, true);
       return status_;
     }
   }
@@ -525,23 +467,39 @@ ExitStatus ChildProcess::Terminate(std::chrono::milliseconds grace) {
   return *TryReap(true);
 }
 
+LogTail::LogTail(std::size_t tail_lines, Predicate skip, Predicate keep, std::size_t max_kept)
+    : tail_lines_(tail_lines),
+      skip_(std::move(skip)),
+      keep_(std::move(keep)),
+      max_kept_(max_kept) {}
+
+void LogTail::Add(std::string_view line) {
+  if (skip_ && skip_(line)) return;
+  if (keep_ && kept_.size() < max_kept_ && keep_(line)) kept_.emplace_back(line);
+  if (tail_lines_ == 0) return;
+  tail_.emplace_back(line);
+  if (tail_.size() > tail_lines_) tail_.pop_front();
+}
+
 Result<RunOutput> RunProcess(const RunOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   MOETUNE_ASSIGN_OR_RETURN(auto child, ChildProcess::Spawn(options.spawn));
   RunOutput out;
+  LogTail tail(options.stderr_tail_lines);
   auto on_out = [&](std::string_view line) {
-    if (options.capture_stdout) {
-      out.stdout_text.append(line);
-      out.stdout_text.push_back('\n');
+    if (options.capture_stdout && !out.stdout_truncated) {
+      if (out.stdout_text.size() + line.size() + 1 > options.max_stdout_bytes) {
+        out.stdout_truncated = true;
+      } else {
+        out.stdout_text.append(line);
+        out.stdout_text.push_back('\n');
+      }
     }
     if (options.on_stdout_line) options.on_stdout_line(line);
   };
   auto on_err = [&](std::string_view line) {
-    if (options.stderr_tail_lines > 0) {
-      out.stderr_tail.emplace_back(line);
-      if (out.stderr_tail.size() > options.stderr_tail_lines) out.stderr_tail.pop_front();
-    }
+    if (options.stderr_tail_lines > 0) tail.Add(line);
     if (options.on_stderr_line) options.on_stderr_line(line);
   };
   const auto deadline = options.timeout ? start + *options.timeout : Clock::time_point::max();
@@ -552,6 +510,7 @@ Result<RunOutput> RunProcess(const RunOptions& options) {
     status = child->Pump(Clock::now(), on_out, on_err);
   }
   out.status = *status;
+  out.stderr_tail = tail.tail();
   out.interrupted = TerminationRequested();
   out.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;

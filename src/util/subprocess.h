@@ -3,11 +3,15 @@
 /// process group per child so that the whole group (the llama.cpp wrapper
 /// scripts exec a private loader, and a tool may start helpers) can be killed
 /// at once, pipes read with poll(), a timeout that sends SIGTERM and then
-/// SIGKILL to the group, and a process-wide registry of live groups so that a
-/// SIGINT/SIGTERM to moetune kills every child before moetune exits.
+/// SIGKILL to the group, and the registry of live groups (child_cleanup.h)
+/// so that no child outlives moetune, whatever signal ends it.
 ///
 /// Every ChildProcess is RAII: its destructor kills and reaps the group, so no
 /// exit path (error return, exception, test failure) leaves an orphan.
+///
+/// Output of a child is untrusted: a line longer than kMaxLineBytes is cut
+/// (the rest of it is dropped, and a marker says how much), and captured text
+/// is bounded, so a child that prints without end cannot exhaust memory.
 
 #include <sys/types.h>
 
@@ -22,9 +26,14 @@
 #include <utility>
 #include <vector>
 
+#include "util/child_cleanup.h"
 #include "util/result.h"
 
 namespace moetune {
+
+/// Longest line handed to a line callback; the rest of a longer line is
+/// replaced by " [... N more bytes cut by moetune]".
+inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
 
 /// Where a child's stdout or stderr goes.
 enum class OutputMode {
@@ -101,16 +110,24 @@ class ChildProcess {
 
  private:
   ChildProcess(pid_t pid, int out_fd, int err_fd);
+  // A line being assembled from reads; bytes past kMaxLineBytes are counted,
+  // not kept.
+  struct LineBuffer {
+    std::string partial;
+    std::size_t dropped = 0;
+  };
   // Reaps the leader after sweeping its group (the zombie keeps the pid
-  // reserved until then, so the sweep cannot hit an unrelated process).
+  // reserved until then, so the sweep cannot hit an unrelated process) and
+  // after unregistering it (so no signal handler or guardian can signal the
+  // group id once the kernel may reuse it).
   std::optional<ExitStatus> TryReap(bool block);
-  void DrainFd(int& fd, std::string& partial, const LineCallback& callback, bool at_eof);
+  void DrainFd(int& fd, LineBuffer& buffer, const LineCallback& callback, bool at_eof);
 
   pid_t pid_;
   int out_fd_;
   int err_fd_;
-  std::string out_partial_;
-  std::string err_partial_;
+  LineBuffer out_;
+  LineBuffer err_;
   std::optional<ExitStatus> status_;
 };
 
@@ -124,9 +141,33 @@ struct RunOptions {
   /// Called for each complete line (without the newline), in order.
   ChildProcess::LineCallback on_stdout_line;
   ChildProcess::LineCallback on_stderr_line;
-  /// Keep the whole stdout text (true) and this many last stderr lines.
+  /// Keep the stdout text (true; at most max_stdout_bytes, then
+  /// RunOutput::stdout_truncated) and this many last stderr lines.
   bool capture_stdout = true;
+  std::size_t max_stdout_bytes = std::size_t{16} << 20;
   std::size_t stderr_tail_lines = 200;
+};
+
+/// The last lines of a child's log, for error messages: lines `skip` says are
+/// noise are dropped, the first `max_kept` lines `keep` says matter are kept
+/// beyond the tail (an error early in a long log). The one tail collector
+/// used for every child (RunProcess, the engine's runs, server logs).
+class LogTail {
+ public:
+  using Predicate = std::function<bool(std::string_view)>;
+  explicit LogTail(std::size_t tail_lines, Predicate skip = {}, Predicate keep = {},
+                   std::size_t max_kept = 100);
+  void Add(std::string_view line);
+  const std::deque<std::string>& tail() const { return tail_; }
+  const std::vector<std::string>& kept() const { return kept_; }
+
+ private:
+  std::size_t tail_lines_;
+  Predicate skip_;
+  Predicate keep_;
+  std::size_t max_kept_;
+  std::deque<std::string> tail_;
+  std::vector<std::string> kept_;
 };
 
 /// What a finished child produced.
@@ -136,6 +177,7 @@ struct RunOutput {
   /// moetune itself received SIGINT/SIGTERM while the child ran.
   bool interrupted = false;
   std::string stdout_text;
+  bool stdout_truncated = false;  // more than RunOptions::max_stdout_bytes
   std::deque<std::string> stderr_tail;
   double wall_seconds = 0;
 };
@@ -144,25 +186,12 @@ struct RunOutput {
 /// the child could not be started; how it ended is data in RunOutput.
 Result<RunOutput> RunProcess(const RunOptions& options);
 
-/// Installs SIGINT/SIGTERM/SIGHUP handlers that kill every live child group
-/// (SIGTERM, a short grace, SIGKILL) and then let the signal end moetune.
-/// Called once by main(); safe to call more than once.
-void InstallChildCleanupOnSignals();
-
-/// True once moetune received SIGINT/SIGTERM/SIGHUP (set by the handler).
-bool TerminationRequested();
-
-/// Number of child groups currently registered as live (for tests).
-int LiveChildGroupCount();
-
-/// Sends `signal` to every registered child group (async-signal-safe).
-void SignalAllChildGroups(int signal);
-
 /// Processes (not zombies) whose process group is `pgid`, from /proc. Tests use
 /// it to prove that nothing a run started is left behind.
 std::vector<pid_t> LiveProcessesInGroup(pid_t pgid);
 
-/// Live (non-zombie) descendants of `pid` (children, grandchildren...), from /proc.
+/// Live (non-zombie) descendants of `pid` (children, grandchildren...), from
+/// /proc; this process's cleanup guardian (child_cleanup.h) is not counted.
 std::vector<pid_t> LiveDescendantsOf(pid_t pid);
 
 }  // namespace moetune

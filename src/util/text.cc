@@ -1,107 +1,107 @@
 #include "util/text.h"
 
-#include <fmt/format.h>
-
-#include <cstdint>
+#include <charconv>
+#include <cmath>
+#include <system_error>
 
 namespace moetune {
 namespace {
 
-// Length of the well-formed UTF-8 sequence at the start of `s`, or 0 when it is
-// ill-formed (Unicode 15, table 3-7).
-size_t SequenceLength(std::string_view s) {
-  const auto b0 = static_cast<uint8_t>(s[0]);
-  if (b0 < 0x80) return 1;
-  size_t n = 0;
-  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    n = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    n = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // no overlongs
-    if (b0 == 0xED) hi = 0x9F;  // no surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    n = 4;
-    if (b0 == 0xF0) lo = 0x90;  // no overlongs
-    if (b0 == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (s.size() < n) return 0;
-  const auto b1 = static_cast<uint8_t>(s[1]);
-  if (b1 < lo || b1 > hi) return 0;
-  for (size_t i = 2; i < n; ++i) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    if (b < 0x80 || b > 0xBF) return 0;
-  }
-  return n;
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+template <typename T>
+std::optional<T> ParseWhole(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  T v{};
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = SequenceLength(text.substr(i));
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
 }
 
-std::string ToValidUtf8(std::string_view text, bool* replaced) {
-  std::string out;
-  out.reserve(text.size());
-  bool any = false;
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = SequenceLength(text.substr(i));
-    if (n == 0) {
-      out += kReplacement;
-      any = true;
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  if (replaced != nullptr) *replaced = any;
-  return out;
-}
-
-std::string ForTerminal(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = SequenceLength(text.substr(i));
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-      continue;
-    }
-    const auto b0 = static_cast<uint8_t>(text[i]);
-    if (n == 1 && ((b0 < 0x20 && b0 != '\n' && b0 != '\t') || b0 == 0x7F)) {
-      out += fmt::format("\\x{:02x}", b0);
-    } else if (n == 2 && b0 == 0xC2 && static_cast<uint8_t>(text[i + 1]) < 0xA0) {
-      // C1 controls U+0080..U+009F (0x9B is a one-byte CSI on some terminals).
-      out += fmt::format("\\u{:04x}", static_cast<uint8_t>(text[i + 1]));
-    } else {
-      out.append(text.substr(i, n));
-    }
-    i += n;
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(start, nl - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(line);
+    start = nl + 1;
   }
   return out;
 }
 
-std::string DumpJson(const nlohmann::json& j, int indent, bool* replaced) {
-  if (replaced != nullptr) *replaced = false;
-  try {
-    return j.dump(indent);
-  } catch (const nlohmann::json::type_error&) {
-    // Ill-formed UTF-8 in some string (error 316): write it with U+FFFD.
-    if (replaced != nullptr) *replaced = true;
-    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string_view NextWord(std::string_view* rest) {
+  std::size_t b = 0;
+  while (b < rest->size() && IsSpace((*rest)[b])) ++b;
+  std::size_t e = b;
+  while (e < rest->size() && !IsSpace((*rest)[e])) ++e;
+  const std::string_view word = rest->substr(b, e - b);
+  rest->remove_prefix(e);
+  return word;
+}
+
+std::string_view LeadingDigits(std::string_view s) {
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  return s.substr(0, n);
+}
+
+bool AllDigits(std::string_view s) { return !s.empty() && LeadingDigits(s).size() == s.size(); }
+
+std::optional<int64_t> ParseInt64(std::string_view s) { return ParseWhole<int64_t>(s); }
+
+std::optional<uint64_t> ParseUint64(std::string_view s) {
+  // from_chars would accept nothing else either, but say it: no sign at all.
+  if (!s.empty() && s.front() == '-') return std::nullopt;
+  return ParseWhole<uint64_t>(s);
+}
+
+std::optional<int64_t> ParseIntInRange(std::string_view s, int64_t lo, int64_t hi) {
+  const auto v = ParseInt64(s);
+  if (!v || *v < lo || *v > hi) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  // from_chars accepts "inf", "nan" and hex-less exponents; only finite
+  // decimal numbers are wanted, so letters other than e/E are refused first.
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')) {
+      return std::nullopt;
+    }
   }
+  const auto v = ParseWhole<double>(s);
+  if (!v || !std::isfinite(*v)) return std::nullopt;
+  return v;
+}
+
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string Truncate(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  std::size_t cut = max_bytes;
+  // Step back over UTF-8 continuation bytes (10xxxxxx) to a character start.
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...";
 }
 
 }  // namespace moetune

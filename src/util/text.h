@@ -1,30 +1,49 @@
 #pragma once
-/// Text from outside moetune (model metadata, file names, engine output) may be
-/// any bytes. Two rules keep it harmless: JSON output is always valid UTF-8
-/// (invalid bytes become U+FFFD, and the caller is told so it can say so), and
-/// a terminal never receives a raw control byte from such text (an ESC in a
-/// model name would otherwise clear the screen or worse).
+/// Text helpers for untrusted input (engine output, sysfs files, command-line
+/// values): no regular expressions (std::regex recurses per character and
+/// overflows the stack on long lines), no exceptions, every number
+/// range-checked (std::from_chars), and linear time in the input length.
 
-#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace moetune {
 
-/// True when `text` is well-formed UTF-8 (no overlongs, surrogates or values
-/// above U+10FFFF).
-bool IsValidUtf8(std::string_view text);
+/// `s` without leading and trailing ASCII whitespace (space, \t, \r, \n, \v, \f).
+std::string_view Trim(std::string_view s);
 
-/// `text` with every ill-formed sequence replaced by U+FFFD; `*replaced` (when
-/// given) is set to whether anything was replaced.
-std::string ToValidUtf8(std::string_view text, bool* replaced = nullptr);
+/// The lines of `text` without their '\n' (and without a '\r' before it); a
+/// last line without '\n' counts, an empty text has no lines.
+std::vector<std::string_view> SplitLines(std::string_view text);
 
-/// Valid UTF-8 that is safe to print: control characters other than newline and
-/// tab (C0, DEL, C1) are shown as visible escapes (`\x1b`), ill-formed UTF-8 as U+FFFD.
-std::string ForTerminal(std::string_view text);
+/// Removes and returns the next whitespace-separated word of `*rest` ("" at the end).
+std::string_view NextWord(std::string_view* rest);
 
-/// Serializes `j` (indent < 0: compact). Strings that are not valid UTF-8 are
-/// written with U+FFFD instead of throwing; `*replaced` says whether that happened.
-std::string DumpJson(const nlohmann::json& j, int indent = 2, bool* replaced = nullptr);
+/// The longest prefix of `s` made of ASCII digits.
+std::string_view LeadingDigits(std::string_view s);
+
+/// True when `s` is non-empty and all ASCII digits.
+bool AllDigits(std::string_view s);
+
+/// A whole string as a decimal integer ("-12", "0", "42"; no '+', no spaces,
+/// no trailing text); nullopt when it is not one or does not fit.
+std::optional<int64_t> ParseInt64(std::string_view s);
+std::optional<uint64_t> ParseUint64(std::string_view s);
+/// As ParseInt64, but nullopt outside [lo, hi].
+std::optional<int64_t> ParseIntInRange(std::string_view s, int64_t lo, int64_t hi);
+
+/// A whole string as a finite decimal number ("1.5", "-2", "3e2"); nullopt
+/// for anything else, for inf/nan and for values that overflow a double.
+std::optional<double> ParseDouble(std::string_view s);
+
+/// `s` lower-cased (ASCII only).
+std::string AsciiLower(std::string_view s);
+
+/// At most `max_bytes` of `s`; longer text is cut at a character boundary
+/// (never inside a UTF-8 sequence) and "..." is appended.
+std::string Truncate(std::string_view s, std::size_t max_bytes);
 
 }  // namespace moetune

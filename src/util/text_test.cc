@@ -2,64 +2,56 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace moetune {
 namespace {
 
-TEST(TextTest, ValidUtf8IsRecognised) {
-  EXPECT_TRUE(IsValidUtf8("plain ascii"));
-  EXPECT_TRUE(IsValidUtf8("Qwen3 \xE2\x80\x94 \xF0\x9F\x98\x80"));  // em dash, emoji
-  EXPECT_FALSE(IsValidUtf8("bad \xff byte"));
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // above U+10FFFF
-  EXPECT_FALSE(IsValidUtf8("\xE2\x80"));          // truncated
+TEST(TextTest, TrimAndLines) {
+  EXPECT_EQ(Trim("  a b\t\r\n"), "a b");
+  EXPECT_EQ(Trim(" \t "), "");
+  EXPECT_EQ(SplitLines("a\r\nb\n\nc"), (std::vector<std::string_view>{"a", "b", "", "c"}));
+  EXPECT_TRUE(SplitLines("").empty());
+  std::string_view rest = "  one two\tthree ";
+  EXPECT_EQ(NextWord(&rest), "one");
+  EXPECT_EQ(NextWord(&rest), "two");
+  EXPECT_EQ(NextWord(&rest), "three");
+  EXPECT_EQ(NextWord(&rest), "");
 }
 
-TEST(TextTest, InvalidBytesBecomeReplacementCharacters) {
-  bool replaced = false;
-  EXPECT_EQ(ToValidUtf8("a\xff"
-                        "b",
-                        &replaced),
-            "a\xEF\xBF\xBD"
-            "b");
-  EXPECT_TRUE(replaced);
-  EXPECT_EQ(ToValidUtf8("ok \xE2\x80\x94", &replaced), "ok \xE2\x80\x94");
-  EXPECT_FALSE(replaced);
+TEST(TextTest, IntegersAreRangeChecked) {
+  EXPECT_EQ(ParseInt64("-12"), -12);
+  EXPECT_EQ(ParseInt64("9223372036854775807"), INT64_MAX);
+  EXPECT_FALSE(ParseInt64("9223372036854775808"));  // one past the end: no exception, no wrap
+  EXPECT_FALSE(ParseInt64(std::string(400, '9')));
+  EXPECT_FALSE(ParseInt64("12x"));
+  EXPECT_FALSE(ParseInt64(" 12"));
+  EXPECT_FALSE(ParseInt64(""));
+  EXPECT_FALSE(ParseUint64("-1"));
+  EXPECT_EQ(ParseUint64("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(ParseIntInRange("256", 1, 256), 256);
+  EXPECT_FALSE(ParseIntInRange("257", 1, 256));
+  EXPECT_EQ(LeadingDigits("11669, commit"), "11669");
+  EXPECT_TRUE(AllDigits("007"));
+  EXPECT_FALSE(AllDigits("0x7"));
 }
 
-TEST(TextTest, TerminalNeverGetsControlBytes) {
-  const std::string hostile =
-      "name\x1b[2J\rx\x07\x7f\xC2\x9B"
-      "31m\n\tend\xff";
-  const std::string shown = ForTerminal(hostile);
-  for (unsigned char c : shown) {
-    EXPECT_TRUE(c >= 0x20 || c == '\n' || c == '\t') << static_cast<int>(c);
-    EXPECT_NE(c, 0x7f);
-  }
-  EXPECT_NE(shown.find("\\x1b[2J"), std::string::npos) << shown;
-  EXPECT_NE(shown.find("\\u009b"), std::string::npos) << shown;
-  EXPECT_TRUE(IsValidUtf8(shown));
-  EXPECT_NE(shown.find("\n\tend"), std::string::npos);
+TEST(TextTest, DoublesAreFinite) {
+  EXPECT_EQ(ParseDouble("1.5"), 1.5);
+  EXPECT_EQ(ParseDouble("3e2"), 300.0);
+  EXPECT_FALSE(ParseDouble("1e400"));  // overflow is refused, not infinity
+  EXPECT_FALSE(ParseDouble("inf"));
+  EXPECT_FALSE(ParseDouble("nan"));
+  EXPECT_FALSE(ParseDouble("0x10"));
+  EXPECT_FALSE(ParseDouble(std::string(400, '9') + "x"));
+  EXPECT_FALSE(ParseDouble(std::string(400, '9')));  // a 400-digit value: out of range
 }
 
-TEST(TextTest, JsonWithInvalidUtf8IsStillJson) {
-  nlohmann::json j = {{"name", std::string("bad\xff\xfe name")}, {"n", 1}};
-  bool replaced = false;
-  const std::string text = DumpJson(j, 2, &replaced);
-  EXPECT_TRUE(replaced);
-  EXPECT_TRUE(IsValidUtf8(text));
-  auto back = nlohmann::json::parse(text);
-  EXPECT_EQ(back["n"], 1);
-  EXPECT_NE(back["name"].get<std::string>().find("\xEF\xBF\xBD"), std::string::npos);
-  const std::string ok = DumpJson({{"name", "fine"}}, -1, &replaced);
-  EXPECT_FALSE(replaced);
-  EXPECT_EQ(ok, R"({"name":"fine"})");
-}
-
-TEST(TextTest, JsonEscapesControlCharacters) {
-  const std::string text = DumpJson({{"name", "x\x1b[2J"}});
-  EXPECT_EQ(text.find('\x1b'), std::string::npos);
-  EXPECT_NE(text.find("\\u001b"), std::string::npos);
+TEST(TextTest, TruncateKeepsUtf8Whole) {
+  EXPECT_EQ(Truncate("abc", 5), "abc");
+  EXPECT_EQ(Truncate("abcdef", 3), "abc...");
+  EXPECT_EQ(Truncate("a\xc3\xa9z", 2), "a...");  // never half of "é"
+  EXPECT_EQ(AsciiLower("CUDA0 Host"), "cuda0 host");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "util/text.h"
+
 namespace moetune {
 
 std::string FormatBytes(Bytes b) {
@@ -26,12 +28,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 // Splits "1.5 GiB" into (1.5, "gib"). Returns false when no number leads.

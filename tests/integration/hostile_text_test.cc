@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support.h"
-#include "util/text.h"
+#include "util/utf8.h"
 
 namespace moetune::itest {
 namespace {
