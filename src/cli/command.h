@@ -43,5 +43,6 @@ void RegisterEngineCommand(CLI::App& app, CommandRun* run);
 void RegisterDemoCommand(CLI::App& app, CommandRun* run);
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
 void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run);
+void RegisterTuneCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

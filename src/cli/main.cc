@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     moetune::RegisterDemoCommand(app, &run);
     moetune::RegisterDoctorCommand(app, &run);
     moetune::RegisterAnalyzeCommand(app, &run);
+    moetune::RegisterTuneCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,156 @@
+#include "tune/space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "gguf/ggml_type.h"
+
+namespace moetune {
+namespace {
+
+// Plans for one (micro-batch, KV type) at the target context, computed once.
+class PlanCache {
+ public:
+  PlanCache(const ModelInfo* m, PlanRequest base) : m_(m), base_(std::move(base)) {}
+  const Plan& Get(int ubatch, const std::string& kv) {
+    auto key = std::make_pair(ubatch, kv);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    PlanRequest r = base_;
+    r.ctx.n_ubatch = ubatch;
+    r.ctx.n_batch = std::max(r.ctx.n_batch, ubatch);
+    if (auto t = GgmlTypeByName(kv)) {
+      r.ctx.type_k = t->id;
+      r.ctx.type_v = t->id;
+    }
+    r.fine_fill = false;
+    return plans_.emplace(key, PlanPlacement(m_->gguf, m_->arch, m_->weights, r)).first->second;
+  }
+
+ private:
+  const ModelInfo* m_;
+  PlanRequest base_;
+  std::map<std::pair<int, std::string>, Plan> plans_;
+};
+
+const PlacementOption* OptionFor(const Plan& p, int n) {
+  for (const auto& o : p.options) {
+    if (o.n_cpu_moe == n) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<ThreadCandidate> ThreadCandidates(const CpuTopology& cpu) {
+  std::vector<ThreadCandidate> out;
+  auto add = [&](int t, const std::string& why) {
+    if (t < 1) return;
+    for (const auto& c : out) {
+      if (c.threads == t) return;
+    }
+    out.push_back({t, why});
+  };
+  for (const auto& s : cpu.suggested_threads) {
+    std::string why = s.label;
+    std::replace(why.begin(), why.end(), '_', ' ');
+    add(s.threads, why);
+  }
+  if (cpu.allowed_physical_cores > 1) {
+    add(cpu.allowed_physical_cores - 1, "one core left to the OS and the GPU driver");
+  }
+  if (out.empty()) add(std::max(1, cpu.logical_cpus), "logical CPUs");
+  return out;
+}
+
+RunConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int n_layer,
+                        int fit_cpu_layers) {
+  RunConfig c;
+  c.model = model;
+  c.placement.n_gpu_layers = 99;
+  c.placement.n_cpu_moe = 0;
+  if (fit_cpu_layers > 0 && n_layer > 0) {
+    std::string layers;
+    for (int i = std::max(0, n_layer - fit_cpu_layers); i < n_layer; ++i) {
+      layers += (layers.empty() ? "" : "|") + std::to_string(i);
+    }
+    c.placement.override_tensor =
+        fmt::format("blk\\.({})\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", layers);
+  }
+  c.placement.n_batch = 2048;
+  c.placement.n_ubatch = 512;
+  c.placement.flash_attn = "";  // auto
+  c.threads = cpu != nullptr && cpu->llama_default_threads > 0 ? cpu->llama_default_threads : 4;
+  return c;
+}
+
+TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes) {
+  TuneSpace s;
+  const ModelInfo& m = *in.model;
+  s.model = m.path;
+  s.n_layer = static_cast<int>(m.weights.layers.size());
+  s.moe = m.arch.is_moe() && m.weights.expert_total() > 0;
+  s.placement_matters = in.engine_has_gpu;
+  s.base.n_gpu_layers = 99;
+  s.base.n_ubatch = 512;
+  s.base.n_batch = 2048;
+  s.base.flash_attn = "on";
+  s.base.type_k = "f16";
+  s.base.type_v = "f16";
+  if (!in.threads_override.empty()) {
+    for (int t : in.threads_override) s.threads.push_back({t, "given with --threads"});
+  } else if (in.cpu != nullptr) {
+    s.threads = ThreadCandidates(*in.cpu);
+  } else {
+    s.threads.push_back({std::max(1, in.fallback_threads), "logical CPUs"});
+  }
+  int fit_cpu_layers = 0;
+  if (in.plan) {
+    auto cache = std::make_shared<PlanCache>(in.model, *in.plan);
+    const Plan& p = cache->Get(s.base.n_ubatch, s.base.type_k);
+    s.predicted_boundary = p.best() ? p.best()->n_cpu_moe : s.n_layer;
+    s.fixed_n = s.predicted_boundary;
+    fit_cpu_layers = p.best() ? p.best()->n_cpu_moe : s.n_layer;
+    s.fits = [cache](int n, int ub, const std::string& kv) {
+      const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+      return o != nullptr && o->fits;
+    };
+    s.headroom = [cache, ub = s.base.n_ubatch, kv = s.base.type_k](int n) -> int64_t {
+      const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+      return o ? o->headroom : -1;
+    };
+    if (!p.best() && notes != nullptr) {
+      notes->push_back(
+          "the memory plan finds no placement that fits this GPU at the target context; tune "
+          "starts from all experts on the CPU");
+    }
+  } else {
+    s.predicted_boundary = 0;
+    s.fixed_n = s.moe ? s.n_layer : 0;
+    if (notes != nullptr) {
+      notes->push_back(fmt::format(
+          "no GPU memory figure (give --vram, or run moetune doctor on a GPU machine): the "
+          "command keeps every expert on the CPU (--n-cpu-moe {})",
+          s.fixed_n));
+    }
+  }
+  s.defaults =
+      LlamaDefaults(m.path, in.cpu, s.n_layer, in.engine_has_gpu && s.moe ? fit_cpu_layers : 0);
+  s.defaults_how =
+      in.engine_has_gpu && s.moe
+          ? fmt::format(
+                "llama.cpp's automatic fit (experts of the last {} layers on the CPU, "
+                "1 GiB margin), -t {}, -b 2048 -ub 512, -fa auto",
+                fit_cpu_layers, s.defaults->threads)
+          : fmt::format(
+                "llama.cpp's defaults: every layer offloaded (no GPU here, so all on the "
+                "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
+                s.defaults->threads,
+                in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
+  return s;
+}
+
+}  // namespace moetune
