@@ -124,7 +124,8 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, const Jo
         const std::string want = field == std::string("model")    ? id.model
                                  : field == std::string("engine") ? id.engine
                                                                   : id.machine;
-        const std::string have = obj.value(field, "");
+        const auto it = obj.find(field);
+        const std::string have = it != obj.end() && it->is_string() ? it->get<std::string>() : "";
         if (have != want) {
           return Error(ErrorKind::kInvalidArgument,
                        fmt::format("journal '{}' was written for another {} ({}); this run is for "
