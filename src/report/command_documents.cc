@@ -43,9 +43,10 @@ void AddAnalysisSections(const Analysis& a, std::optional<int64_t> target_ctx,
   }
 }
 
-Section DecisionsSection(std::vector<Decision> decisions, const std::vector<std::string>& notes) {
+Section DecisionsSection(std::vector<DecisionRow> decisions,
+                         const std::vector<std::string>& notes) {
   Section s{"decisions", "Decisions and the rules that made them", {}};
-  s.blocks.push_back(DecisionList{std::move(decisions)});
+  s.blocks.push_back(DecisionTable{std::move(decisions)});
   if (!notes.empty()) {
     s.blocks.push_back(Paragraph{"Warnings and notes:"});
     s.blocks.push_back(BulletList{notes, true});
@@ -112,7 +113,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
   doc.generator = GeneratorLine();
   const auto command = ServerArgs(m.path, plan, req);
   const PlacementOption* best = plan.best();
-  Verdict v;
+  VerdictBlock v;
   if (best) {
     const int n = plan.fine_fill.empty() ? best->n_cpu_moe : plan.fine_fill_n_cpu_moe;
     v.headline = plan.moe ? fmt::format("Start llama-server with -ngl 99 --n-cpu-moe {}", n)
@@ -145,7 +146,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
     doc.sections.push_back(
         Section{"memory",
                 "Memory map of the pick",
-                {MemoryMapFigure(PlacementMemoryRows(*best, req), "memmap", caption)}});
+                {MemoryMapFigure(PlacementMemoryRows(*best, BudgetOf(req)), "memmap", caption)}});
   }
   if (auto f = PlanOptionsFigure(plan, req)) {
     doc.sections.push_back(Section{"boundary", "GPU memory against N", {std::move(*f)}});
@@ -160,7 +161,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
     if (auto f = NCurveFigure(none, o))
       doc.sections.push_back(Section{"speed", "Predicted speed against N", {std::move(*f)}});
   }
-  std::vector<Decision> d;
+  std::vector<DecisionRow> d;
   if (best) {
     d.push_back(
         {"placement",
@@ -231,14 +232,14 @@ Report BenchDocument(const BenchRun& run, const EngineInfo& engine, double wall_
   const int loads = run.TotalModelLoads();
   doc.subtitle = fmt::format(
       "{} configuration(s), {} failed; {} engine process(es), {} model "
-      "load(s); {:.0f} s",
+      "load(s); {}",
       run.results.size(), run.FailureCount(), run.invocations.size(),
-      loads < 0 ? std::string("uncounted") : std::to_string(loads), wall_seconds);
+      loads < 0 ? std::string("uncounted") : std::to_string(loads), FormatSeconds(wall_seconds));
   doc.generator = GeneratorLine();
   AnalysisOptions options;
   const Analysis a = Analyze(run.results, options);
   // The fastest configuration of each test, for the verdict.
-  Verdict v;
+  VerdictBlock v;
   std::set<int> ns;
   for (const auto& r : run.results) ns.insert(r.config.placement.n_cpu_moe);
   if (ns.size() >= 2 && a.recommendation.n_cpu_moe) {

@@ -162,7 +162,7 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
   if (curve != nullptr) {
     for (const auto& c : curve->cliffs) {
       spec.markers.push_back({(c.n_cpu_moe_safe + c.n_cpu_moe_collapsed) / 2.0,
-                              fmt::format("cliff (prefill x{:.2f})", c.prefill_ratio),
+                              fmt::format("cliff x{:.2f}", c.prefill_ratio),
                               VerticalMarker::Kind::kCliff});
     }
   }
@@ -346,6 +346,8 @@ Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
   // Ordinal positions: values such as 64, 512, 2048 read best evenly spaced.
   for (size_t i = 0; i < c.entries.size(); ++i)
     spec.x_ticks.push_back({static_cast<double>(i), std::to_string(c.entries[i].value)});
+  spec.x_min = -0.5;
+  spec.x_max = static_cast<double>(c.entries.size()) - 0.5;
   Figure f;
   f.id = id;
   f.data.header = {what,         "prefill t/s",   "prefill 95% CI",
@@ -362,6 +364,8 @@ Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
     ChartPanel panel;
     panel.title = prefill ? "Prefill" : "Decode";
     panel.y_label = "tokens/s";
+    // The question is whether the intervals overlap: zoom in on them.
+    panel.y_from_zero = false;
     ChartSeries s{what, 0, false, true, true, {}};
     for (size_t i = 0; i < c.entries.size(); ++i) {
       const auto& e = c.entries[i];

@@ -97,7 +97,7 @@ TEST(AnalyzeDocument, HasTheSectionsOfTheIssue) {
   EXPECT_EQ(ids.front(), "verdict");
   for (const char* want : {"n-curve", "decisions", "inputs", "raw", "reproduce"})
     EXPECT_NE(std::find(ids.begin(), ids.end(), want), ids.end()) << want;
-  const auto& verdict = std::get<Verdict>(doc.sections.front().blocks.front());
+  const auto& verdict = std::get<VerdictBlock>(doc.sections.front().blocks.front());
   EXPECT_NE(verdict.headline.find("--n-cpu-moe 25"), std::string::npos);
   EXPECT_EQ(CountFigures(doc), 1u);
 }

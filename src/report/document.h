@@ -26,6 +26,9 @@ struct DocTable {
   std::vector<std::vector<std::string>> rows;
   /// Per row (optional): "pick", "rejected", "failed" highlight the row.
   std::vector<std::string> row_class;
+  /// On a narrow screen, show each row as a card of "column: value" lines
+  /// (for tables of text such as decisions) instead of scrolling sideways.
+  bool stack = false;
 
   void AddRow(std::vector<std::string> cells, std::string cls = {}) {
     rows.push_back(std::move(cells));
@@ -54,7 +57,7 @@ struct Figure {
 };
 
 /// The answer first: what to run, why, and by how much it beats the defaults.
-struct Verdict {
+struct VerdictBlock {
   std::string headline;
   std::vector<std::string> command;  // argument vector, shown shell-quoted with a copy button
   std::string reason;                // one line
@@ -89,23 +92,23 @@ struct Collapsible {
 };
 
 /// A decision with the rule that made it and the figures behind it.
-struct Decision {
+struct DecisionRow {
   std::string what;      // "placement", "threads"
   std::string choice;    // "--n-cpu-moe 25"
   std::string rule;      // "safety rule: one layer more conservative than the edge"
   std::string evidence;  // "prefill 627 t/s at N=25 vs 130 t/s at N=23"
 };
-struct DecisionList {
-  std::vector<Decision> decisions;
+struct DecisionTable {
+  std::vector<DecisionRow> decisions;
 };
 
-using Block = std::variant<Paragraph, Verdict, Figure, DocTable, CodeBlock, BulletList, KeyValues,
-                           Collapsible, DecisionList>;
+using DocBlock = std::variant<Paragraph, VerdictBlock, Figure, DocTable, CodeBlock, BulletList,
+                              KeyValues, Collapsible, DecisionTable>;
 
 struct Section {
   std::string id;  // anchor (letters, digits, '-')
   std::string title;
-  std::vector<Block> blocks;
+  std::vector<DocBlock> blocks;
 };
 
 struct Report {

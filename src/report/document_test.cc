@@ -40,11 +40,11 @@ Report Sample() {
   f.data.AddRow({"1", "2.0"}, "pick");
   f.data.AddRow({"2", "a|b"}, "failed");
   f.sketch = {"pp ▁█"};
-  Verdict v{"Run it",
-            {"llama-server", "-ot", "blk\\.(1[0-9])\\.ffn_.*_exps=CPU"},
-            "because",
-            "1.4x faster",
-            {"rule: safety"}};
+  VerdictBlock v{"Run it",
+                 {"llama-server", "-ot", "blk\\.(1[0-9])\\.ffn_.*_exps=CPU"},
+                 "because",
+                 "1.4x faster",
+                 {"rule: safety"}};
   r.sections.push_back(Section{"verdict", "Verdict", {v}});
   r.sections.push_back(Section{"fig", "Figures", {f, Paragraph{"<not markup>"}}});
   r.sections.push_back(
@@ -53,7 +53,7 @@ Report Sample() {
               {CodeBlock{"run", "echo ```", true}, BulletList{{"careful"}, true},
                KeyValues{{{"engine", "llama.cpp"}}},
                Collapsible{"raw", DocTable{"", "", {"a"}, {}, {{"1"}}, {""}}, std::nullopt},
-               DecisionList{{{"placement", "--n-cpu-moe 25", "safety rule", "ratio 0.2"}}}}});
+               DecisionTable{{{"placement", "--n-cpu-moe 25", "safety rule", "ratio 0.2"}}}}});
   return r;
 }
 

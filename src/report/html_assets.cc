@@ -127,7 +127,11 @@ dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}
 ul.warnings{padding-left:1.2em}ul.warnings li::marker{content:"\26A0\FE0E  ";color:var(--warn)}
 footer{margin-top:2.5em;color:var(--muted);font-size:.85em}
 @media (max-width:600px){body{padding:10px 12px 30px;font-size:15px}h1{font-size:1.35em}
-th,td{padding:3px 6px}dl.kv{grid-template-columns:1fr}dl.kv dd{margin-bottom:.4em}}
+th,td{padding:3px 6px}dl.kv{grid-template-columns:1fr}dl.kv dd{margin-bottom:.4em}
+table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%}
+table.stack thead{display:none}table.stack tr{border-bottom:1px solid var(--border);padding:.4em 0}
+table.stack td{border:0;padding:1px 0}
+table.stack td::before{content:attr(data-label) ": ";color:var(--muted)}}
 @media print{body{max-width:none;padding:0;font-size:10.5pt}nav.toc,button.copy{display:none}
 figure,table,.verdict{break-inside:avoid}h2{break-after:avoid}a{color:inherit}
 summary{color:inherit}}

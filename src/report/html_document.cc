@@ -60,6 +60,7 @@ class HtmlWriter {
   void Table(const DocTable& t) {
     out_ += "<div class=\"tablebox\"><table";
     if (!t.id.empty()) out_ += " id=\"" + E(t.id) + "\"";
+    if (t.stack) out_ += " class=\"stack\"";
     out_ += ">";
     if (!t.caption.empty()) out_ += "<caption>" + E(t.caption) + "</caption>";
     auto num = [&t](size_t c) { return c < t.numeric.size() && t.numeric[c]; };
@@ -73,7 +74,10 @@ class HtmlWriter {
       const std::string& cls = r < t.row_class.size() ? t.row_class[r] : std::string();
       out_ += cls.empty() ? "<tr>" : "<tr class=\"" + E(cls) + "\">";
       for (size_t c = 0; c < t.rows[r].size(); ++c) {
-        out_ += fmt::format("<td{}>{}</td>", num(c) ? " class=\"num\"" : "", E(t.rows[r][c]));
+        const std::string label =
+            t.stack && c < t.header.size() ? " data-label=\"" + E(t.header[c]) + "\"" : "";
+        out_ +=
+            fmt::format("<td{}{}>{}</td>", num(c) ? " class=\"num\"" : "", label, E(t.rows[r][c]));
       }
       out_ += "</tr>";
     }
@@ -82,7 +86,7 @@ class HtmlWriter {
 
   void Block(const Paragraph& p) { out_ += "<p>" + E(p.text) + "</p>\n"; }
 
-  void Block(const Verdict& v) {
+  void Block(const VerdictBlock& v) {
     out_ += "<div class=\"verdict\" role=\"region\" aria-label=\"Verdict\">\n";
     out_ += "<p class=\"headline\">" + E(v.headline) + "</p>\n";
     if (!v.speedup.empty()) out_ += "<p class=\"speedup\">" + E(v.speedup) + "</p>\n";
@@ -139,9 +143,10 @@ class HtmlWriter {
     out_ += "</details>\n";
   }
 
-  void Block(const DecisionList& d) {
+  void Block(const DecisionTable& d) {
     DocTable t;
     t.header = {"decision", "choice", "rule", "evidence"};
+    t.stack = true;
     for (const auto& x : d.decisions) t.AddRow({x.what, x.choice, x.rule, x.evidence});
     Table(t);
   }

@@ -69,7 +69,7 @@ struct MdWriter {
   std::string out;
 
   void operator()(const Paragraph& p) { out += Inline(p.text) + "\n\n"; }
-  void operator()(const Verdict& v) {
+  void operator()(const VerdictBlock& v) {
     out += "**" + Inline(v.headline) + "**\n\n";
     if (!v.speedup.empty()) out += Inline(v.speedup) + "\n\n";
     if (!v.command.empty()) out += Code(ShellJoin(v.command), "sh") + "\n";
@@ -105,7 +105,7 @@ struct MdWriter {
     if (c.code) (*this)(*c.code);
     out += "</details>\n\n";
   }
-  void operator()(const DecisionList& d) {
+  void operator()(const DecisionTable& d) {
     DocTable t;
     t.header = {"decision", "choice", "rule", "evidence"};
     for (const auto& x : d.decisions) t.AddRow({x.what, x.choice, x.rule, x.evidence});

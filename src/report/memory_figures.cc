@@ -44,7 +44,11 @@ std::string Mib(int64_t b) { return FormatMiB(Bytes(b), 1); }
 
 }  // namespace
 
-std::vector<BarRow> PlacementMemoryRows(const PlacementOption& o, const PlanRequest& req) {
+MemoryBudget BudgetOf(const PlanRequest& r) {
+  return {r.vram_free, r.reserve, r.margin, r.host_ram_available};
+}
+
+std::vector<BarRow> PlacementMemoryRows(const PlacementOption& o, const MemoryBudget& req) {
   std::vector<BarRow> rows;
   BarRow gpu;
   gpu.label = fmt::format("GPU: {} free", FormatBytes(Bytes(req.vram_free)));
@@ -121,8 +125,11 @@ std::optional<Figure> PlanOptionsFigure(const Plan& plan, const PlanRequest& req
   spec.x_label = axis;
   ChartPanel panel;
   panel.title = "GPU memory needed";
-  panel.y_label = "GiB";
-  panel.y_format = AxisFormat::kGiB;
+  int64_t most = 0;
+  for (const auto& o : plan.options) most = std::max(most, o.gpu.total());
+  const bool gib = most >= (int64_t{2} << 30);
+  panel.y_label = gib ? "GiB" : "MiB";
+  panel.y_format = gib ? AxisFormat::kGiB : AxisFormat::kMiB;
   const int64_t usable = plan.budget - plan.margin;
   panel.limits.push_back(
       {static_cast<double>(usable),
@@ -155,8 +162,11 @@ std::optional<Figure> PlanOptionsFigure(const Plan& plan, const PlanRequest& req
   panel.series.push_back(std::move(s));
   spec.panels.push_back(std::move(panel));
   if (const PlacementOption* best = plan.best()) {
-    spec.markers.push_back({static_cast<double>(plan.moe ? best->n_cpu_moe : best->ngl),
-                            fmt::format("pick {}", plan.moe ? best->n_cpu_moe : best->ngl),
+    const int x = plan.moe ? best->n_cpu_moe : best->ngl;
+    spec.markers.push_back({static_cast<double>(x),
+                            plan.fine_fill.empty() ? fmt::format("pick {}", x)
+                                                   : fmt::format("pick {} (run as {} with -ot)", x,
+                                                                 plan.fine_fill_n_cpu_moe),
                             VerticalMarker::Kind::kPick});
   }
   f.caption = fmt::format(

@@ -14,9 +14,18 @@
 
 namespace moetune {
 
+/// What the bars are measured against; any figure may be 0 (unknown).
+struct MemoryBudget {
+  int64_t vram_free = 0;           // the GPU bar's length
+  int64_t reserve = 0;             // held by other programs (part of vram_free)
+  int64_t margin = 0;              // kept free on purpose
+  int64_t host_ram_available = 0;  // the host bar's length
+};
+MemoryBudget BudgetOf(const PlanRequest& request);
+
 /// The bars of one placement: the GPU (full length = free VRAM) and the host
 /// (full length = available RAM, when known).
-std::vector<BarRow> PlacementMemoryRows(const PlacementOption& option, const PlanRequest& request);
+std::vector<BarRow> PlacementMemoryRows(const PlacementOption& option, const MemoryBudget& budget);
 
 /// A stacked-bar figure with its data table and legend.
 Figure MemoryMapFigure(const std::vector<BarRow>& rows, const std::string& id,

@@ -77,9 +77,9 @@ std::vector<std::string> AnalysisServerCommand(const Analysis& a,
   return argv;
 }
 
-Verdict AnalysisVerdict(const Analysis& a, const std::vector<std::string>& command) {
+VerdictBlock AnalysisVerdict(const Analysis& a, const std::vector<std::string>& command) {
   const auto& rec = a.recommendation;
-  Verdict v;
+  VerdictBlock v;
   if (rec.n_cpu_moe) {
     std::string flags = fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe);
     if (rec.threads) flags += fmt::format(" -t {}", *rec.threads);
@@ -98,8 +98,8 @@ Verdict AnalysisVerdict(const Analysis& a, const std::vector<std::string>& comma
   return v;
 }
 
-std::vector<Decision> AnalysisDecisions(const Analysis& a) {
-  std::vector<Decision> out;
+std::vector<DecisionRow> AnalysisDecisions(const Analysis& a) {
+  std::vector<DecisionRow> out;
   const auto& rec = a.recommendation;
   out.push_back({"placement",
                  rec.n_cpu_moe ? fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe) : "none", rec.rule,
@@ -130,10 +130,16 @@ std::vector<Decision> AnalysisDecisions(const Analysis& a) {
   return out;
 }
 
+std::string EngineVersionText(const EngineInfo& e) {
+  std::string v = e.version_line;
+  if (v.rfind("version: ", 0) == 0) v = v.substr(9);
+  return v.empty() ? "llama.cpp, version unknown" : "llama.cpp " + v;
+}
+
 KeyValues EngineSummary(const EngineInfo& e) {
   KeyValues kv;
   kv.items.push_back({"engine", e.dir.empty() ? "(not found)" : e.dir + " (" + e.origin + ")"});
-  kv.items.push_back({"version", e.version_line.empty() ? "unknown" : e.version_line});
+  kv.items.push_back({"version", EngineVersionText(e)});
   if (!e.built_with.empty()) kv.items.push_back({"built with", e.built_with});
   std::string backends;
   for (const auto& b : e.backends) backends += (backends.empty() ? "" : ", ") + b;

@@ -24,11 +24,14 @@ std::vector<std::string> AnalysisServerCommand(const Analysis& analysis,
                                                std::optional<int64_t> target_ctx);
 
 /// The verdict: the command, the rule and its one-line reason.
-Verdict AnalysisVerdict(const Analysis& analysis, const std::vector<std::string>& command);
+VerdictBlock AnalysisVerdict(const Analysis& analysis, const std::vector<std::string>& command);
 
 /// Every decision of an analysis with its rule and the figures behind it:
 /// the placement, each cliff, each rejection, each comparison.
-std::vector<Decision> AnalysisDecisions(const Analysis& analysis);
+std::vector<DecisionRow> AnalysisDecisions(const Analysis& analysis);
+
+/// "llama.cpp 0.7.0 (build 11669, commit Debian)" (or "llama.cpp, version unknown").
+std::string EngineVersionText(const EngineInfo& engine);
 
 /// Engine name, version, backends, devices.
 KeyValues EngineSummary(const EngineInfo& engine);

@@ -81,6 +81,9 @@ Figure ResultsFigure(const std::vector<RunResult>& results, const std::string& i
   spec.title = "Tokens/s of every configuration";
   spec.x_label = "configuration (what differs between them)";
   // Label every configuration when there are few; every k-th otherwise.
+  // Ordinal positions, half a step of margin on both sides.
+  spec.x_min = -0.5;
+  spec.x_max = static_cast<double>(config_labels.size()) - 0.5;
   const size_t step = std::max<size_t>(1, (config_labels.size() + 7) / 8);
   for (size_t i = 0; i < config_labels.size(); i += step)
     spec.x_ticks.push_back({static_cast<double>(i), config_labels[i]});

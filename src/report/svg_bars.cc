@@ -28,11 +28,8 @@ int64_t RowTotal(const BarRow& r) {
 std::string RenderStackedBars(const StackedBarSpec& spec) {
   const double width = std::max(spec.width, 240);
   const double x0 = kLeft, x1 = width - kRight;
-  int64_t longest = 1;
-  for (const auto& r : spec.rows) longest = std::max({longest, RowTotal(r), r.capacity});
   const double height =
       static_cast<double>(spec.rows.size()) * (kLabelRow + kBarHeight + kRowGap) + kAxis;
-  const LinearScale sx(0, static_cast<double>(longest), x0, x1);
   std::string described = spec.id + "-d";
   if (!spec.described_by.empty()) described += " " + spec.described_by;
   std::string o = fmt::format(
@@ -42,24 +39,24 @@ std::string RenderStackedBars(const StackedBarSpec& spec) {
       XmlEscape(spec.id), SvgNumber(width), SvgNumber(height), XmlEscape(spec.id),
       XmlEscape(described), XmlEscape(spec.id), XmlEscape(spec.title), XmlEscape(spec.id),
       XmlEscape(spec.description));
-  // Gridlines in GiB (or MiB for small models) shared by all rows.
-  const bool gib = longest >= (int64_t{2} << 30);
-  const double unit = gib ? 1073741824.0 : 1048576.0;
-  const AxisTicks ticks = NiceTicks(0, static_cast<double>(longest) / unit, 6);
+  // Gridlines at quarters of each device.
   const double bars_bottom = height - kAxis;
-  for (double v : ticks.values) {
-    if (v * unit > static_cast<double>(longest) * 1.0001) break;
-    const double x = sx(v * unit);
+  const LinearScale percent(0, 100, x0, x1);
+  for (int v = 0; v <= 100; v += 25) {
+    const double x = percent(v);
     o += fmt::format("<line x1=\"{0}\" y1=\"0\" x2=\"{0}\" y2=\"{1}\" class=\"grid\"/>",
                      SvgNumber(x), SvgNumber(bars_bottom));
-    o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
-                     SvgNumber(x), SvgNumber(bars_bottom + 16),
-                     XmlEscape(FormatTick(v, ticks.step, AxisFormat::kNumber)));
+    o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}%</text>",
+                     SvgNumber(x), SvgNumber(bars_bottom + 16), v);
   }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"alabel\" text-anchor=\"middle\">{}</text>",
-                   SvgNumber((x0 + x1) / 2), SvgNumber(height - 4), gib ? "GiB" : "MiB");
+  o += fmt::format(
+      "<text x=\"{}\" y=\"{}\" class=\"alabel\" text-anchor=\"middle\">share of "
+      "each device</text>",
+      SvgNumber((x0 + x1) / 2), SvgNumber(height - 4));
   double y = 0;
   for (const auto& row : spec.rows) {
+    const int64_t length = std::max<int64_t>({row.capacity, RowTotal(row), 1});
+    const LinearScale sx(0, static_cast<double>(length), x0, x1);
     o += fmt::format("<g class=\"barrow\" data-row=\"{}\">", XmlEscape(row.label));
     o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"ptitle\" text-anchor=\"start\">{}</text>",
                      SvgNumber(x0), SvgNumber(y + 15), XmlEscape(row.label));
@@ -68,18 +65,23 @@ std::string RenderStackedBars(const StackedBarSpec& spec) {
     for (const auto& seg : row.segments) {
       if (seg.bytes <= 0) continue;
       const double a = sx(at), b = sx(at + static_cast<double>(seg.bytes));
-      const std::string tip = fmt::format("{}: {}", seg.label, FormatBytes(Bytes(seg.bytes)));
+      const std::string size = FormatBytes(Bytes(seg.bytes));
       o += fmt::format(
-          "<g class=\"seg seg-{}\" data-bytes=\"{}\"><title>{}</title>"
+          "<g class=\"seg seg-{}\" data-bytes=\"{}\"><title>{}: {}</title>"
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
-          XmlEscape(seg.kind), seg.bytes, XmlEscape(tip), SvgNumber(a), SvgNumber(by),
+          XmlEscape(seg.kind), seg.bytes, XmlEscape(seg.label), size, SvgNumber(a), SvgNumber(by),
           SvgNumber(std::max(b - a, 0.5)), SvgNumber(kBarHeight));
-      // Label inside the segment when there is room for it.
+      // The label inside the segment when there is room for it (with its size if that fits too).
       const double room = b - a;
-      if (room > 7.0 * static_cast<double>(seg.label.size()) + 8) {
+      const std::string long_label = seg.label + " " + size;
+      const std::string label = room > 6.5 * static_cast<double>(long_label.size()) + 8 ? long_label
+                                : room > 6.5 * static_cast<double>(seg.label.size()) + 8
+                                    ? seg.label
+                                    : std::string();
+      if (!label.empty()) {
         o += fmt::format(
             "<text x=\"{}\" y=\"{}\" class=\"seglabel\" text-anchor=\"middle\">{}</text>",
-            SvgNumber((a + b) / 2), SvgNumber(by + kBarHeight / 2 + 4), XmlEscape(seg.label));
+            SvgNumber((a + b) / 2), SvgNumber(by + kBarHeight / 2 + 4), XmlEscape(label));
       }
       o += "</g>";
       at += static_cast<double>(seg.bytes);

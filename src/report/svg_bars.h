@@ -2,9 +2,11 @@
 /// Horizontal stacked bars drawn as inline SVG: the memory map of a placement,
 /// one bar per device (GPU, host), each segment one kind of memory (weights by
 /// role, KV cache, recurrent state, compute buffers, the safety margin, what
-/// other programs hold, the headroom left). All bars share one scale so that
-/// devices compare at a glance. Colours come from CSS classes (`seg-<kind>`)
-/// in the document's stylesheet; every segment has a <title> with its size.
+/// other programs hold, the headroom left). Each bar spans the plot at its own
+/// scale (its capacity, or its total when larger), so a 12 GiB GPU and 64 GiB
+/// of RAM both read as "how full"; the axis is in percent of each device and
+/// the sizes are in the labels, the tooltips and the data table. Colours come
+/// from CSS classes (`seg-<kind>`) in the document's stylesheet.
 
 #include <cstdint>
 #include <string>
@@ -31,7 +33,7 @@ struct StackedBarSpec {
   std::string description;
   std::string described_by;  // the data table's id
   std::vector<BarRow> rows;
-  int width = 640;
+  int width = 560;
 };
 
 /// The bars as an `<svg>`. Segments of 0 bytes or less are skipped; a row whose

@@ -61,8 +61,16 @@ std::vector<std::pair<double, std::string>> XTicks(const ChartSpec& spec, double
     }
     return out;
   }
-  const AxisTicks t = NiceTicks(lo, hi, 6);
   std::vector<std::pair<double, std::string>> out;
+  if (spec.x_format == AxisFormat::kTokens && hi - lo >= 2048) {
+    // Contexts are powers of two: ticks every 2^k K tokens (8K, 16K, 24K, 32K).
+    double step = 1024;
+    while ((hi - lo) / step > 6) step *= 2;
+    for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 && out.size() < 64; v += step)
+      out.push_back({v, FormatTick(v, step, spec.x_format)});
+    return out;
+  }
+  const AxisTicks t = NiceTicks(lo, hi, 6);
   for (double v : t.values) {
     if (v >= lo - 1e-9 && v <= hi + 1e-9) out.push_back({v, FormatTick(v, t.step, spec.x_format)});
   }
@@ -216,9 +224,10 @@ std::string FormatTick(double value, double step, AxisFormat format) {
     if (std::abs(k - std::round(k)) < 1e-9 && std::abs(k) >= 1) return fmt::format("{:.0f}K", k);
     return fmt::format("{:.0f}", value);
   }
-  if (format == AxisFormat::kGiB) {
-    value /= 1073741824.0;
-    step /= 1073741824.0;
+  if (format == AxisFormat::kGiB || format == AxisFormat::kMiB) {
+    const double unit = format == AxisFormat::kGiB ? 1073741824.0 : 1048576.0;
+    value /= unit;
+    step /= unit;
   }
   int decimals = 0;
   if (Finite(step) && step > 0 && step < 1) {
@@ -284,7 +293,15 @@ std::string RenderSvgChart(const ChartSpec& spec) {
     for (const auto& l : panel.limits) yr.Add(l.y);
     double ylo = yr.any ? yr.lo : 0, yhi = yr.any ? yr.hi : 1;
     yhi += (yhi - ylo) * 0.06;  // headroom for the top point's ring
-    const AxisTicks yt = NiceTicks(ylo, yhi, 4);
+    // Round ticks in the unit the labels use (a MiB axis ticks at 16, 32, 48 MiB).
+    const double unit = panel.y_format == AxisFormat::kGiB   ? 1073741824.0
+                        : panel.y_format == AxisFormat::kMiB ? 1048576.0
+                                                             : 1.0;
+    AxisTicks yt = NiceTicks(ylo / unit, yhi / unit, 4);
+    yt.min *= unit;
+    yt.max *= unit;
+    yt.step *= unit;
+    for (double& v : yt.values) v *= unit;
     const LinearScale sy(yt.min, yt.max, py1, py0);
 
     o += fmt::format("<g class=\"panel\" data-panel=\"{}\">", XmlEscape(panel.title));
@@ -322,7 +339,10 @@ std::string RenderSvgChart(const ChartSpec& spec) {
     o += fmt::format("<g class=\"marker {}\" data-x=\"{}\"><title>{}</title>", cls, SvgNumber(m.x),
                      XmlEscape(m.label));
     o += Line(x, std::max(plots_top, 0.0), x, plots_bottom, "mline");
-    const bool right_half = x > (x0 + x1) / 2;
+    // A cliff's label goes on its left (the pick, on the safe side, labels to the
+    // right), unless there is no room.
+    const double room = 7.0 * static_cast<double>(m.label.size()) + 8;
+    const bool right_half = m.kind == VerticalMarker::Kind::kCliff ? x - x0 > room : x1 - x < room;
     // Labels step down so that neighbouring markers (a cliff next to the pick) do not collide.
     const double label_y = std::max(plots_top, 0.0) + 12 + 13 * (marker_row++ % 3);
     o += Text(right_half ? x - 4 : x + 4, label_y, "mlabel", right_half ? "end" : "start", m.label);

@@ -45,6 +45,7 @@ enum class AxisFormat {
   kNumber,  // 12, 2.5, 0.25
   kTokens,  // 0, 4K, 32K (K = 1024)
   kGiB,     // bytes shown as GiB: 0, 4, 8
+  kMiB,     // bytes shown as MiB: 0, 256, 512
 };
 /// The label of one tick value.
 std::string FormatTick(double value, double step, AxisFormat format);
@@ -109,8 +110,9 @@ struct ChartSpec {
   std::optional<double> x_min, x_max;  // default: the data's range, padded
   std::vector<ChartPanel> panels;      // stacked top to bottom
   std::vector<VerticalMarker> markers;
-  int width = 640;
-  int panel_height = 190;
+  // A narrow view box: on a phone the chart scales less, so its text stays readable.
+  int width = 560;
+  int panel_height = 200;
 };
 
 /// The chart as an `<svg>` element (responsive: viewBox, width 100%).

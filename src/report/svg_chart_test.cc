@@ -79,6 +79,7 @@ TEST(FormatTick, Formats) {
   EXPECT_EQ(FormatTick(600, 100, AxisFormat::kNumber), "600");
   EXPECT_EQ(FormatTick(8.0 * 1073741824.0, 2.0 * 1073741824.0, AxisFormat::kGiB), "8");
   EXPECT_EQ(FormatTick(-0.0, 1, AxisFormat::kNumber), "0");
+  EXPECT_EQ(FormatTick(512.0 * 1048576.0, 256.0 * 1048576.0, AxisFormat::kMiB), "512");
 }
 
 ChartSpec Spec() {
@@ -113,7 +114,7 @@ TEST(SvgChart, PointsErrorBarsAndMarkers) {
   const std::string svg = RenderSvgChart(Spec());
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("role=\"img\""), std::string::npos);
-  EXPECT_NE(svg.find("viewBox=\"0 0 640.0"), std::string::npos);
+  EXPECT_NE(svg.find("viewBox=\"0 0 560.0"), std::string::npos);
   // 3 + 2 measured points with a y; the failed one is a cross.
   EXPECT_EQ(Count(svg, "<g class=\"pt "), 5u);
   EXPECT_EQ(Count(svg, "class=\"pt-failed\""), 1u);
@@ -185,6 +186,37 @@ TEST(SvgChart, NonFiniteDataNeverReachesTheSvg) {
   ExpectFiniteNumbers(RenderSvgChart(empty));
 }
 
+TEST(SvgChart, TokenAxisTicksAtRoundKs) {
+  ChartSpec s;
+  s.id = "depth";
+  s.x_format = AxisFormat::kTokens;
+  ChartPanel p{"Prefill", "t/s", AxisFormat::kNumber, true, {}, {}};
+  ChartSeries series{"N=24", 0, false, true, true, {}};
+  for (double d : {0.0, 8192.0, 32768.0})
+    series.points.push_back({d, 100.0, {}, {}, PointMark::kNormal, ""});
+  p.series.push_back(series);
+  s.panels.push_back(p);
+  const std::string svg = RenderSvgChart(s);
+  EXPECT_NE(svg.find(">32K</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">8K</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">5000</text>"), std::string::npos);
+}
+
+TEST(SvgChart, ByteAxesTickAtRoundUnits) {
+  ChartSpec s;
+  s.id = "mem";
+  ChartPanel p{"GPU", "MiB", AxisFormat::kMiB, true, {}, {}};
+  ChartSeries series{"total", 0, false, true, true, {}};
+  series.points.push_back({0, 61.0 * 1048576, {}, {}, PointMark::kNormal, ""});
+  series.points.push_back({8, 48.0 * 1048576, {}, {}, PointMark::kNormal, ""});
+  p.series.push_back(series);
+  s.panels.push_back(p);
+  const std::string svg = RenderSvgChart(s);
+  EXPECT_NE(svg.find(">60</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">20</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">57</text>"), std::string::npos);
+}
+
 TEST(SvgChart, OrdinalTicksUseTheGivenLabels) {
   ChartSpec s = Spec();
   s.x_ticks = {{20, "twenty"}, {26, "twenty-six"}, {99, "outside"}};
@@ -213,15 +245,18 @@ TEST(SvgBars, SegmentsScaleAndCapacity) {
   EXPECT_EQ(Count(svg, "class=\"capacity\""), 1u);
   EXPECT_NE(svg.find("GPU &lt;0&gt;"), std::string::npos);
   EXPECT_NE(svg.find("data-bytes=\"6442450944\""), std::string::npos);
-  EXPECT_NE(svg.find(">GiB</text>"), std::string::npos);
-  // The host bar (24 GiB) is the longest and spans the plot; the GPU's 6 GiB is a quarter of it.
+  EXPECT_NE(svg.find(">100%</text>"), std::string::npos);
+  EXPECT_NE(svg.find("experts: 6.00 GiB"), std::string::npos) << svg;
+  // Each bar at its own scale: the GPU's experts fill half of its 12 GiB, the
+  // host's 24 GiB of experts the whole host bar.
   std::regex rect(R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)")re");
   std::vector<double> widths;
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator();
        ++it)
     widths.push_back(std::stod((*it)[2]));
   ASSERT_EQ(widths.size(), 4u);
-  EXPECT_NEAR(widths[0] * 4, widths[3], 1.0);
+  EXPECT_NEAR(widths[0] * 2, widths[3], 1.0);
+  EXPECT_NEAR(widths[0] + widths[1] + widths[2], widths[3], 1.0);  // 6 + 2 + 4 = 12 GiB
   ExpectFiniteNumbers(svg);
 }
 
