@@ -20,29 +20,6 @@ std::string FileName(const std::string& path) {
   return name.empty() ? path : name;
 }
 
-// Figures and decisions an analysis gives, shared by analyze and bench.
-void AddAnalysisSections(const Analysis& a, std::optional<int64_t> target_ctx,
-                         std::vector<Section>* sections) {
-  Section curve{"n-curve", "Speed against N", {}};
-  if (auto f = NCurveFigure(a)) {
-    curve.blocks.push_back(std::move(*f));
-  } else {
-    curve.blocks.push_back(Paragraph{"No results vary N, so there is no curve to read."});
-  }
-  sections->push_back(std::move(curve));
-  if (auto f = DepthFigure(a, target_ctx)) {
-    sections->push_back(Section{"depth", "Long context", {std::move(*f)}});
-  }
-  if (!a.comparisons.empty()) {
-    Section s{"threads", "Threads and batch sizes", {}};
-    int i = 0;
-    for (const auto& c : a.comparisons) {
-      s.blocks.push_back(ComparisonFigure(c, fmt::format("cmp{}", ++i)));
-    }
-    sections->push_back(std::move(s));
-  }
-}
-
 Section DecisionsSection(std::vector<DecisionRow> decisions,
                          const std::vector<std::string>& notes) {
   Section s{"decisions", "Decisions and the rules that made them", {}};
@@ -55,6 +32,30 @@ Section DecisionsSection(std::vector<DecisionRow> decisions,
 }
 
 }  // namespace
+
+std::vector<Section> AnalysisSections(const Analysis& a, std::optional<int64_t> target_ctx,
+                                      const NCurveOptions& curve_options) {
+  std::vector<Section> sections;
+  Section curve{"n-curve", "Speed against N", {}};
+  if (auto f = NCurveFigure(a, curve_options)) {
+    curve.blocks.push_back(std::move(*f));
+  } else {
+    curve.blocks.push_back(Paragraph{"No results vary N, so there is no curve to read."});
+  }
+  sections.push_back(std::move(curve));
+  if (auto f = DepthFigure(a, target_ctx)) {
+    sections.push_back(Section{"depth", "Long context", {std::move(*f)}});
+  }
+  if (!a.comparisons.empty()) {
+    Section s{"threads", "Threads and batch sizes", {}};
+    int i = 0;
+    for (const auto& c : a.comparisons) {
+      s.blocks.push_back(ComparisonFigure(c, fmt::format("cmp{}", ++i)));
+    }
+    sections.push_back(std::move(s));
+  }
+  return sections;
+}
 
 Report AnalyzeDocument(const AnalysisReport& r, const std::vector<RunResult>& results,
                        const std::vector<std::string>& invocation) {
@@ -70,7 +71,7 @@ Report AnalyzeDocument(const AnalysisReport& r, const std::vector<RunResult>& re
   doc.generator = GeneratorLine();
   const auto command = AnalysisServerCommand(a, results, r.options.target_ctx);
   doc.sections.push_back(Section{"verdict", "Verdict", {AnalysisVerdict(a, command)}});
-  AddAnalysisSections(a, r.options.target_ctx, &doc.sections);
+  for (auto& s : AnalysisSections(a, r.options.target_ctx)) doc.sections.push_back(std::move(s));
   std::vector<std::string> notes = r.load_notes;
   notes.insert(notes.end(), a.notes.begin(), a.notes.end());
   doc.sections.push_back(DecisionsSection(AnalysisDecisions(a), notes));
@@ -264,7 +265,7 @@ Report BenchDocument(const BenchRun& run, const EngineInfo& engine, double wall_
   doc.sections.push_back(
       Section{"results", "Tokens/s of every configuration", {ResultsFigure(run.results)}});
   if (ns.size() >= 2 || !a.comparisons.empty()) {
-    AddAnalysisSections(a, std::nullopt, &doc.sections);
+    for (auto& s : AnalysisSections(a, std::nullopt)) doc.sections.push_back(std::move(s));
     // Keep the analysis's N curve only when N varies.
     if (ns.size() < 2) {
       for (auto it = doc.sections.begin(); it != doc.sections.end(); ++it) {

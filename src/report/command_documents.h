@@ -19,6 +19,11 @@
 
 namespace moetune {
 
+/// The sections an analysis gives (speed against N, long context, threads and
+/// batch sizes), for any document that holds one (analyze, bench, tune).
+std::vector<Section> AnalysisSections(const Analysis& analysis, std::optional<int64_t> target_ctx,
+                                      const NCurveOptions& curve = {});
+
 /// `moetune analyze ... --report FILE`. `invocation` is the command line that
 /// produced it (shown under "How to reproduce").
 Report AnalyzeDocument(const AnalysisReport& report, const std::vector<RunResult>& results,

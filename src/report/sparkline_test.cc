@@ -43,7 +43,7 @@ TEST(HorizontalBar, EighthsAndPadding) {
 }
 
 TEST(LocaleIsUtf8, PosixPrecedence) {
-  auto env = [](std::map<std::string, std::string> vars) {
+  auto env = [](const std::map<std::string, std::string>& vars) {
     return [vars](const char* name) -> const char* {
       auto it = vars.find(name);
       return it == vars.end() ? nullptr : it->second.c_str();

@@ -103,7 +103,8 @@ std::optional<RgbImage> ReadPng(const std::string& path, std::string* error) {
     }
     for (int px = 0; px < img.width; ++px) {
       for (int ch = 0; ch < 3; ++ch)
-        img.rgb.push_back(cur[static_cast<size_t>(px * channels + ch)]);
+        img.rgb.push_back(
+            cur[static_cast<size_t>(px) * static_cast<size_t>(channels) + static_cast<size_t>(ch)]);
     }
     std::swap(prev, cur);
   }

@@ -191,7 +191,7 @@ void CheckReport(const std::string& html, const Expect& want, const std::string&
   for (const Size& size : {Size{1280, 900, "desktop"}, Size{390, 844, "phone"}}) {
     const int w = size.width, h = size.height;
     const std::string label = size.label;
-    auto img = Screenshot(html, w, h, false, dir, name + "-" + label);
+    auto img = Screenshot(html, w, h, false, dir, fmt::format("{}-{}", name, label));
     ASSERT_TRUE(img.has_value());
     EXPECT_EQ(img->width, w);
     const ImageStats s = Analyze(*img);
@@ -325,6 +325,20 @@ TEST(ReportHtml, DarkModeIsDark) {
   const ImageStats s = Analyze(*img);
   EXPECT_LT(s.mean_luminance, 60);
   EXPECT_GE(s.distinct_colors, 12u);
+}
+
+// A page without the report's content fails the image check: the thresholds
+// tell a rendered report from a blank or unstyled page.
+TEST(ReportHtml, BlankPageFailsTheImageCheck) {
+  ASSERT_FALSE(ChromiumBinary().empty())
+      << "chromium is not installed: run scripts/install-deps.sh";
+  TempDir dir;
+  std::ofstream(dir.File("blank.html"))
+      << "<!DOCTYPE html><html><body><p>moetune</p></body></html>";
+  auto img = Screenshot(dir.File("blank.html"), 1280, 900, false, dir, "blank");
+  ASSERT_TRUE(img.has_value());
+  const ImageStats s = Analyze(*img);
+  EXPECT_LT(s.non_background, 0.04);
 }
 
 // The checks above would be worthless if they could not see a request: a page
