@@ -391,8 +391,8 @@ Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
               {"errbar", "95% confidence interval of the mean"},
               {"ring", fmt::format("chosen: {}", c.chosen)}};
   f.caption = fmt::format(
-      "{} at N={}: {}. Overlapping intervals are ties; a tie goes to the "
-      "smaller value.",
+      "{} at N={}: {}. Overlapping intervals are ties: the noise cannot "
+      "separate them.",
       what, c.n_cpu_moe, c.reason);
   spec.description = f.caption;
   f.svg = RenderSvgChart(spec);
