@@ -1,8 +1,11 @@
 // `moetune analyze FILE...`: the method's reading rules applied to llama-bench
 // results (or moetune bench/tune output) measured anywhere.
 #include "cli/command.h"
+#include "cli/report_output.h"
 #include "cli/validators.h"
 #include "report/analysis_report.h"
+#include "report/command_documents.h"
+#include "report/sparkline.h"
 #include "tune/analysis.h"
 #include "tune/measurements.h"
 #include "util/units.h"
@@ -16,6 +19,8 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run) {
     std::string workload = "chat";
     bool json = false;
     std::string output;
+    std::string report;
+    bool ascii = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -34,6 +39,11 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run) {
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  cmd->add_option("--report", o->report,
+                  "Also write a report: FILE.html (self-contained, with charts) or FILE.md")
+      ->check(ReportPathValidator());
+  cmd->add_flag("--ascii", o->ascii,
+                "Sparklines and bars in ASCII (default: Unicode when the locale is UTF-8)");
   cmd->callback([o, run] {
     *run = [o]() -> int {
       AnalysisReport report;
@@ -45,6 +55,12 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run) {
       report.load_notes = loaded->notes;
       report.result_count = loaded->results.size();
       report.analysis = Analyze(loaded->results, report.options);
+      report.sketch = TerminalGlyphs(o->ascii);
+      if (!o->report.empty()) {
+        auto st = WriteReportFile(
+            o->report, AnalyzeDocument(report, loaded->results, OwnCommandLine()), o->files);
+        if (!st.ok()) return ReportError(st.error());
+      }
       const std::string text = o->json ? JsonOutput(AnalysisJson(report)) : AnalysisText(report);
       auto st = WriteOutput(o->output, text, o->files);
       return st.ok() ? kExitOk : ReportError(st.error());

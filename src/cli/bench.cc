@@ -9,10 +9,12 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/report_output.h"
 #include "engine/bench_report.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
 #include "engine/tensor_override.h"
+#include "report/command_documents.h"
 #include "util/subprocess.h"
 
 namespace moetune {
@@ -39,6 +41,7 @@ struct BenchArgs {
   double timeout = 600;
   bool json = false;
   std::string output;
+  std::string report;
   bool progress = false;
   bool no_progress = false;
   bool dry_run = false;
@@ -197,6 +200,11 @@ int Run(const BenchArgs& a) {
     }
   }
   if (auto st = WriteOutput(a.output, text); !st.ok()) return ReportError(st.error());
+  if (!a.report.empty()) {
+    auto st =
+        WriteReportFile(a.report, BenchDocument(run, *info, wall, OwnCommandLine()), {a.model});
+    if (!st.ok()) return ReportError(st.error());
+  }
   if (run.FailureCount() > 0) {
     std::cerr << fmt::format("moetune: {} of {} configuration(s) failed (see the table)\n",
                              run.FailureCount(), run.results.size());
@@ -236,6 +244,9 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--timeout", a->timeout, "Seconds allowed per test (default 600)");
   cmd->add_flag("--json", a->json, "JSON output (see docs/cli.md)");
   cmd->add_option("-o,--output", a->output, "Write the output to this file instead of stdout");
+  cmd->add_option("--report", a->report,
+                  "Also write a report: FILE.html (self-contained, with charts) or FILE.md")
+      ->check(ReportPathValidator());
   cmd->add_flag("--progress", a->progress,
                 "Live progress line on stderr even when it is not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "No live progress line");

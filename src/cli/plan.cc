@@ -3,10 +3,12 @@
 // every N, host RAM, and the exact llama-server command.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/report_output.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "gguf/ggml_type.h"
@@ -15,7 +17,10 @@
 #include "model/model_info.h"
 #include "plan/check.h"
 #include "plan/placement.h"
+#include "report/command_documents.h"
+#include "report/emit.h"
 #include "report/model_report.h"
+#include "report/report_blocks.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -41,6 +46,8 @@ struct PlanOpts {
   bool check = false;
   std::string llama_dir;
   std::string output;
+  std::string report;
+  std::string emit;
 };
 
 Result<uint32_t> CacheType(const std::string& s, const char* flag) {
@@ -156,6 +163,39 @@ Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const Pl
   return c;
 }
 
+// The engine on this machine, for the version a configuration names; nullopt
+// when none is found (a plan does not need one).
+std::optional<EngineInfo> FindEngineQuietly(const std::string& llama_dir) {
+  DiscoveryOptions d;
+  d.llama_dir = llama_dir;
+  auto e = DiscoverEngine(d);
+  if (!e.ok()) return std::nullopt;
+  return std::move(e).value();
+}
+
+// `--emit FORMAT`: the plan's llama-server command as ready-to-paste configuration.
+Result<std::string> EmitPlan(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
+                             const std::optional<EngineInfo>& engine, const std::string& format) {
+  MOETUNE_ASSIGN_OR_RETURN(EmitFormat f, ParseEmitFormat(format));
+  // An absolute model path: the configuration is used from other folders.
+  const std::string model = std::filesystem::absolute(m.path).lexically_normal().string();
+  EmitContext ctx;
+  ctx.header.push_back(fmt::format("llama-server configuration planned by moetune {} for {}",
+                                   MOETUNE_VERSION,
+                                   std::filesystem::path(m.path).filename().string()));
+  ctx.header.push_back(
+      engine ? "for " + EngineVersionText(*engine) + " (" + engine->dir + ")"
+             : "no llama.cpp engine was found here: the flags need a 2025 build or later "
+               "(--n-cpu-moe, -fit)");
+  ctx.header.push_back(fmt::format("context {}, {} free VRAM, {} reserved, {} margin",
+                                   req.ctx.n_ctx, FormatBytes(Bytes(req.vram_free)),
+                                   FormatBytes(Bytes(req.reserve)),
+                                   FormatBytes(Bytes(req.margin))));
+  for (const auto& n : plan.notes) ctx.header.push_back("note: " + n);
+  ctx.gpu = req.vram_free > 0 && plan.best() != nullptr;
+  return EmitServerConfig(f, ServerArgs(model, plan, req), ctx);
+}
+
 }  // namespace
 
 void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
@@ -191,6 +231,16 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
+  cmd->add_option("--report", o->report,
+                  "Also write a report: FILE.html (self-contained, with charts) or FILE.md")
+      ->check(ReportPathValidator());
+  auto* emit =
+      cmd->add_option("--emit", o->emit,
+                      "Print the llama-server configuration instead of the table: server (command "
+                      "line), env (LLAMA_ARG_* variables), ini (llama-server preset), compose "
+                      "(docker compose service)")
+          ->check(EmitFormatValidator());
+  emit->excludes(cmd->get_option("--json"));
   cmd->callback([o, run] {
     *run = [o]() -> int {
       auto req = BuildRequest(*o);
@@ -204,8 +254,21 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
         if (!c.ok()) return ReportError(c.error());
         check = std::move(c).value();
       }
+      std::optional<EngineInfo> engine;
+      if (!o->emit.empty() || !o->report.empty()) engine = FindEngineQuietly(o->llama_dir);
+      if (!o->report.empty()) {
+        PlanDocumentExtras extras;
+        extras.invocation = OwnCommandLine();
+        extras.engine = engine;
+        auto st = WriteReportFile(o->report, PlanDocument(*m, plan, *req, extras), {o->model});
+        if (!st.ok()) return ReportError(st.error());
+      }
       std::string text;
-      if (o->json) {
+      if (!o->emit.empty()) {
+        auto e = EmitPlan(*m, plan, *req, engine, o->emit);
+        if (!e.ok()) return ReportError(e.error());
+        text = *e;
+      } else if (o->json) {
         nlohmann::json j = PlanJson(*m, plan, *req);
         if (check) j["check"] = PlanCheckJson(*check);
         text = j.dump(2) + "\n";

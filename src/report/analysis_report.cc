@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "stats/interval.h"
 #include "util/table.h"
 
@@ -158,19 +160,48 @@ std::string AnalysisText(const AnalysisReport& r) {
                        cl.n_cpu_moe_collapsed, cl.prefill_ratio);
     }
     o += "\n\n";
-    MarkdownTable t({{"N"},
-                     {"prefill t/s (95% CI)"},
-                     {"decode t/s (95% CI)"},
-                     {both ? fmt::format("time to answer ({})", r.options.workload.name) : "",
-                      MarkdownTable::Align::kRight},
-                     {"", MarkdownTable::Align::kLeft}});
+    double best_pp = 0;
+    if (r.sketch) {
+      // The shape before the numbers: one character per N, failures as crosses.
+      std::vector<std::optional<double>> pp, tg;
+      for (const auto& p : c.points) {
+        pp.push_back(p.prefill && !p.failed() ? std::optional<double>(p.prefill->mean)
+                                              : std::nullopt);
+        tg.push_back(p.decode && !p.failed() ? std::optional<double>(p.decode->mean)
+                                             : std::nullopt);
+        if (pp.back()) best_pp = std::max(best_pp, *pp.back());
+      }
+      const std::string range = c.points.empty()
+                                    ? ""
+                                    : fmt::format("  (N {} .. {})", c.points.front().n_cpu_moe,
+                                                  c.points.back().n_cpu_moe);
+      if (a.has_prefill) o += "  prefill " + Sparkline(pp, *r.sketch) + range + "\n";
+      if (a.has_decode) o += "  decode  " + Sparkline(tg, *r.sketch) + range + "\n";
+      o += "\n";
+    }
+    // With a sketch, a bar after each prefill figure shows it against the best.
+    const bool bars = r.sketch && best_pp > 0;
+    std::vector<MarkdownTable::Column> cols = {{"N"}, {"prefill t/s (95% CI)"}};
+    if (bars) cols.push_back({"vs best", MarkdownTable::Align::kLeft});
+    cols.insert(cols.end(),
+                {{"decode t/s (95% CI)"},
+                 {both ? fmt::format("time to answer ({})", r.options.workload.name) : "",
+                  MarkdownTable::Align::kRight},
+                 {"", MarkdownTable::Align::kLeft}});
+    MarkdownTable t(cols);
     for (const auto& p : c.points) {
       std::string mark;
       if (p.failed()) mark = "FAILED";
       if (c.depth == a.curves.front().depth && rec.n_cpu_moe && p.n_cpu_moe == *rec.n_cpu_moe)
         mark = "<- recommended";
-      t.AddRow({std::to_string(p.n_cpu_moe), Tps(p.prefill), Tps(p.decode),
-                Seconds(p.objective, both), mark});
+      std::vector<std::string> row = {std::to_string(p.n_cpu_moe), Tps(p.prefill)};
+      if (bars) {
+        row.push_back(p.prefill && !p.failed()
+                          ? HorizontalBar(p.prefill->mean / best_pp, 12, *r.sketch)
+                          : std::string());
+      }
+      row.insert(row.end(), {Tps(p.decode), Seconds(p.objective, both), mark});
+      t.AddRow(std::move(row));
     }
     o += t.Render();
   }

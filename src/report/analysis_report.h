@@ -3,8 +3,10 @@
 /// part of `moetune tune`). JSON fields are documented in docs/cli.md.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "report/sparkline.h"
 #include "tune/analysis.h"
 #include "tune/measurements.h"
 
@@ -17,6 +19,9 @@ struct AnalysisReport {
   std::vector<LoadedFile> files;
   std::vector<std::string> load_notes;
   std::size_t result_count = 0;
+  /// Text output: sparklines of each curve and a bar per row in these glyphs
+  /// (nullopt: tables only).
+  std::optional<Glyphs> sketch;
 };
 
 nlohmann::json AnalysisJson(const AnalysisReport& report);

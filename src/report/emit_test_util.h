@@ -1,0 +1,185 @@
+#pragma once
+// Readers for the configurations `--emit` writes, for tests: each turns one
+// format back into a llama-server argument vector, independently of the
+// writer (report/emit.cc), so that a test can assert that every format
+// describes the same command. They read the subset moetune writes and fail
+// loudly (ADD_FAILURE) on anything else.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/emit.h"
+
+namespace moetune::testing {
+
+// Words of POSIX shell text: comments, `\`-newline continuations, single
+// quotes, double quotes (with \\, \", \$, \`), backslash escapes.
+inline std::vector<std::string> ShellWords(std::string_view text) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#' && !in_word) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(cur), cur.clear(), in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const size_t end = text.find('\'', i + 1);
+      if (end == std::string_view::npos) {
+        ADD_FAILURE() << "unterminated single quote in: " << text;
+        return words;
+      }
+      cur += std::string(text.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size() &&
+            std::string_view("\\\"$`").find(text[i + 1]) != std::string_view::npos) {
+          ++i;
+        }
+        cur += text[i];
+      }
+    } else if (c == '\\' && i + 1 < text.size()) {
+      cur += text[++i];
+    } else {
+      cur += c;
+    }
+  }
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+// Flags in their canonical order, with values, rebuilt from name -> value pairs.
+inline std::vector<std::string> Ordered(
+    const std::vector<std::pair<const ServerFlag*, std::string>>& pairs) {
+  std::vector<std::string> argv = {"llama-server"};
+  for (const auto& f : KnownServerFlags()) {
+    for (const auto& [flag, value] : pairs) {
+      if (flag == &f) argv.insert(argv.end(), {f.spelling, value});
+    }
+  }
+  return argv;
+}
+
+// `--emit env`: NAME=value lines (values shell-quoted).
+inline std::vector<std::string> ArgvFromEnv(std::string_view text) {
+  std::vector<std::pair<const ServerFlag*, std::string>> pairs;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(start, nl - start);
+    start = nl + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      ADD_FAILURE() << "not NAME=value: " << line;
+      continue;
+    }
+    const std::string name(line.substr(0, eq));
+    const auto value = ShellWords(line.substr(eq + 1));
+    const ServerFlag* flag = nullptr;
+    for (const auto& f : KnownServerFlags()) flag = f.env && name == f.env ? &f : flag;
+    if (flag == nullptr || value.size() != 1) {
+      ADD_FAILURE() << "unknown variable or not one word: " << line;
+      continue;
+    }
+    pairs.push_back({flag, value[0]});
+  }
+  return Ordered(pairs);
+}
+
+// `--emit ini`: `key = value` lines of the one section (llama.cpp's rules:
+// ';' and '#' start comments, blanks around the value are dropped).
+inline std::vector<std::string> ArgvFromIni(std::string_view text, std::string* section = nullptr) {
+  std::vector<std::pair<const ServerFlag*, std::string>> pairs;
+  size_t start = 0;
+  bool in_section = false;
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(start, nl - start);
+    start = nl + 1;
+    if (const size_t c = line.find_first_of(";#"); c != std::string_view::npos)
+      line = line.substr(0, c);
+    line = trim(line);
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      if (in_section) ADD_FAILURE() << "a second section: " << line;
+      in_section = true;
+      if (section) *section = std::string(line.substr(1, line.size() - 2));
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      ADD_FAILURE() << "not key = value: " << line;
+      continue;
+    }
+    const std::string key(trim(line.substr(0, eq)));
+    const std::string value(trim(line.substr(eq + 1)));
+    if (!in_section) {
+      if (key != "version") ADD_FAILURE() << "key outside a section: " << key;
+      continue;
+    }
+    const ServerFlag* flag = nullptr;
+    for (const auto& f : KnownServerFlags()) flag = key == PresetKey(f) ? &f : flag;
+    if (flag == nullptr) {
+      ADD_FAILURE() << "unknown preset key: " << key;
+      continue;
+    }
+    pairs.push_back({flag, value});
+  }
+  return Ordered(pairs);
+}
+
+// `--emit compose`: the items of `command:`, YAML single-quoted, with compose's
+// `$$` for a literal `$`.
+inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
+  std::vector<std::string> argv = {"llama-server"};
+  const size_t at = text.find("\n    command:\n");
+  if (at == std::string_view::npos) {
+    ADD_FAILURE() << "no command: list";
+    return argv;
+  }
+  size_t start = at + 14;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(start, nl - start);
+    start = nl + 1;
+    if (line.substr(0, 8) != "      - ") break;
+    std::string_view v = line.substr(8);
+    if (v.size() < 2 || v.front() != '\'' || v.back() != '\'') {
+      ADD_FAILURE() << "not single-quoted: " << line;
+      continue;
+    }
+    v = v.substr(1, v.size() - 2);
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if ((v[i] == '\'' || v[i] == '$') && i + 1 < v.size() && v[i + 1] == v[i]) ++i;
+      out += v[i];
+    }
+    argv.push_back(out);
+  }
+  return argv;
+}
+
+}  // namespace moetune::testing

@@ -1,0 +1,206 @@
+#include "report/report_blocks.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "plan/placement.h"
+#include "stats/interval.h"
+#include "tune/measurements.h"
+
+namespace moetune {
+namespace {
+
+using CurveKey =
+    std::tuple<int, std::string, int, int, int, std::string, std::string, std::string, std::string>;
+
+CurveKey KeyOf(const RunConfig& c) {
+  return {c.placement.n_gpu_layers, c.placement.override_tensor, c.threads,
+          c.placement.n_ubatch,     c.placement.n_batch,         c.placement.flash_attn,
+          c.placement.type_k,       c.placement.type_v,          c.load_mode};
+}
+
+// A result measured with the settings held fixed along the N curve: the
+// settings with the most distinct N, as the analysis chose them.
+const RunResult* CurveSample(const std::vector<RunResult>& results, const std::string& model) {
+  std::map<CurveKey, std::set<int>> ns;
+  std::map<CurveKey, const RunResult*> sample;
+  for (const auto& r : results) {
+    if (!model.empty() && r.config.model != model) continue;
+    ns[KeyOf(r.config)].insert(r.config.placement.n_cpu_moe);
+    sample.emplace(KeyOf(r.config), &r);
+  }
+  const RunResult* best = nullptr;
+  size_t most = 0;
+  for (const auto& [k, set] : ns) {
+    if (set.size() > most) {
+      most = set.size();
+      best = sample[k];
+    }
+  }
+  return best;
+}
+
+std::string Samples(const std::vector<double>& s) {
+  std::string out;
+  for (double v : s) out += fmt::format("{}{:.2f}", out.empty() ? "" : " ", v);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> AnalysisServerCommand(const Analysis& a,
+                                               const std::vector<RunResult>& results,
+                                               std::optional<int64_t> target_ctx) {
+  const auto& rec = a.recommendation;
+  if (!rec.n_cpu_moe) return {};
+  const RunResult* sample = CurveSample(results, a.model);
+  RunConfig c = sample ? sample->config : RunConfig{};
+  if (rec.threads) c.threads = *rec.threads;
+  if (rec.n_ubatch) c.placement.n_ubatch = *rec.n_ubatch;
+  std::vector<std::string> argv = {"llama-server", "-m", a.model.empty() ? "MODEL.gguf" : a.model,
+                                   "-ngl", std::to_string(c.placement.n_gpu_layers)};
+  if (!c.placement.override_tensor.empty())
+    argv.insert(argv.end(), {"-ot", c.placement.override_tensor});
+  argv.insert(argv.end(), {"--n-cpu-moe", std::to_string(*rec.n_cpu_moe)});
+  if (target_ctx) argv.insert(argv.end(), {"-c", std::to_string(*target_ctx)});
+  argv.insert(argv.end(), {"-ub", std::to_string(c.placement.n_ubatch), "-b",
+                           std::to_string(std::max(c.placement.n_batch, c.placement.n_ubatch))});
+  if (!c.placement.flash_attn.empty()) argv.insert(argv.end(), {"-fa", c.placement.flash_attn});
+  if (c.placement.type_k != "f16") argv.insert(argv.end(), {"-ctk", c.placement.type_k});
+  if (c.placement.type_v != "f16") argv.insert(argv.end(), {"-ctv", c.placement.type_v});
+  if (c.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(c.threads)});
+  if (!c.load_mode.empty()) argv.insert(argv.end(), {"-lm", c.load_mode});
+  return argv;
+}
+
+VerdictBlock AnalysisVerdict(const Analysis& a, const std::vector<std::string>& command) {
+  const auto& rec = a.recommendation;
+  VerdictBlock v;
+  if (rec.n_cpu_moe) {
+    std::string flags = fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe);
+    if (rec.threads) flags += fmt::format(" -t {}", *rec.threads);
+    if (rec.n_ubatch) flags += fmt::format(" -ub {}", *rec.n_ubatch);
+    v.headline = "Run llama-server with " + flags;
+    v.command = command;
+  } else {
+    v.headline = "No recommendation";
+  }
+  v.reason = rec.reason;
+  v.facts.push_back("rule: " + rec.rule);
+  if (rec.n_cpu_moe && !rec.measured)
+    v.facts.push_back("this N was not measured: the rule implies it (measure it to confirm)");
+  if (rec.edge >= 0)
+    v.facts.push_back(fmt::format("the edge (most aggressive N tied with the best): {}", rec.edge));
+  return v;
+}
+
+std::vector<DecisionRow> AnalysisDecisions(const Analysis& a) {
+  std::vector<DecisionRow> out;
+  const auto& rec = a.recommendation;
+  out.push_back({"placement",
+                 rec.n_cpu_moe ? fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe) : "none", rec.rule,
+                 rec.reason});
+  out.push_back({"curve shape", CurveShapeName(a.shape),
+                 "cliff / flat / monotonic / peak, read from prefill (docs/method.md)",
+                 a.settings.empty() ? "" : "settings: " + a.settings});
+  for (const auto& c : a.cliffs) {
+    out.push_back({"cliff",
+                   fmt::format("between N={} and N={}", c.n_cpu_moe_safe, c.n_cpu_moe_collapsed),
+                   "prefill drops below 70% of its neighbour, beyond the noise (Welch, 95%)",
+                   fmt::format("prefill ratio {:.2f}", c.prefill_ratio)});
+  }
+  for (const auto& r : a.rejected) {
+    out.push_back({"rejected", fmt::format("N={}", r.n_cpu_moe), "rejection", r.reason});
+  }
+  for (const auto& d : a.depth_checks) {
+    if (!d.collapsed) continue;
+    out.push_back({"collapse with depth", fmt::format("N={} at depth {}", d.n_cpu_moe, d.depth),
+                   "prefill(depth)/prefill(0) below 70% of the healthiest N's ratio",
+                   fmt::format("ratio {:.2f} vs {:.2f}", d.ratio, d.reference_ratio)});
+  }
+  for (const auto& c : a.comparisons) {
+    out.push_back({c.dimension, std::to_string(c.chosen),
+                   "intervals compared; a tie goes to the smaller value",
+                   fmt::format("at N={}: {}", c.n_cpu_moe, c.reason)});
+  }
+  return out;
+}
+
+std::string EngineVersionText(const EngineInfo& e) {
+  std::string v = e.version_line;
+  if (v.rfind("version: ", 0) == 0) v = v.substr(9);
+  return v.empty() ? "llama.cpp, version unknown" : "llama.cpp " + v;
+}
+
+KeyValues EngineSummary(const EngineInfo& e) {
+  KeyValues kv;
+  kv.items.push_back({"engine", e.dir.empty() ? "(not found)" : e.dir + " (" + e.origin + ")"});
+  kv.items.push_back({"version", EngineVersionText(e)});
+  if (!e.built_with.empty()) kv.items.push_back({"built with", e.built_with});
+  std::string backends;
+  for (const auto& b : e.backends) backends += (backends.empty() ? "" : ", ") + b;
+  kv.items.push_back({"backends", backends.empty() ? "unknown" : backends});
+  if (e.devices.empty()) {
+    kv.items.push_back({"devices", "none besides the CPU (placement cannot change speed)"});
+  }
+  for (const auto& d : e.devices) {
+    std::string mem;
+    if (d.total) mem = ", " + FormatBytes(*d.total) + " total";
+    if (d.free) mem += ", " + FormatBytes(*d.free) + " free";
+    kv.items.push_back({"device " + d.name, d.description + mem});
+  }
+  return kv;
+}
+
+DocTable RawMeasurementsTable(const std::vector<RunResult>& results) {
+  DocTable t;
+  t.header = {"#",  "model", "test",          "N", "ngl",         "threads", "ub", "b",
+              "fa", "KV",    "t/s mean ± sd", "n", "samples t/s", "status"};
+  t.numeric = {true, false, false, true, true, true,  true,
+               true, false, false, true, true, false, false};
+  int i = 0;
+  for (const auto& r : results) {
+    const auto& c = r.config;
+    std::string value, n, samples, status;
+    if (r.ok()) {
+      const Summary s = ResultStats(r);
+      value = FormatMeanSd(s, 2);
+      n = std::to_string(s.n);
+      samples = Samples(r.samples_ts);
+    } else {
+      status = fmt::format("failed ({}): {}", FailureKindName(r.failure->kind), r.failure->message);
+    }
+    t.AddRow({std::to_string(++i), c.model, c.test_name(), std::to_string(c.placement.n_cpu_moe),
+              std::to_string(c.placement.n_gpu_layers), std::to_string(c.threads),
+              std::to_string(c.placement.n_ubatch), std::to_string(c.placement.n_batch),
+              c.placement.flash_attn, c.placement.type_k + "/" + c.placement.type_v, value, n,
+              samples, status},
+             r.ok() ? "" : "failed");
+  }
+  return t;
+}
+
+Section ReproduceSection(const std::vector<std::vector<std::string>>& commands,
+                         const std::string& note) {
+  Section s{"reproduce", "How to reproduce", {}};
+  if (!note.empty()) s.blocks.push_back(Paragraph{note});
+  for (const auto& c : commands) {
+    if (!c.empty()) s.blocks.push_back(CodeBlock{"", ShellJoin(c), true});
+  }
+  return s;
+}
+
+std::string GeneratorLine() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+  return fmt::format("moetune {} on {}", MOETUNE_VERSION, when);
+}
+
+}  // namespace moetune

@@ -1,0 +1,232 @@
+// Integration: `plan --emit server|env|ini|compose` against the real engine.
+// Every format parses back to the plan's command; the environment names are
+// the ones the installed llama-server lists; the installed llama-server reads
+// the preset (router mode shows the arguments it derives from it) and the
+// environment (the running server reports the model, context and slots).
+#include "report/emit.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "engine/engine_info.h"
+#include "report/emit_test_util.h"
+#include "report/report_blocks.h"
+#include "support.h"
+
+namespace moetune::itest {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class EmitTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    model_ = fs::absolute(dir_->File("emit model.gguf")).string();
+    const auto r = RunCommand(
+        {MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // The plan's command (from --json), with the model path made absolute as --emit writes it.
+  static std::vector<std::string> PlanArgv() {
+    const auto r = RunCommand({MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--margin",
+                               "16MiB", "--ctx", "3072", "--json"},
+                              120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) return {};
+    auto argv = j["command_argv"].get<std::vector<std::string>>();
+    for (size_t i = 1; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "-m") argv[i + 1] = fs::absolute(argv[i + 1]).lexically_normal().string();
+    }
+    return argv;
+  }
+
+  static std::string Emit(const std::string& format) {
+    const auto r = RunCommand({MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--margin",
+                               "16MiB", "--ctx", "3072", "--emit", format},
+                              120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline std::string model_;
+};
+
+// Waits for GET `path` to answer 200; returns its body ("" on timeout).
+std::string WaitForGet(int port, const std::string& path, double seconds) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(1, 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (auto res = cli.Get(path); res && res->status == 200) return res->body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return "";
+}
+
+TEST_F(EmitTest, EveryFormatParsesBackToThePlansCommand) {
+  const auto argv = PlanArgv();
+  ASSERT_GT(argv.size(), 10u);
+  auto canon = CanonicalServerArgv(argv);
+  ASSERT_TRUE(canon.ok()) << canon.error().message();
+  EXPECT_EQ(*canon, argv);  // the plan writes its flags in the canonical order
+  EXPECT_EQ(testing::ShellWords(Emit("server")), argv);
+  EXPECT_EQ(testing::ArgvFromEnv(Emit("env")), argv);
+  std::string section;
+  EXPECT_EQ(testing::ArgvFromIni(Emit("ini"), &section), argv);
+  EXPECT_EQ(section, "emit model");
+  auto compose = ComposeServerArgv(argv);
+  ASSERT_TRUE(compose.ok());
+  EXPECT_EQ(testing::ArgvFromCompose(Emit("compose")), *compose);
+}
+
+TEST_F(EmitTest, EveryFormatNamesTheEngineVersion) {
+  auto engine = EngineDir();
+  ASSERT_TRUE(engine.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh";
+  DiscoveryOptions o;
+  o.llama_dir = engine->string();
+  auto info = DiscoverEngine(o);
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  ASSERT_FALSE(info->version_line.empty());
+  const std::string version = EngineVersionText(*info);  // "llama.cpp 0.7.0 (build 11669, ...)"
+  for (const char* f : {"server", "env", "ini", "compose"}) {
+    EXPECT_NE(Emit(f).find(version), std::string::npos) << f << " lacks '" << version << "'";
+  }
+}
+
+TEST_F(EmitTest, EnvironmentNamesAreTheInstalledServers) {
+  auto engine = EngineDir();
+  ASSERT_TRUE(engine.has_value());
+  const auto r = RunCommand({(*engine / "llama-server").string(), "--help"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Option blocks: a line starting with '-' and its indented continuation lines.
+  std::map<std::string, std::string> blocks;  // long name -> block text
+  std::istringstream lines(r.out + r.err);
+  std::string current;
+  std::vector<std::string> names;
+  auto flush = [&] {
+    for (const auto& n : names) blocks[n] = current;
+    names.clear();
+    current.clear();
+  };
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line[0] == '-') {
+      flush();
+      std::istringstream words(line);
+      for (std::string w; words >> w;) {
+        if (w.empty() || w[0] != '-') break;
+        if (w.back() == ',') w.pop_back();
+        names.push_back(w);
+      }
+    }
+    current += line + "\n";
+  }
+  flush();
+  for (const auto& f : KnownServerFlags()) {
+    auto it = blocks.find(f.long_name);
+    ASSERT_NE(it, blocks.end()) << f.long_name << " is not in llama-server --help";
+    EXPECT_NE(it->second.find(f.spelling), std::string::npos) << it->second;
+    if (f.env != nullptr) {
+      EXPECT_NE(it->second.find(std::string("(env: ") + f.env + ")"), std::string::npos)
+          << it->second;
+    } else {
+      EXPECT_EQ(it->second.find("(env:"), std::string::npos) << it->second;
+    }
+  }
+}
+
+TEST_F(EmitTest, InstalledServerReadsThePreset) {
+  auto engine = EngineDir();
+  ASSERT_TRUE(engine.has_value());
+  const std::string ini = dir_->File("preset.ini");
+  std::ofstream(ini) << Emit("ini");
+  const int port = FreePort();
+  BackgroundProcess router({(*engine / "llama-server").string(), "--models-preset", ini, "--host",
+                            "127.0.0.1", "--port", std::to_string(port)},
+                           dir_->File("router.log"));
+  ASSERT_TRUE(router.started());
+  const std::string body = WaitForGet(port, "/models", 60);
+  ASSERT_FALSE(body.empty()) << "router did not answer /models";
+  const json j = json::parse(body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << body;
+  // The router lists the preset with the arguments it will start the model with.
+  std::vector<std::string> args;
+  for (const auto& m : j["data"]) {
+    if (m.value("id", "") == "emit model")
+      args = m["status"]["args"].get<std::vector<std::string>>();
+  }
+  ASSERT_FALSE(args.empty()) << body;
+  // Leave out what the router itself controls: its program, host, port, alias, log colours.
+  std::vector<std::string> model_args = {"llama-server"};
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--host" || args[i] == "--port" || args[i] == "--alias" ||
+        args[i] == "--log-colors") {
+      ++i;
+      continue;
+    }
+    model_args.push_back(args[i]);
+  }
+  auto canon = CanonicalServerArgv(model_args);
+  ASSERT_TRUE(canon.ok()) << canon.error().message();
+  EXPECT_EQ(*canon, PlanArgv());
+}
+
+TEST_F(EmitTest, InstalledServerReadsTheEnvironment) {
+  auto engine = EngineDir();
+  ASSERT_TRUE(engine.has_value());
+  const auto env_argv = testing::ArgvFromEnv(Emit("env"));
+  ASSERT_EQ(env_argv, PlanArgv());
+  // Only the variables on the server's command line: `env NAME=value ... llama-server`.
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  const std::string text = Emit("env");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find('=');
+    const auto value = testing::ShellWords(line.substr(eq + 1));
+    ASSERT_EQ(value.size(), 1u) << line;
+    argv.push_back(line.substr(0, eq) + "=" + value[0]);
+  }
+  const int port = FreePort();
+  argv.insert(argv.end(), {"LLAMA_ARG_HOST=127.0.0.1", "LLAMA_ARG_PORT=" + std::to_string(port),
+                           (*engine / "llama-server").string()});
+  BackgroundProcess server(argv, dir_->File("env-server.log"));
+  ASSERT_TRUE(server.started());
+  ASSERT_FALSE(WaitForGet(port, "/health", 120).empty()) << "llama-server did not become healthy";
+  const json props = json::parse(WaitForGet(port, "/props", 10), nullptr, false);
+  ASSERT_FALSE(props.is_discarded());
+  EXPECT_EQ(props["model_path"], model_);
+  EXPECT_EQ(props["total_slots"], 1);  // -np 1 (the server's own default is 4 slots)
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 3072);
+}
+
+TEST_F(EmitTest, BadOptionsAreABadCommandLine) {
+  auto both = RunCommand(
+      {MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--emit", "env", "--json"}, 60);
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  auto bad = RunCommand({MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--emit", "yaml"}, 60);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("compose"), std::string::npos) << bad.err;
+  auto pdf = RunCommand(
+      {MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--report", dir_->File("r.pdf")}, 60);
+  EXPECT_EQ(pdf.exit_code, 2);
+  EXPECT_NE(pdf.err.find(".html"), std::string::npos) << pdf.err;
+  EXPECT_FALSE(fs::exists(dir_->File("r.pdf")));
+  auto analyze = RunCommand({MoetuneBinary(), "analyze", model_, "--report", "x.txt"}, 60);
+  EXPECT_EQ(analyze.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace moetune::itest
