@@ -271,6 +271,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
     if (null_in >= 0) ::dup2(null_in, 0);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
+    CloseInheritedDescriptors(exec_pipe[1]);
     if (cwd != nullptr && ::chdir(cwd) != 0) {
       const int e = errno;
       [[maybe_unused]] ssize_t w = ::write(exec_pipe[1], &e, sizeof e);
