@@ -250,6 +250,23 @@ TEST(Doctor, FakeNvidiaDriverEndToEnd) {
   EXPECT_EQ(loaded->TotalFreeVramBytes(), g["free_bytes"].get<int64_t>());
 }
 
+TEST(Doctor, ProfilePathsThatAreNotFilesAreNamed) {
+  // The profile doctor saves is what plan reads: a directory was "not valid
+  // JSON", /dev/zero was read without end.
+  TempDir dir;
+  std::string error;
+  const std::string model = SynthModel(dir.File("m.gguf"), "qwen3moe", "tiny", &error);
+  ASSERT_FALSE(model.empty()) << error;
+  const auto is_dir =
+      RunCommand({MoetuneBinary(), "plan", model, "--profile", dir.path().string()}, 60);
+  EXPECT_EQ(is_dir.exit_code, 1) << is_dir.err;
+  EXPECT_NE(is_dir.err.find("is a directory"), std::string::npos) << is_dir.err;
+  const auto zero = RunCommand({MoetuneBinary(), "plan", model, "--profile", "/dev/zero"}, 60);
+  EXPECT_FALSE(zero.timed_out);
+  EXPECT_EQ(zero.exit_code, 1) << zero.err;
+  EXPECT_NE(zero.err.find("character device"), std::string::npos) << zero.err;
+}
+
 TEST(Doctor, BadContextIsAClearError) {
   CommandResult r = RunCommand({MoetuneBinary(), "doctor", "--model", "/nonexistent.gguf", "--ctx",
                                 "lots", "--no-save", "--no-bandwidth", "--no-engine"},
