@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -132,6 +133,35 @@ TEST_F(BenchCliTest, HugeSweepsAreRefusedBeforeExpansion) {
   const auto ok = RunCommand(Bench({"-t", "1-100", "--ub", "1-100", "-n", "0", "--dry-run"}), 60);
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(std::count(ok.out.begin(), ok.out.end(), '\n'), 1);
+}
+
+TEST_F(BenchCliTest, EngineOutputThatIsNotUtf8IsNoCrash) {
+  // An engine printing a byte like \xff (and a terminal escape) aborted
+  // `moetune engine` even in text mode, and left an empty temporary file in
+  // the probe cache.
+  const std::filesystem::path engine = dir_->path() / "odd-engine";
+  std::filesystem::create_directories(engine);
+  std::ofstream(engine / "llama-bench")
+      << "#!/bin/sh\ncase \"$1\" in\n  --version) printf 'version: 7 (\\377\\033[2J)\\n' ;;\n"
+      << "  --help) echo '  -ngl, --n-gpu-layers <n>' ;;\n  *) echo 'Available devices:' ;;\n"
+      << "esac\n";
+  std::filesystem::permissions(engine / "llama-bench", std::filesystem::perms::owner_all);
+  const std::string cache = dir_->File("cache");
+  const std::vector<std::pair<std::string, std::string>> env = {{"XDG_CACHE_HOME", cache}};
+  const auto text =
+      RunCommand({MoetuneBinary(), "engine", "--llama-dir", engine.string()}, 60, env);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  const auto json =
+      RunCommand({MoetuneBinary(), "engine", "--json", "--llama-dir", engine.string()}, 60, env);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["build_number"], 7);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(!e.is_regular_file() || (name.starts_with("engine-") && name.ends_with(".json")))
+        << name;
+  }
 }
 
 }  // namespace
