@@ -20,28 +20,10 @@
 namespace moetune::itest {
 namespace {
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    std::string error;
-    // Spaces and a quote in the path.
-    model_ = SynthModel(dir_->File("tiny qwen3moe's model.gguf"), "qwen3moe", "tiny", &error);
-    ASSERT_FALSE(model_.empty()) << error;
-    auto info = DiscoverEngine({});
-    ASSERT_TRUE(info.ok()) << info.error().message();
-    info_ = new EngineInfo(*info);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete info_;
-  }
-  void SetUp() override { ASSERT_NE(info_, nullptr) << "engine discovery failed"; }
-  void TearDown() override {
-    // Nothing this test started may survive it.
-    EXPECT_TRUE(LeftoverDescendants().empty());
-    EXPECT_EQ(LiveChildGroupCount(), 0);
-  }
+  // Spaces and a quote in the path.
+  static void SetUpTestSuite() { SetUpModel("tiny qwen3moe's model.gguf"); }
 
   static RunConfig Config(int n_prompt, int n_gen, int threads = 1) {
     RunConfig c;
@@ -52,15 +34,7 @@ class EngineTest : public ::testing::Test {
     c.repetitions = 2;
     return c;
   }
-
-  static TempDir* dir_;
-  static std::string model_;
-  static EngineInfo* info_;
 };
-
-TempDir* EngineTest::dir_ = nullptr;
-std::string EngineTest::model_;
-EngineInfo* EngineTest::info_ = nullptr;
 
 TEST_F(EngineTest, DiscoveryReportsVersionBackendsAndFlags) {
   EXPECT_FALSE(info_->version_line.empty());

@@ -22,26 +22,9 @@
 namespace moetune::itest {
 namespace {
 
-class ServerTest : public ::testing::Test {
+class ServerTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    std::string error;
-    model_ = SynthModel(dir_->File("server model.gguf"), "qwen3moe", "tiny", &error);
-    ASSERT_FALSE(model_.empty()) << error;
-    auto info = DiscoverEngine({});
-    ASSERT_TRUE(info.ok()) << info.error().message();
-    info_ = new EngineInfo(*info);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete info_;
-  }
-  void SetUp() override { ASSERT_NE(info_, nullptr); }
-  void TearDown() override {
-    EXPECT_TRUE(LeftoverDescendants().empty());
-    EXPECT_EQ(LiveChildGroupCount(), 0);
-  }
+  static void SetUpTestSuite() { SetUpModel("server model.gguf"); }
   ServerOptions Options() const {
     ServerOptions o;
     o.model = model_;
@@ -50,14 +33,7 @@ class ServerTest : public ::testing::Test {
     o.health_timeout = std::chrono::milliseconds(120000);
     return o;
   }
-  static TempDir* dir_;
-  static std::string model_;
-  static EngineInfo* info_;
 };
-
-TempDir* ServerTest::dir_ = nullptr;
-std::string ServerTest::model_;
-EngineInfo* ServerTest::info_ = nullptr;
 
 TEST_F(ServerTest, StartCompleteStop) {
   auto server = LlamaServer::Start(*info_, Options());

@@ -9,8 +9,6 @@
 #include <random>
 #include <thread>
 
-#include "engine/engine_info.h"
-
 namespace moetune::itest {
 
 namespace fs = std::filesystem;
@@ -84,6 +82,32 @@ std::string SynthModel(const std::string& path, const std::string& preset, const
     return "";
   }
   return path;
+}
+
+TempDir* TinyModelSuite::dir_ = nullptr;
+std::string TinyModelSuite::model_;
+EngineInfo* TinyModelSuite::info_ = nullptr;
+
+void TinyModelSuite::SetUpModel(const std::string& file_name) {
+  dir_ = new TempDir();
+  std::string error;
+  model_ = SynthModel(dir_->File(file_name), "qwen3moe", "tiny", &error);
+  ASSERT_FALSE(model_.empty()) << error;
+  auto info = DiscoverEngine({});
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  info_ = new EngineInfo(*info);
+}
+
+void TinyModelSuite::TearDownTestSuite() {
+  delete dir_;
+  delete info_;
+  dir_ = nullptr;
+  info_ = nullptr;
+}
+
+void TinyModelSuite::TearDown() {
+  EXPECT_TRUE(LeftoverDescendants().empty());
+  EXPECT_EQ(LiveChildGroupCount(), 0);
 }
 
 std::vector<pid_t> LeftoverDescendants() {

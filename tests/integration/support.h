@@ -5,6 +5,8 @@
 /// library's own discovery (engine/engine_info.h) and ports come from the
 /// library's FindFreeLoopbackPort: the tests use what moetune uses.
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/engine_info.h"
 #include "util/subprocess.h"
 
 namespace moetune::itest {
@@ -69,6 +72,23 @@ class BackgroundProcess {
 /// (the reason in *error).
 std::string SynthModel(const std::string& path, const std::string& preset, const std::string& scale,
                        std::string* error);
+
+/// A suite over one tiny synthesized model and the engine moetune discovers:
+/// derived suites call SetUpModel from SetUpTestSuite. After every test,
+/// nothing the test started may be left running.
+class TinyModelSuite : public ::testing::Test {
+ protected:
+  static void SetUpModel(const std::string& file_name);
+  static void TearDownTestSuite();
+  void SetUp() override {
+    ASSERT_NE(info_, nullptr) << "model synthesis or engine discovery failed";
+  }
+  void TearDown() override;
+
+  static TempDir* dir_;
+  static std::string model_;
+  static EngineInfo* info_;
+};
 
 /// Waits up to a few seconds for the kernel to finish tearing down what this
 /// process started, then lists what is left (its live descendants).
