@@ -234,6 +234,11 @@ std::string RunAndKill(bool install_handler) {
     auto c = ChildProcess::Spawn(s);
     if (!c.ok()) std::_Exit(3);
     { std::ofstream(pid_file) << (*c)->pgid() << "\n"; }
+    // The shell and both sleeps must exist before the signal, or there is
+    // nothing for the handler (or its absence) to show.
+    for (int i = 0; i < 500 && LiveProcessesInGroup((*c)->pgid()).size() < 3; ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
     ::raise(SIGTERM);
     std::_Exit(4);  // not reached: SIGTERM ends the process either way
   };
