@@ -91,7 +91,6 @@ TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
   o.kill_grace = milliseconds(200);
   pid_t pgid = 0;
   o.on_stdout_line = nullptr;
-  const auto t0 = std::chrono::steady_clock::now();
   auto child = ChildProcess::Spawn(o.spawn);
   ASSERT_TRUE(child.ok());
   pgid = (*child)->pgid();
@@ -103,8 +102,6 @@ TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
   EXPECT_TRUE(r->timed_out);
   EXPECT_FALSE(r->status.exited);
   EXPECT_EQ(r->status.signal, SIGKILL);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(secs, 10.0);
   EXPECT_EQ(LiveChildGroupCount(), 0);
   EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
 }
@@ -112,14 +109,12 @@ TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
 TEST(SubprocessTest, GrandchildHoldingThePipeDoesNotHangTheRun) {
   RunOptions o;
   o.spawn.argv = {"sh", "-c", "sleep 30 & echo started"};
-  o.timeout = milliseconds(20000);
-  const auto t0 = std::chrono::steady_clock::now();
+  o.timeout = milliseconds(20000);  // a run that waited for the grandchild would time out
   auto r = RunProcess(o);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->status.success());
   EXPECT_FALSE(r->timed_out);
   EXPECT_EQ(r->stdout_text, "started\n");
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
   EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
 }
 
