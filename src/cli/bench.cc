@@ -75,8 +75,12 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
   const auto cv = SplitList(a.type_v);
   if (a.repetitions < 1)
     return Error(ErrorKind::kInvalidArgument, "--repetitions must be at least 1");
+  // Rules that cannot reach llama-bench intact are a command-line error now,
+  // not a failed run later.
   if (auto rules = ParseTensorOverrides(a.ot); !rules.ok()) {
     return rules.take_error().Context("--override-tensor");
+  } else if (auto value = OverridesForBench(*rules); !value.ok()) {
+    return value.take_error().Context("--override-tensor");
   }
   std::vector<std::pair<int, int>> tests;
   for (int x : p) {

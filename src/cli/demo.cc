@@ -16,6 +16,7 @@
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
+#include "model/model_info.h"
 #include "model/synth.h"
 #include "util/subprocess.h"
 
@@ -58,6 +59,15 @@ int Run(const DemoArgs& a) {
   if (!scale.ok()) return ReportError(scale.error());
   SynthOptions sopt;
   sopt.spec = ScaleSynthSpec(*spec, *scale);
+  // A cached model from an earlier run is reused only if it still reads as a
+  // model; a corrupt or truncated one is written again (and said so).
+  if (fs::exists(model)) {
+    if (auto cached = LoadModelInfo(model); !cached.ok()) {
+      std::cout << fmt::format("(the cached {} is unusable: {}; writing it again)\n", model,
+                               cached.error().message());
+      fs::remove(model, ec);
+    }
+  }
   if (!fs::exists(model)) {
     auto s = WriteSynthModel(sopt, model);
     if (!s.ok()) return ReportError(s.error());
@@ -70,25 +80,32 @@ int Run(const DemoArgs& a) {
   Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
   std::error_code exe_ec;
   const std::string self = fs::read_symlink("/proc/self/exe", exe_ec).string();
-  int planned_n = sopt.spec.n_layer > 0 ? static_cast<int>(sopt.spec.n_layer) / 2 : 0;
+  int planned_n = 0;
   {
+    // `moetune plan` itself (this binary), as a user would run it; a failing
+    // plan ends the demo with the plan's own message.
     RunOptions o;
     o.spawn.argv = {self, "plan", model, "--vram", "72MiB", "--margin", "16MiB", "--json"};
     o.timeout = std::chrono::milliseconds(120000);
     auto out = RunProcess(o);
-    if (out.ok() && out->status.success()) {
-      const auto j = nlohmann::json::parse(out->stdout_text, nullptr, false);
-      RunOptions t = o;
-      t.spawn.argv.pop_back();  // the same plan as a table for the reader
-      if (auto table = RunProcess(t); table.ok()) std::cout << table->stdout_text;
-      // The plan's recommended N (top-level "n_cpu_moe" of `plan --json`).
-      if (!j.is_discarded() && j.contains("n_cpu_moe") && j["n_cpu_moe"].is_number_integer()) {
-        planned_n = j["n_cpu_moe"].get<int>();
-      }
-    } else {
-      std::cout << "(the plan step is unavailable in this build; continuing with the engine's own "
-                   "numbers)\n";
+    if (!out.ok()) return ReportError(out.error().Context("demo: the plan step"));
+    const auto j = nlohmann::json::parse(out->stdout_text, nullptr, false);
+    if (!out->status.success() || j.is_discarded() || !j.contains("n_cpu_moe") ||
+        !j["n_cpu_moe"].is_number_integer()) {
+      std::string why = out->stderr_tail.empty() ? out->status.Describe() : out->stderr_tail.back();
+      return ReportError(
+          Error(ErrorKind::kInternal,
+                fmt::format("demo: `moetune plan` failed ({}): {}", out->status.Describe(), why)));
     }
+    // The plan's recommended N (top-level "n_cpu_moe" of `plan --json`).
+    planned_n = j["n_cpu_moe"].get<int>();
+    RunOptions t = o;
+    t.spawn.argv.pop_back();  // the same plan as a table for the reader
+    if (auto table = RunProcess(t); table.ok() && table->status.success()) {
+      std::cout << table->stdout_text;
+    }
+    std::cout << fmt::format("\nplan step: --n-cpu-moe {} (from `moetune plan --json`)\n",
+                             planned_n);
   }
 
   Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");

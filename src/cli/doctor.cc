@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "engine/decode_reference.h"
 #include "engine/engine_info.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
@@ -19,8 +20,7 @@ namespace {
 
 // Fills ModelNeeds from the memory map through the planner's own device model
 // (plan/placement.h), so that doctor and plan agree on what must sit in VRAM.
-Result<ModelNeeds> ModelNeedsFor(const std::string& path, int64_t n_ctx) {
-  MOETUNE_ASSIGN_OR_RETURN(ModelInfo info, LoadModelInfo(path));
+Result<ModelNeeds> ModelNeedsFor(const ModelInfo& info, const std::string& path, int64_t n_ctx) {
   if (!info.arch.is_moe()) {
     return Error(ErrorKind::kUnsupported,
                  fmt::format("'{}' is not a Mixture-of-Experts model; doctor's expert-layer advice "
@@ -53,6 +53,30 @@ Result<ModelNeeds> ModelNeedsFor(const std::string& path, int64_t n_ctx) {
   return m;
 }
 
+// The decode reference for the measured bandwidth: a short CPU-only decode of
+// the model, when the model fits comfortably in RAM (a CPU-only load of a
+// model that does not would thrash the page cache for minutes).
+void AddDecodeReference(const EngineInfo& engine, const std::string& path, const ModelInfo& info,
+                        DoctorReport* report) {
+  const MachineProfile& p = report->profile;
+  if (!p.bandwidth) return;
+  if (p.memory.available_bytes > 0 && info.weights.total > p.memory.available_bytes / 2) {
+    report->reference_notes.push_back(fmt::format(
+        "CPU decode reference skipped: the model ({}) is more than half of the available RAM ({})",
+        FormatBytes(Bytes(info.weights.total)), FormatBytes(Bytes(p.memory.available_bytes))));
+    return;
+  }
+  DecodeCheckOptions o;
+  o.threads = p.bandwidth->threads;
+  auto d = MeasureDecodeBandwidth(engine, path, info.weights.bytes_per_token, info.weights.total,
+                                  p.cpu.llc_bytes, o);
+  if (d.ok()) {
+    report->decode = *d;
+  } else {
+    report->reference_notes.push_back("CPU decode reference not measured: " + d.error().message());
+  }
+}
+
 }  // namespace
 
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
@@ -64,6 +88,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
     bool no_save = false;
     bool no_bandwidth = false;
     bool no_engine = false;
+    bool no_decode = false;
     std::string llama_dir;
     std::string sysroot = "/";
     std::string nvml = "libnvidia-ml.so.1";
@@ -107,6 +132,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
       // MOETUNE_LLAMA_DIR is the same error here as in bench and engine (the
       // report is still printed, with the reason as its first verdict).
       std::optional<Error> engine_error;
+      std::optional<EngineInfo> engine;
       if (!o->no_engine) {
         DiscoveryOptions dopt;
         dopt.llama_dir = o->llama_dir;
@@ -114,16 +140,24 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
         auto info = DiscoverEngine(dopt);
         if (info.ok()) {
           d.engine = EngineProbeFromInfo(*info);
+          engine = std::move(info).value();
         } else {
           engine_error = info.error();
           d.engine = EngineProbeFromError(info.error());
         }
       }
-      DoctorReport report = RunDoctor(d);
+      std::optional<ModelInfo> model;
       if (ctx) {
-        auto needs = ModelNeedsFor(o->model, *ctx);
+        auto m = LoadModelInfo(o->model);
+        if (!m.ok()) return ReportError(m.error());
+        model = std::move(m).value();
+      }
+      DoctorReport report = RunDoctor(d);
+      if (model) {
+        auto needs = ModelNeedsFor(*model, o->model, *ctx);
         if (!needs.ok()) return ReportError(needs.error());
         AddModelToReport(*needs, &report);
+        if (engine && !o->no_decode) AddDecodeReference(*engine, o->model, *model, &report);
       }
       const std::string text =
           o->json ? DoctorReportToJson(report).dump(2) + "\n" : FormatDoctorText(report);

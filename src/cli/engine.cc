@@ -50,7 +50,8 @@ int Run(const EngineArgs& a) {
                             {"tools", tools},
                             {"bench_flags", info->bench_flags},
                             {"warnings", info->warnings}};
-  std::cout << j.dump(2) << "\n";
+  // Engine output need not be UTF-8: invalid bytes become U+FFFD, never an abort.
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return kExitOk;
 }
 

@@ -8,7 +8,7 @@
 
 #include "cli/command.h"
 #include "report/emit.h"
-#include "util/text.h"
+#include "util/utf8.h"
 
 namespace moetune {
 

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace moetune {
 namespace {
@@ -83,6 +85,96 @@ TEST(EngineDiscoveryTest, LlamaDirAcceptsBuildTree) {
   EXPECT_EQ(r->origin, "--llama-dir");
   EXPECT_EQ(r->ToolPath("llama-bench"), bench.string());
   fs::remove_all(dir);
+}
+
+// A fake llama-bench whose answers a test controls, with the probe cache in a
+// private folder.
+class ProbeCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(::testing::TempDir()) / "moetune_probe_cache";
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "engine");
+    fs::create_directories(root_ / "cache");
+    const char* old = std::getenv("XDG_CACHE_HOME");
+    saved_ = old ? std::optional<std::string>(old) : std::nullopt;
+    ::setenv("XDG_CACHE_HOME", (root_ / "cache").c_str(), 1);
+  }
+  void TearDown() override {
+    if (saved_) {
+      ::setenv("XDG_CACHE_HOME", saved_->c_str(), 1);
+    } else {
+      ::unsetenv("XDG_CACHE_HOME");
+    }
+    fs::remove_all(root_);
+  }
+  void WriteEngine(const std::string& version_body) {
+    const fs::path bench = root_ / "engine" / "llama-bench";
+    std::ofstream(bench) << "#!/bin/sh\ncase \"$1\" in\n"
+                         << "  --version) " << version_body << " ;;\n"
+                         << "  --help) echo '  -ngl, --n-gpu-layers <n>' ;;\n"
+                         << "  --list-devices) echo 'Available devices:' ;;\n"
+                         << "esac\nexit 0\n";
+    fs::permissions(bench, fs::perms::owner_all);
+  }
+  std::vector<std::string> CacheFiles() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(root_ / "cache")) {
+      if (e.is_regular_file()) out.push_back(e.path().filename().string());
+    }
+    return out;
+  }
+  Result<EngineInfo> Discover() {
+    DiscoveryOptions o;
+    o.llama_dir = (root_ / "engine").string();
+    return DiscoverEngine(o);
+  }
+  fs::path root_;
+  std::optional<std::string> saved_;
+};
+
+TEST_F(ProbeCacheTest, FailedProbesAreNotCachedAndAFixIsSeenAtOnce) {
+  // A broken engine: no version line. Nothing is cached...
+  WriteEngine("echo 'error while loading shared libraries: libggml.so'");
+  auto broken = Discover();
+  ASSERT_TRUE(broken.ok()) << broken.error().message();
+  EXPECT_TRUE(broken->version_line.empty());
+  EXPECT_TRUE(CacheFiles().empty());
+  // ...so the fixed engine's version is read on the next run.
+  WriteEngine("echo 'version: 0.7.0 (build 11669, commit Debian)'");
+  auto fixed = Discover();
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message();
+  EXPECT_EQ(fixed->build_number, 11669);
+  ASSERT_EQ(CacheFiles().size(), 1u);
+  EXPECT_TRUE(CacheFiles()[0].starts_with("engine-")) << CacheFiles()[0];
+  // Replacing the binary changes its identity: the new version is read, not the cached one.
+  WriteEngine("echo 'version: 0.8.0 (build 12000, commit Debian)'");
+  auto replaced = Discover();
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(replaced->build_number, 12000);
+}
+
+TEST_F(ProbeCacheTest, BytesThatAreNotUtf8LeaveNoTemporaryFile) {
+  // The cache write threw on invalid UTF-8 and left an empty temporary file.
+  WriteEngine("printf 'version: 1 (\\377\\033[2J)\\n'");
+  auto info = Discover();
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->build_number, 1);
+  for (const auto& f : CacheFiles()) {
+    EXPECT_TRUE(f.starts_with("engine-") && f.ends_with(".json")) << f;
+  }
+}
+
+TEST(ProbeCacheKey, IdentityOfTheBinary) {
+  const fs::path file = fs::path(::testing::TempDir()) / "moetune_probe_key";
+  std::ofstream(file) << "a";
+  const std::string k1 = ProbeCacheKey(file.string());
+  EXPECT_NE(k1.find(fs::canonical(file).string()), std::string::npos);
+  fs::remove(file);
+  std::ofstream(file) << "ab";
+  EXPECT_NE(ProbeCacheKey(file.string()), k1);
+  EXPECT_TRUE(ProbeCacheKey("/nonexistent/llama-bench").empty());
+  fs::remove(file);
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
   }
   if (timed_out) {
     f.kind = FailureKind::kTimeout;
-    f.message = fmt::format("no result within {:.0f} s; moetune stopped the engine ({})",
+    f.message = fmt::format("no result within {:g} s; moetune stopped the engine ({})",
                             timeout_seconds, f.exit);
     return f;
   }

@@ -229,13 +229,14 @@ Status LlamaServer::StartOn(const EngineInfo& engine, const ServerOptions& optio
                    fmt::format("llama-server exited before it was ready ({}, {}): {}",
                                FailureKindName(f.kind), f.exit, f.message));
     }
-    // A health request can block while the server loads: it may not outlast
-    // the deadline (sub-second deadlines included), and an answer that
-    // arrives after the deadline is still a timeout.
+    // The server answers /health at once, 503 while it loads; a request may
+    // not outlast the deadline (sub-second deadlines included), nor hang on a
+    // listener that is not the server, and an answer that arrives after the
+    // deadline is still a timeout.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     client.set_read_timeout(
-        std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(5000)));
+        std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(1000)));
     const auto res = client.Get("/health");
     const bool late = std::chrono::steady_clock::now() > deadline;
     if (res && res->status == 200 && !late) break;

@@ -12,15 +12,29 @@ namespace {
 
 bool IsSpecial(char c) { return c == ',' || c == ';' || c == '='; }
 
-// End (one past) of the escape sequence that starts at `i` (pattern[i] == '\\').
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// End (one past) of the escape sequence that starts at `i` (pattern[i] == '\\'):
+// \xhh, \uhhhh and \cX when well formed, else the backslash and one character.
 std::size_t EscapeEnd(std::string_view p, std::size_t i) {
   if (i + 1 >= p.size()) return p.size();
+  auto hex_run = [&](std::size_t from, std::size_t n) {
+    if (from + n > p.size()) return false;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (!IsHex(p[from + k])) return false;
+    }
+    return true;
+  };
   const char c = p[i + 1];
-  std::size_t n = 2;
-  if (c == 'x') n = 4;  // \xhh
-  if (c == 'u') n = 6;  // \uhhhh
-  if (c == 'c') n = 3;  // \cX
-  return std::min(p.size(), i + n);
+  if (c == 'x' && hex_run(i + 2, 2)) return i + 4;
+  if (c == 'u' && hex_run(i + 2, 4)) return i + 6;
+  if (c == 'c' && i + 2 < p.size() &&
+      ((p[i + 2] >= 'a' && p[i + 2] <= 'z') || (p[i + 2] >= 'A' && p[i + 2] <= 'Z'))) {
+    return i + 3;
+  }
+  return i + 2;
 }
 
 // End of the character class that starts at `i` (pattern[i] == '['): a ']'
@@ -128,8 +142,11 @@ Result<std::vector<OverrideRule>> ParseTensorOverrides(std::string_view text) {
                                item, text));
     }
     const std::string_view buft = Trim(item.substr(eq + 1));
+    // Buffer type names: "CPU", "CUDA0", "CUDA_Host", "Vulkan0", "RPC[host:port]".
     for (char c : buft) {
-      if (c == ' ' || c == '\t' || c == '(' || c == ')' || c == '{' || c == '}' || c == '\\') {
+      const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']';
+      if (!ok) {
         return Error(ErrorKind::kInvalidArgument,
                      fmt::format("tensor override '{}' in '{}': '{}' is not a buffer type name "
                                  "(CPU, CUDA0, CUDA_Host, Vulkan0, ...)",
@@ -184,7 +201,19 @@ Result<std::string> CommaFreePattern(std::string_view p) {
       end = GroupEnd(p, i);
       // The group's inside is rewritten on its own ("(?:", "(?=" kept as is).
       std::size_t inner = i + 1;
-      if (inner + 1 < p.size() && p[inner] == '?') inner += 2;
+      if (inner + 1 < p.size() && p[inner] == '?') {
+        if (p[inner + 1] == '=') {
+          // "(?=" is syntax, and every llama.cpp tool cuts the pattern there.
+          return Error(ErrorKind::kInvalidArgument,
+                       fmt::format("tensor pattern '{}': llama.cpp takes a pattern up to its first "
+                                   "'=', so a lookahead (?=...) cannot reach it; match the name "
+                                   "itself instead",
+                                   p));
+        }
+        // Only "(?:" and "(?!" are ECMAScript group prefixes; anything else
+        // after "(?" is rewritten like any other text.
+        if (p[inner + 1] == ':' || p[inner + 1] == '!') inner += 2;
+      }
       const std::size_t close = end > inner && p[end - 1] == ')' ? end - 1 : end;
       MOETUNE_ASSIGN_OR_RETURN(const std::string body,
                                CommaFreePattern(p.substr(inner, close - inner)));

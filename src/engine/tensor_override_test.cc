@@ -56,6 +56,10 @@ TEST(TensorOverrideTest, CommasInsideARegexStayInThePattern) {
   EXPECT_FALSE(ParseTensorOverrides("blk\\.0\\.ffn_up_exps").ok());  // no buffer type
   EXPECT_FALSE(ParseTensorOverrides("=CPU").ok());
   EXPECT_FALSE(ParseTensorOverrides("x=CP U").ok());
+  // Found by fuzzing: a class "[]..." that runs past a comma left the comma in
+  // the buffer type, and so on llama-bench's command line.
+  EXPECT_FALSE(ParseTensorOverrides("a[]b=CPU\x01,c[]d").ok());
+  EXPECT_TRUE(ParseTensorOverrides("x=RPC[127.0.0.1:50052]").ok());
   EXPECT_TRUE(ParseTensorOverrides("").value().empty());
 }
 
@@ -72,6 +76,14 @@ TEST(TensorOverrideTest, RewrittenPatternsMatchTheSameTensors) {
             "blk\\.(3|4)\\.ffn_(up|down|gate)_exps");
   EXPECT_FALSE(CommaFreePattern("{1,2}a").ok());
   EXPECT_FALSE(CommaFreePattern("(a)\\1{1,2}").ok());
+  // Found by fuzzing: a lookahead keeps its '=' (it is syntax), which every
+  // llama.cpp tool would cut the pattern at; refused with the reason.
+  // Found by fuzzing: a malformed escape ("\\u=") swallowed the '=' whole.
+  EXPECT_EQ(CommaFreePattern("a\\u=b").value().find('='), std::string::npos);
+  EXPECT_EQ(CommaFreePattern("(?,a)").value().find(','), std::string::npos);
+  auto lookahead = CommaFreePattern("blk(?=\\.1\\.)");
+  ASSERT_FALSE(lookahead.ok());
+  EXPECT_NE(lookahead.error().message().find("lookahead"), std::string::npos);
 }
 
 TEST(TensorOverrideTest, EachToolGetsItsOwnSeparator) {

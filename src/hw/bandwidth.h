@@ -3,12 +3,17 @@
 /// experts that stay in host RAM (each token reads k of n experts of every
 /// CPU-side layer).
 ///
-/// Method: one pinned thread per allowed physical core, each reading its own
-/// slice of one buffer far larger than the last-level cache, with 64-bit loads
-/// into independent accumulators (see ReadSlice in bandwidth.cc for why not SIMD). Passes start
-/// together (barrier); a pass's time is the slowest thread's. The best pass wins: on a shared,
-/// noisy machine interference only ever makes a pass slower, so the maximum is the least biased
-/// estimate.
+/// Method, as llama.cpp's CPU kernels read weights: one worker thread per
+/// allowed physical core (pinned; the calling thread is never pinned, so the
+/// processes doctor starts afterwards keep every CPU), each streaming its own
+/// slice of a buffer far larger than the last-level cache with the widest SIMD
+/// loads the CPU has (AVX-512, AVX2, SSE2, or plain 64-bit loads elsewhere),
+/// four independent streams per thread (ggml's matmuls read several weight
+/// rows at once) and independent accumulators. Passes start together
+/// (barrier); a pass's time is the slowest thread's. The best pass wins: on a
+/// shared, noisy machine interference only ever makes a pass slower, so the
+/// maximum is the least biased estimate. doctor reports two independent
+/// references beside it (bandwidth_reference.h).
 
 #include <cstdint>
 #include <string>
@@ -34,12 +39,16 @@ struct BandwidthResult {
   int threads = 0;
   int64_t buffer_bytes = 0;
   double seconds = 0;  // wall time including allocation and first touch
+  std::string kernel;  // "avx2, 4 streams per thread"
 };
 
 /// max(256 MiB, 8 x LLC), capped at 1 GiB and at a quarter of available RAM
 /// (never below 64 MiB). The cap keeps the run short (first touch of the pages
 /// costs as much as a few passes) on VMs that report a host-sized L3.
 int64_t BandwidthBufferBytes(int64_t llc_bytes, int64_t available_ram_bytes);
+
+/// The SIMD width the measurement uses on this CPU: "avx512", "avx2", "sse2" or "scalar".
+std::string BandwidthKernelName();
 
 /// Runs the measurement. Errors only when the buffer cannot be allocated.
 Result<BandwidthResult> MeasureReadBandwidth(const BandwidthOptions& options);

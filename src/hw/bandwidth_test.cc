@@ -1,6 +1,7 @@
 #include "hw/bandwidth.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 namespace moetune {
 namespace {
@@ -32,6 +33,41 @@ TEST(MeasureReadBandwidth, SmallBufferGivesPlausibleRate) {
   EXPECT_GT(r->read_gbps, 0.5);
   EXPECT_LT(r->read_gbps, 10000.0);
   EXPECT_GE(r->read_gbps, r->median_gbps);
+}
+
+TEST(MeasureReadBandwidth, CallersAffinityIsLeftAsItWas) {
+  // The measurement pinned the calling thread and never restored it: every
+  // process started afterwards (doctor's llama-bench) ran on one CPU.
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  BandwidthOptions o;
+  o.cpus = {0};
+  o.buffer_bytes = 16 * kMiB;
+  o.max_passes = 3;
+  o.time_budget_s = 0.05;
+  ASSERT_TRUE(MeasureReadBandwidth(o).ok());
+  cpu_set_t after;
+  CPU_ZERO(&after);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after))
+      << CPU_COUNT(&before) << " CPUs before, " << CPU_COUNT(&after) << " after";
+}
+
+TEST(MeasureReadBandwidth, UsesTheWidestLoadsTheCpuHas) {
+  BandwidthOptions o;
+  o.buffer_bytes = 16 * kMiB;
+  o.max_passes = 3;
+  o.time_budget_s = 0.05;
+  auto r = MeasureReadBandwidth(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kernel, BandwidthKernelName() + ", 4 streams per thread");
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) {
+    EXPECT_NE(BandwidthKernelName(), "sse2");
+  }
+#endif
 }
 
 }  // namespace

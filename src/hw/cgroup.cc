@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "util/text.h"
+
 namespace moetune {
 namespace {
 
@@ -34,25 +36,17 @@ std::optional<double> ParseCpuMax(const std::string& line) {
   std::string quota;
   int64_t period = 0;
   if (!(in >> quota >> period) || quota == "max" || period <= 0) return std::nullopt;
-  try {
-    const double q = std::stod(quota);
-    if (q <= 0) return std::nullopt;
-    return q / static_cast<double>(period);
-  } catch (...) {
-    return std::nullopt;
-  }
+  const auto q = ParseDouble(quota);
+  if (!q || *q <= 0) return std::nullopt;
+  return *q / static_cast<double>(period);
 }
 
 std::optional<int64_t> ParseMemoryMax(const std::optional<std::string>& line) {
   if (!line || *line == "max" || line->empty()) return std::nullopt;
-  try {
-    const long long v = std::stoll(*line);
-    // cgroup v1 spells "unlimited" as a huge page-aligned number near INT64_MAX.
-    if (v <= 0 || v >= (int64_t{1} << 60)) return std::nullopt;
-    return static_cast<int64_t>(v);
-  } catch (...) {
-    return std::nullopt;
-  }
+  // cgroup v1 spells "unlimited" as a huge page-aligned number near INT64_MAX.
+  const auto v = ParseInt64(Trim(*line));
+  if (!v || *v <= 0 || *v >= (int64_t{1} << 60)) return std::nullopt;
+  return v;
 }
 
 void ReadV2(const SysRoot& root, const std::string& path, CgroupLimits* out) {

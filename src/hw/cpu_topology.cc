@@ -9,21 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "hw/hwloc_kinds.h"
+#include "util/text.h"
 
 namespace moetune {
-
-const char* CoreKindName(CoreKind kind) {
-  switch (kind) {
-    case CoreKind::kPerformance:
-      return "performance";
-    case CoreKind::kEfficiency:
-      return "efficiency";
-    case CoreKind::kUnknown:
-      break;
-  }
-  return "unknown";
-}
 
 namespace {
 
@@ -43,7 +31,8 @@ std::vector<int> ListCpuDirs(const SysRoot& root) {
   for (const auto& name : root.List(kCpuDir)) {
     if (name.size() > 3 && name.compare(0, 3, "cpu") == 0 &&
         name.find_first_not_of("0123456789", 3) == std::string::npos) {
-      out.push_back(std::stoi(name.substr(3)));
+      // A number too large for a CPU (a crafted tree) is skipped, not thrown.
+      if (auto n = ParseIntInRange(name.substr(3), 0, 1 << 16)) out.push_back(static_cast<int>(*n));
     }
   }
   std::sort(out.begin(), out.end());
@@ -63,11 +52,9 @@ std::optional<int64_t> ParseCacheSize(const std::string& s) {
   else if (last == 'G')
     mult = int64_t{1} << 30;
   if (mult != 1) digits.pop_back();
-  try {
-    return static_cast<int64_t>(std::stoll(digits)) * mult;
-  } catch (...) {
-    return std::nullopt;
-  }
+  const auto v = ParseIntInRange(digits, 0, INT64_MAX / mult);
+  if (!v) return std::nullopt;
+  return *v * mult;
 }
 
 void ReadCpuInfo(const SysRoot& root, CpuTopology* t) {
@@ -119,8 +106,42 @@ void ReadCaches(const SysRoot& root, CpuTopology* t) {
     t->notes.push_back("cache sizes not readable under /sys/devices/system/cpu/cpu*/cache");
 }
 
-// Assigns P/E kinds; returns the source used, or "" when the CPU is not hybrid.
-std::string AssignKinds(const SysRoot& root, bool use_hwloc, CpuTopology* t) {
+// Applies `kinds` (cpu -> kind) to the cores by each core's first CPU; false
+// when some core is left without a kind (the source does not cover them all).
+bool ApplyKinds(const std::map<int, CoreKind>& kinds, CpuTopology* t) {
+  for (const auto& core : t->cores) {
+    if (!kinds.count(core.cpus.front())) return false;
+  }
+  for (auto& core : t->cores) core.kind = kinds.at(core.cpus.front());
+  return true;
+}
+
+// Assigns P/E kinds; returns the source used, or "" when the CPU is not hybrid
+// (or nothing tells its kinds apart).
+std::string AssignKinds(const SysRoot& root, const std::vector<CpuKindInfo>& hwloc_kinds,
+                        CpuTopology* t) {
+  // hwloc first: it combines every source the kernel and the CPU offer, and
+  // ranks the kinds (RankCpuKinds).
+  std::string how;
+  if (auto kinds = RankCpuKinds(hwloc_kinds, &how); kinds && ApplyKinds(*kinds, t)) return how;
+  // Newer kernels name each CPU's core type.
+  std::map<int, CoreKind> by_type;
+  for (const auto& core : t->cores) {
+    const auto type = root.ReadLine(CpuPath(core.cpus.front(), "topology/core_type"));
+    if (!type) break;
+    const std::string lower = AsciiLower(*type);
+    if (lower.find("atom") != std::string::npos) {
+      by_type[core.cpus.front()] = CoreKind::kEfficiency;
+    } else if (lower.find("core") != std::string::npos) {
+      by_type[core.cpus.front()] = CoreKind::kPerformance;
+    }
+  }
+  const bool both_types =
+      std::any_of(by_type.begin(), by_type.end(),
+                  [](const auto& e) { return e.second == CoreKind::kEfficiency; }) &&
+      std::any_of(by_type.begin(), by_type.end(),
+                  [](const auto& e) { return e.second == CoreKind::kPerformance; });
+  if (both_types && ApplyKinds(by_type, t)) return "sysfs core_type";
   // Intel hybrid CPUs expose one PMU per core type.
   const auto p_list = root.ReadLine("/sys/devices/cpu_core/cpus");
   const auto e_list = root.ReadLine("/sys/devices/cpu_atom/cpus");
@@ -155,15 +176,7 @@ std::string AssignKinds(const SysRoot& root, bool use_hwloc, CpuTopology* t) {
       return "cpu_capacity";
     }
   }
-  if (use_hwloc && root.is_live()) {
-    if (auto kinds = HwlocCoreKinds()) {
-      for (auto& core : t->cores) {
-        auto it = kinds->find(core.cpus.front());
-        if (it != kinds->end()) core.kind = it->second;
-      }
-      return "hwloc";
-    }
-  }
+  for (auto& core : t->cores) core.kind = CoreKind::kUnknown;
   return "";
 }
 
@@ -204,6 +217,12 @@ std::vector<int> ReadAllowed(const SysRoot& root, const CgroupLimits& cg, CpuTop
 }  // namespace
 
 CpuTopology ReadCpuTopology(const SysRoot& root, bool use_hwloc) {
+  return ReadCpuTopologyWithKinds(
+      root, use_hwloc && root.is_live() ? HwlocCpuKinds() : std::vector<CpuKindInfo>{});
+}
+
+CpuTopology ReadCpuTopologyWithKinds(const SysRoot& root,
+                                     const std::vector<CpuKindInfo>& hwloc_kinds) {
   CpuTopology t;
   ReadCpuInfo(root, &t);
 
@@ -257,7 +276,7 @@ CpuTopology ReadCpuTopology(const SysRoot& root, bool use_hwloc) {
   for (const auto& core : t.cores)
     t.max_smt = std::max(t.max_smt, static_cast<int>(core.cpus.size()));
 
-  t.kind_source = AssignKinds(root, use_hwloc, &t);
+  t.kind_source = AssignKinds(root, hwloc_kinds, &t);
   t.hybrid = !t.kind_source.empty();
   if (t.hybrid) {
     for (const auto& core : t.cores) {

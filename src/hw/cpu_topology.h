@@ -9,11 +9,14 @@
 ///   /sys/devices/system/cpu/cpuN/topology/{physical_package_id,die_id,core_id,
 ///       cluster_id,thread_siblings_list}
 ///   /sys/devices/system/cpu/cpuN/cpu_capacity         (ARM big.LITTLE)
+///   /sys/devices/system/cpu/cpuN/topology/core_type   (intel_core/intel_atom, newer kernels)
 ///   /sys/devices/system/cpu/cpuN/cache/indexK/{level,size,shared_cpu_list}
 ///   /sys/devices/cpu_core/cpus, /sys/devices/cpu_atom/cpus (Intel hybrid PMUs)
 ///   /proc/cpuinfo (model name), /proc/self/status (Cpus_allowed_list)
 ///   cgroup files (see cgroup.h)
-/// On the live system hwloc's cpukinds fill in core kinds where sysfs has none.
+/// Core kinds come first from hwloc's ranked cpukinds on the live system
+/// (hwloc_kinds.h), else from the sysfs hints: per-CPU core_type, the Intel
+/// hybrid PMU lists, cpu_capacity.
 
 #include <cstdint>
 #include <optional>
@@ -21,12 +24,10 @@
 #include <vector>
 
 #include "hw/cgroup.h"
+#include "hw/hwloc_kinds.h"
 #include "hw/sysfs.h"
 
 namespace moetune {
-
-enum class CoreKind { kUnknown, kPerformance, kEfficiency };
-const char* CoreKindName(CoreKind kind);
 
 struct CpuCore {
   int package = 0;
@@ -76,8 +77,13 @@ struct CpuTopology {
 };
 
 /// Reads everything under `root`. Never fails: what cannot be read is named in notes.
-/// `use_hwloc` lets the live system ask hwloc for core kinds when sysfs has none.
+/// `use_hwloc` lets the live system ask hwloc for core kinds first.
 CpuTopology ReadCpuTopology(const SysRoot& root, bool use_hwloc = true);
+
+/// As ReadCpuTopology, with `hwloc_kinds` standing in for what hwloc reports
+/// (tests pair fixture trees with kinds hwloc could report on them).
+CpuTopology ReadCpuTopologyWithKinds(const SysRoot& root,
+                                     const std::vector<CpuKindInfo>& hwloc_kinds);
 
 /// The thread count llama.cpp picks by default on this topology, mirroring
 /// common_cpu_get_num_math() and common_cpu_get_num_physical_cores()

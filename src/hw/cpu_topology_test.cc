@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 namespace moetune {
 namespace {
@@ -46,6 +48,58 @@ TEST(CpuTopology, IntelHybrid6P8E) {
   // llama.cpp counts P-cores on hybrid CPUs (one per SMT pair).
   EXPECT_EQ(t.llama_default_threads, 6);
   EXPECT_NE(t.llama_default_reason.find("hybrid"), std::string::npos);
+}
+
+TEST(CpuTopology, HwlocKindsComeFirstAndSysfsIsTheFallback) {
+  std::vector<int> p_cpus, e_cpus;
+  for (int c = 0; c <= 11; ++c) p_cpus.push_back(c);
+  for (int c = 12; c <= 19; ++c) e_cpus.push_back(c);
+  // Ranked by hwloc: its efficiency decides.
+  CpuTopology t =
+      ReadCpuTopologyWithKinds(Fixture("intel_hybrid_6p8e"),
+                               {{e_cpus, 0, "IntelAtom", 0, 0}, {p_cpus, 1, "IntelCore", 0, 0}});
+  EXPECT_EQ(t.kind_source, "hwloc efficiency");
+  EXPECT_EQ(t.performance_cores, 6);
+  EXPECT_EQ(t.efficiency_cores, 8);
+  // Unranked, P kind listed first: the core type decides (the list order did,
+  // wrongly: 8 "performance" Atom cores).
+  t = ReadCpuTopologyWithKinds(Fixture("intel_hybrid_6p8e"),
+                               {{p_cpus, -1, "IntelCore", 0, 0}, {e_cpus, -1, "IntelAtom", 0, 0}});
+  EXPECT_EQ(t.kind_source, "hwloc core type");
+  EXPECT_EQ(t.performance_cores, 6);
+  // hwloc cannot tell them apart: the sysfs PMU lists do.
+  t = ReadCpuTopologyWithKinds(Fixture("intel_hybrid_6p8e"),
+                               {{p_cpus, -1, "", 0, 0}, {e_cpus, -1, "", 0, 0}});
+  EXPECT_EQ(t.kind_source, "sysfs cpu_core/cpu_atom");
+  EXPECT_EQ(t.performance_cores, 6);
+  // A machine without sysfs hints becomes hybrid only through hwloc.
+  std::vector<int> ccd0, ccd1;
+  for (int c = 0; c < 32; ++c) (c % 16 < 8 ? ccd0 : ccd1).push_back(c);
+  t = ReadCpuTopologyWithKinds(Fixture("amd_2ccd_smt"), {{ccd0, 1, "", 0, 0}, {ccd1, 0, "", 0, 0}});
+  EXPECT_TRUE(t.hybrid);
+  EXPECT_EQ(t.performance_cores, 8);
+  EXPECT_FALSE(ReadCpuTopologyWithKinds(Fixture("amd_2ccd_smt"), {}).hybrid);
+}
+
+TEST(CpuTopology, SysfsCoreTypeWhenHwlocHasNoKinds) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "moetune_core_type_root";
+  fs::remove_all(root);
+  const fs::path cpu = root / "sys/devices/system/cpu";
+  fs::create_directories(cpu);
+  std::ofstream(cpu / "online") << "0-3\n";
+  for (int c = 0; c < 4; ++c) {
+    const fs::path topo = cpu / ("cpu" + std::to_string(c)) / "topology";
+    fs::create_directories(topo);
+    std::ofstream(topo / "core_id") << c << "\n";
+    std::ofstream(topo / "thread_siblings_list") << c << "\n";
+    std::ofstream(topo / "core_type") << (c < 1 ? "intel_core" : "intel_atom") << "\n";
+  }
+  const CpuTopology t = ReadCpuTopologyWithKinds(SysRoot(root.string()), {});
+  EXPECT_EQ(t.kind_source, "sysfs core_type");
+  EXPECT_EQ(t.performance_cores, 1);
+  EXPECT_EQ(t.efficiency_cores, 3);
+  fs::remove_all(root);
 }
 
 TEST(CpuTopology, AmdTwoCcdWithSmt) {

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "hw/bandwidth.h"
+#include "hw/bandwidth_reference.h"
 #include "hw/gpu_amd.h"
 #include "hw/gpu_nvidia.h"
 #include "util/units.h"
@@ -83,6 +84,16 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     auto bw = MeasureReadBandwidth(bo);
     if (bw.ok()) {
       p.bandwidth = *bw;
+      if (options.sysbench_reference) {
+        // Two short rounds with as many threads; the best one is the reference.
+        auto sb = RunSysbenchRead(bw->threads, bw->buffer_bytes, 2);
+        if (sb.ok()) {
+          r.sysbench = *sb;
+        } else {
+          r.reference_notes.push_back("sysbench reference not run: " + sb.error().message() +
+                                      " (install sysbench for an independent lower bound)");
+        }
+      }
     } else {
       p.notes.push_back("memory bandwidth not measured: " + bw.error().message());
     }
@@ -171,6 +182,27 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
   } else {
     j["model"] = nullptr;
   }
+  nlohmann::json refs = {
+      {"measured_gbps", r.profile.bandwidth ? nlohmann::json(r.profile.bandwidth->read_gbps)
+                                            : nlohmann::json(nullptr)},
+      {"sysbench", nullptr},
+      {"cpu_decode", nullptr},
+      {"notes", r.reference_notes}};
+  if (r.sysbench) {
+    refs["sysbench"] = {{"read_gbps", r.sysbench->read_gbps},
+                        {"threads", r.sysbench->threads},
+                        {"rounds", r.sysbench->rounds},
+                        {"command", r.sysbench->command}};
+  }
+  if (r.decode) {
+    refs["cpu_decode"] = {{"gbps", r.decode->gbps},
+                          {"tokens_per_second", r.decode->tokens_per_second},
+                          {"bytes_per_token", r.decode->bytes_per_token},
+                          {"threads", r.decode->threads},
+                          {"command", r.decode->command},
+                          {"note", r.decode->note}};
+  }
+  j["bandwidth_references"] = refs;
   j["missing_sources"] = MissingSources(r);
   j["doctor_seconds"] = r.seconds;
   return j;
@@ -225,10 +257,26 @@ std::string FormatDoctorText(const DoctorReport& r) {
       m.swap_total_bytes > 0 ? FormatBytes(Bytes(m.swap_total_bytes)) : std::string("none"));
   if (p.bandwidth) {
     out += fmt::format(
-        "  read bandwidth {:.1f} GB/s (best of {} passes, median {:.1f}; {} threads, {} buffer, "
-        "{:.2f} s)\n",
+        "  read bandwidth {:.1f} GB/s (best of {} passes, median {:.1f}; {} threads, {}, {} "
+        "buffer, {:.2f} s)\n",
         p.bandwidth->read_gbps, p.bandwidth->pass_gbps.size(), p.bandwidth->median_gbps,
-        p.bandwidth->threads, FormatBytes(Bytes(p.bandwidth->buffer_bytes)), p.bandwidth->seconds);
+        p.bandwidth->threads, p.bandwidth->kernel, FormatBytes(Bytes(p.bandwidth->buffer_bytes)),
+        p.bandwidth->seconds);
+    if (r.sysbench) {
+      out += fmt::format(
+          "  reference: sysbench memory read {:.1f} GB/s with {} threads (a lower bound: one "
+          "scalar load at a time)\n",
+          r.sysbench->read_gbps, r.sysbench->threads);
+    }
+    if (r.decode) {
+      out += fmt::format(
+          "  reference: CPU-only decode {:.1f} t/s x {} per token = {:.1f} GB/s achieved by "
+          "llama.cpp ({} threads){}\n    command: {}\n",
+          r.decode->tokens_per_second, FormatBytes(Bytes(r.decode->bytes_per_token)),
+          r.decode->gbps, r.decode->threads, r.decode->note.empty() ? "" : "; " + r.decode->note,
+          fmt::join(r.decode->command, " "));
+    }
+    for (const auto& n : r.reference_notes) out += fmt::format("  ({})\n", n);
   }
   if (r.engine) {
     out += fmt::format("\nEngine\n  {}\n", r.engine->llama_bench.empty() ? "llama-bench not found"

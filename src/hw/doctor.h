@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/bandwidth_reference.h"
 #include "hw/engine_traps.h"
 #include "hw/machine_profile.h"
 #include "hw/sysfs.h"
@@ -21,6 +22,8 @@ struct DoctorOptions {
   std::string nvml_library = "libnvidia-ml.so.1";
   bool measure_bandwidth = true;
   double bandwidth_budget_s = 1.0;
+  /// Run sysbench's read test beside the measurement (when installed).
+  bool sysbench_reference = true;
   /// The engine as the one engine discovery found it (or its error), given by
   /// the command layer; nullopt = not examined (--no-engine).
   std::optional<EngineProbe> engine;
@@ -34,6 +37,11 @@ struct DoctorReport {
   std::vector<Verdict> verdicts;
   std::optional<ModelNeeds> model;
   std::optional<ExpertFit> model_fit;  // the split that fits the free VRAM now
+  // References for the measured bandwidth (bandwidth_reference.h); the notes
+  // say why one is missing.
+  std::optional<SysbenchReference> sysbench;
+  std::optional<DecodeReference> decode;
+  std::vector<std::string> reference_notes;
   double seconds = 0;
 };
 

@@ -165,9 +165,13 @@ json MemoryToJson(const SystemMemory& m, const std::optional<BandwidthResult>& b
               {"read_bandwidth_gbps", bw ? json(bw->read_gbps) : json(nullptr)},
               {"notes", m.notes}};
   if (bw) {
-    out["read_bandwidth"] = {{"best_gbps", bw->read_gbps},       {"median_gbps", bw->median_gbps},
-                             {"passes_gbps", bw->pass_gbps},     {"threads", bw->threads},
-                             {"buffer_bytes", bw->buffer_bytes}, {"seconds", bw->seconds}};
+    out["read_bandwidth"] = {{"best_gbps", bw->read_gbps},
+                             {"median_gbps", bw->median_gbps},
+                             {"passes_gbps", bw->pass_gbps},
+                             {"threads", bw->threads},
+                             {"buffer_bytes", bw->buffer_bytes},
+                             {"seconds", bw->seconds},
+                             {"kernel", bw->kernel}};
   }
   return out;
 }
@@ -197,6 +201,7 @@ void MemoryFromJson(const json& j, MachineProfile* p) {
       bw.threads = b.value("threads", 0);
       bw.buffer_bytes = b.value("buffer_bytes", int64_t{0});
       bw.seconds = b.value("seconds", 0.0);
+      bw.kernel = b.value("kernel", std::string());
     }
     p->bandwidth = bw;
   }

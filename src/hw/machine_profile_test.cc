@@ -82,6 +82,19 @@ TEST(MachineProfile, LoadErrorsSayWhatToDo) {
   EXPECT_EQ(bad.error().kind(), ErrorKind::kFormat);
   EXPECT_NE(bad.error().message().find(path.string()), std::string::npos);
   std::filesystem::remove(path);
+
+  // A directory is named as one (it was "not valid JSON"); /dev/zero is
+  // refused at once (it was read without end).
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  auto is_dir = LoadMachineProfile(dir);
+  ASSERT_FALSE(is_dir.ok());
+  EXPECT_NE(is_dir.error().message().find("is a directory"), std::string::npos)
+      << is_dir.error().message();
+  EXPECT_EQ(is_dir.error().message().find("JSON"), std::string::npos);
+  auto zero = LoadMachineProfile("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message().find("character device"), std::string::npos)
+      << zero.error().message();
 }
 
 TEST(MachineProfile, DefaultPathFollowsEnvironment) {

@@ -127,18 +127,6 @@ void SendToGuardian(int32_t message) {
   }
 }
 
-void CloseFdsFrom(int first) {
-#ifdef SYS_close_range
-  if (::syscall(SYS_close_range, static_cast<unsigned>(first), ~0U, 0U) == 0) return;
-#endif
-  rlimit rl{};
-  const rlim_t max =
-      ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 65536;
-  for (rlim_t fd = static_cast<rlim_t>(first); fd < max && fd < 65536; ++fd) {
-    ::close(static_cast<int>(fd));
-  }
-}
-
 // The guardian process (forked, never execs: async-signal-safe calls only).
 [[noreturn]] void GuardianMain(int fd) {
   // Its own group: a Ctrl-C to the terminal's foreground group, or a kill of
@@ -165,11 +153,7 @@ void CloseFdsFrom(int first) {
   if (null_fd >= 0) {
     for (int std_fd = 0; std_fd < 3; ++std_fd) ::dup2(null_fd, std_fd);
   }
-  if (fd != 3) {
-    ::dup2(fd, 3);
-    fd = 3;
-  }
-  CloseFdsFrom(4);
+  CloseInheritedDescriptors(fd);
 
   pid_t groups[kMaxGroups] = {};
   for (;;) {
@@ -309,6 +293,26 @@ void EnsureCleanupGuardian() {
 }
 
 pid_t CleanupGuardianPid() { return g_guardian_pid.load(); }
+
+void CloseInheritedDescriptors(int keep) {
+  auto close_range = [](unsigned first, unsigned last) {
+#ifdef SYS_close_range
+    if (first > last || ::syscall(SYS_close_range, first, last, 0U) == 0) return;
+#endif
+    rlimit rl{};
+    const rlim_t limit =
+        ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 65536;
+    for (rlim_t fd = first; fd <= last && fd < limit && fd < 65536; ++fd) {
+      ::close(static_cast<int>(fd));
+    }
+  };
+  if (keep < 3) {
+    close_range(3, ~0U);
+  } else {
+    close_range(3, static_cast<unsigned>(keep) - 1);
+    close_range(static_cast<unsigned>(keep) + 1, ~0U);
+  }
+}
 
 void SignalAllChildGroups(int signal) {
   for (auto& slot : g_groups) {

@@ -79,6 +79,12 @@ int LiveChildGroupCount();
 /// Sends `signal` to every registered child group (async-signal-safe).
 void SignalAllChildGroups(int signal);
 
+/// Closes every file descriptor from 3 up except `keep` (-1: none), in a
+/// forked child before exec: a child must not inherit moetune's pipes and
+/// sockets (they would keep another child's output open, or a test harness
+/// waiting). Async-signal-safe.
+void CloseInheritedDescriptors(int keep);
+
 /// Which mechanisms are on. The environment variable MOETUNE_CHILD_CLEANUP
 /// ("all", the default; "handler"; "guardian"; "none") turns them off for
 /// the tests that prove each one is needed: with "none", a grandchild of the

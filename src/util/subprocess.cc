@@ -140,36 +140,16 @@ std::vector<pid_t> LiveDescendantsOf(pid_t pid) {
 }
 
 std::string SignalName(int signal) {
-  switch (signal) {
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGINT:
-      return "SIGINT";
-    case SIGQUIT:
-      return "SIGQUIT";
-    case SIGILL:
-      return "SIGILL";
-    case SIGTRAP:
-      return "SIGTRAP";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGPIPE:
-      return "SIGPIPE";
-    case SIGALRM:
-      return "SIGALRM";
-    case SIGTERM:
-      return "SIGTERM";
-    default:
-      return fmt::format("signal {}", signal);
+  if (signal >= SIGRTMIN && signal <= SIGRTMAX) {
+    if (signal == SIGRTMIN) return "SIGRTMIN";
+    if (signal == SIGRTMAX) return "SIGRTMAX";
+    return fmt::format("SIGRTMIN+{}", signal - SIGRTMIN);
   }
+  // glibc's own abbreviations ("USR1"); none for numbers it does not know.
+  if (const char* abbrev = ::sigabbrev_np(signal); abbrev != nullptr) {
+    return fmt::format("SIG{}", abbrev);
+  }
+  return fmt::format("signal {}", signal);
 }
 
 std::string ExitStatus::Describe() const {
@@ -291,6 +271,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
     if (null_in >= 0) ::dup2(null_in, 0);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
+    CloseInheritedDescriptors(exec_pipe[1]);
     if (cwd != nullptr && ::chdir(cwd) != 0) {
       const int e = errno;
       [[maybe_unused]] ssize_t w = ::write(exec_pipe[1], &e, sizeof e);

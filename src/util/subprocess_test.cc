@@ -1,5 +1,6 @@
 #include "util/subprocess.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -90,7 +91,6 @@ TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
   o.kill_grace = milliseconds(200);
   pid_t pgid = 0;
   o.on_stdout_line = nullptr;
-  const auto t0 = std::chrono::steady_clock::now();
   auto child = ChildProcess::Spawn(o.spawn);
   ASSERT_TRUE(child.ok());
   pgid = (*child)->pgid();
@@ -102,8 +102,6 @@ TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
   EXPECT_TRUE(r->timed_out);
   EXPECT_FALSE(r->status.exited);
   EXPECT_EQ(r->status.signal, SIGKILL);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(secs, 10.0);
   EXPECT_EQ(LiveChildGroupCount(), 0);
   EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
 }
@@ -111,14 +109,12 @@ TEST(SubprocessTest, TimeoutKillsTheWholeGroup) {
 TEST(SubprocessTest, GrandchildHoldingThePipeDoesNotHangTheRun) {
   RunOptions o;
   o.spawn.argv = {"sh", "-c", "sleep 30 & echo started"};
-  o.timeout = milliseconds(20000);
-  const auto t0 = std::chrono::steady_clock::now();
+  o.timeout = milliseconds(20000);  // a run that waited for the grandchild would time out
   auto r = RunProcess(o);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->status.success());
   EXPECT_FALSE(r->timed_out);
   EXPECT_EQ(r->stdout_text, "started\n");
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
   EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
 }
 
@@ -178,26 +174,92 @@ TEST(SubprocessTest, LargeOutputIsReadCompletely) {
   EXPECT_EQ(lines, 20000u);
 }
 
-// A SIGTERM to moetune kills every live child group before moetune exits.
-TEST(SubprocessDeathTest, TerminationSignalKillsChildren) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+TEST(SubprocessTest, LongLinesAreCutAndCaptureIsBounded) {
+  RunOptions o;
+  // One 3 MB line, then a short one.
+  o.spawn.argv = {"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo short"};
+  std::vector<std::size_t> sizes;
+  std::string last;
+  o.on_stdout_line = [&](std::string_view l) { sizes.push_back(l.size()); };
+  o.max_stdout_bytes = 50000;  // less than the cut first line
+  auto r = RunProcess(o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(sizes.size(), 2u);
+  EXPECT_LT(sizes[0], kMaxLineBytes + 100);
+  EXPECT_EQ(sizes[1], 5u);
+  EXPECT_TRUE(r->stdout_truncated);
+  EXPECT_TRUE(r->stdout_text.empty());  // nothing after the bound is kept either
+  // The marker says how much was cut.
+  o.on_stdout_line = [&](std::string_view l) {
+    if (l.size() > kMaxLineBytes) last = std::string(l.substr(kMaxLineBytes));
+  };
+  r = RunProcess(o);
+  EXPECT_EQ(last, fmt::format(" [... {} more bytes cut by moetune]", 3000000 - kMaxLineBytes));
+}
+
+TEST(SubprocessTest, LogTailKeepsTheEndAndWhatMatters) {
+  LogTail tail(
+      2, [](std::string_view l) { return l == "noise"; },
+      [](std::string_view l) { return l.starts_with("error"); }, 1);
+  for (const char* l : {"error: first", "noise", "a", "error: second", "b", "c"}) tail.Add(l);
+  EXPECT_EQ(tail.tail(), (std::deque<std::string>{"b", "c"}));
+  EXPECT_EQ(tail.kept(), (std::vector<std::string>{"error: first"}));
+}
+
+TEST(SubprocessTest, SignalNamesCoverEverySignal) {
+  EXPECT_EQ(SignalName(SIGUSR1), "SIGUSR1");
+  EXPECT_EQ(SignalName(SIGXCPU), "SIGXCPU");
+  EXPECT_EQ(SignalName(SIGRTMIN + 1), "SIGRTMIN+1");
+  EXPECT_EQ(SignalName(0x7fff), "signal 32767");
+}
+
+// A SIGTERM to moetune kills every live child group before moetune exits. The
+// group holds grandchildren (the shell's background sleeps) that no
+// parent-death signal reaches, so only the handler can remove them: the
+// control below shows them surviving without it.
+std::string RunAndKill(bool install_handler) {
   const std::string pid_file = ::testing::TempDir() + "/moetune_signal_child.pid";
   std::remove(pid_file.c_str());
-  auto body = [&pid_file] {
+  auto body = [&pid_file, install_handler] {
+    // Only the handler: the guardian would clean up too and hide a failure.
+    ::setenv("MOETUNE_CHILD_CLEANUP", install_handler ? "handler" : "none", 1);
     InstallChildCleanupOnSignals();
     SpawnOptions s;
     s.argv = {"sh", "-c", "trap '' TERM; sleep 60 & sleep 60; wait"};
     auto c = ChildProcess::Spawn(s);
     if (!c.ok()) std::_Exit(3);
     { std::ofstream(pid_file) << (*c)->pgid() << "\n"; }
+    // The shell and both sleeps must exist before the signal, or there is
+    // nothing for the handler (or its absence) to show.
+    for (int i = 0; i < 500 && LiveProcessesInGroup((*c)->pgid()).size() < 3; ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
     ::raise(SIGTERM);
-    std::_Exit(4);  // not reached: the handler re-raises SIGTERM
+    std::_Exit(4);  // not reached: SIGTERM ends the process either way
   };
   EXPECT_EXIT(body(), ::testing::KilledBySignal(SIGTERM), "");
+  return pid_file;
+}
+
+TEST(SubprocessDeathTest, TerminationSignalKillsChildren) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string pid_file = RunAndKill(true);
   pid_t pgid = 0;
   std::ifstream(pid_file) >> pgid;
   ASSERT_GT(pgid, 0);
   EXPECT_TRUE(LeftInGroup(pgid).empty());
+  std::remove(pid_file.c_str());
+}
+
+TEST(SubprocessDeathTest, WithoutTheHandlerGrandchildrenSurvive) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string pid_file = RunAndKill(false);
+  pid_t pgid = 0;
+  std::ifstream(pid_file) >> pgid;
+  ASSERT_GT(pgid, 0);
+  EXPECT_FALSE(LeftInGroup(pgid).empty()) << "the control lost its grandchildren: the test above "
+                                             "would pass without the handler";
+  ::kill(-pgid, SIGKILL);
   std::remove(pid_file.c_str());
 }
 

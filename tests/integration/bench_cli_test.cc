@@ -1,10 +1,13 @@
 // Integration: `moetune bench` end to end (real llama-bench), its JSON and
-// Markdown output, failures as exit codes, and SIGINT leaving no engine behind.
+// Markdown output, failures as exit codes, flag spellings and limits (signals
+// to moetune are tested in signal_test.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -19,18 +22,12 @@ class BenchCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    model_ = dir_->File("bench model.gguf");
-    const auto r = RunCommand(
-        {MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string error;
+    model_ = SynthModel(dir_->File("bench model.gguf"), "qwen3moe", "tiny", &error);
+    ASSERT_FALSE(model_.empty()) << error;
   }
   static void TearDownTestSuite() { delete dir_; }
-  void TearDown() override {
-    for (int i = 0; i < 100 && !LiveDescendantsOf(::getpid()).empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
-  }
+  void TearDown() override { EXPECT_TRUE(LeftoverDescendants().empty()); }
   static std::vector<std::string> Bench(std::vector<std::string> extra) {
     std::vector<std::string> argv = {MoetuneBinary(), "bench", model_};
     if (auto d = EngineDir()) argv.insert(argv.end(), {"--llama-dir", d->string()});
@@ -93,40 +90,77 @@ TEST_F(BenchCliTest, FailuresAreReportedWithKindAndExitCode) {
   EXPECT_NE(no_engine.err.find("nowhere"), std::string::npos) << no_engine.err;
 }
 
-TEST_F(BenchCliTest, SigintLeavesNoEngineBehind) {
-  SpawnOptions s;
-  s.argv = Bench({"-t", "1", "-p", "0", "-n", "500000", "-r", "5", "--no-progress"});
-  s.stdout_mode = OutputMode::kDiscard;
-  s.stderr_mode = OutputMode::kDiscard;
-  auto child = ChildProcess::Spawn(s);
-  ASSERT_TRUE(child.ok()) << child.error().message();
-  // Wait for moetune's own engine child (a grandchild of this test).
-  std::vector<pid_t> engine;
-  for (int i = 0; i < 600 && engine.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    engine = LiveDescendantsOf((*child)->pid());
-  }
-  ASSERT_FALSE(engine.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ::kill((*child)->pid(), SIGINT);  // moetune only, as a terminal's Ctrl-C would reach it
-  std::optional<ExitStatus> st;
-  for (int i = 0; i < 400 && !st; ++i) {
-    st = (*child)->Poll();
-    if (!st) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  ASSERT_TRUE(st.has_value()) << "moetune did not exit on SIGINT";
-  EXPECT_EQ(st->signal, SIGINT) << st->Describe();
-  for (pid_t p : engine) {
-    bool gone = false;
-    for (int i = 0; i < 200 && !gone; ++i) {
-      gone = ::kill(p, 0) != 0;
-      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
-      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-      const auto close = text.rfind(')');
-      gone = gone || text.empty() || (close != std::string::npos && text[close + 2] == 'Z');
-      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    EXPECT_TRUE(gone) << "engine process " << p << " survived moetune's SIGINT";
+TEST_F(BenchCliTest, FlashAttnSpellingsAreOneSetting) {
+  // `--fa 1` ran and then discarded its result as "unparseable".
+  const auto r = RunCommand(Bench({"-t", "1", "-p", "0", "-n", "2", "-r", "1", "--fa", "1,on",
+                                   "--json", "--no-progress"}),
+                            300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["failures"], 0);
+  // One setting, measured once: "-fa on", one configuration in the process.
+  const auto argv = j["invocations"][0]["argv"].get<std::vector<std::string>>();
+  const auto fa = std::find(argv.begin(), argv.end(), "-fa");
+  ASSERT_NE(fa, argv.end());
+  EXPECT_EQ(*(fa + 1), "on");
+  EXPECT_EQ(j["invocations"][0]["configs"].size(), 1u);
+  for (const auto& res : j["results"]) EXPECT_TRUE(res["ok"].get<bool>()) << res.dump(2);
+
+  const auto bad = RunCommand(Bench({"--fa", "ON", "--dry-run"}), 60);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("'ON'"), std::string::npos) << bad.err;
+}
+
+TEST_F(BenchCliTest, OverrideWithCommasPassesIntact) {
+  const auto r = RunCommand(Bench({"-t", "1", "-p", "0", "-n", "2", "-r", "1", "--ot",
+                                   "blk\\.[0-9]{1,2}\\.ffn_up_exps=CPU,blk\\.0\\.ffn_down_exps=CPU",
+                                   "--json", "--no-progress"}),
+                            300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_TRUE(j["results"][0]["ok"].get<bool>()) << j["results"][0].dump(2);
+}
+
+TEST_F(BenchCliTest, HugeSweepsAreRefusedBeforeExpansion) {
+  // -t 1-10000 --ub 1-10000 exhausted memory building 10^8 configurations.
+  const auto r = RunCommand(Bench({"-t", "1-10000", "--ub", "1-10000", "--dry-run"}), 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("200000000 configurations"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at most 10000"), std::string::npos) << r.err;
+  // 10,000 configurations plan (one process) and print at once.
+  const auto ok = RunCommand(Bench({"-t", "1-100", "--ub", "1-100", "-n", "0", "--dry-run"}), 60);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(std::count(ok.out.begin(), ok.out.end(), '\n'), 1);
+}
+
+TEST_F(BenchCliTest, EngineOutputThatIsNotUtf8IsNoCrash) {
+  // An engine printing a byte like \xff (and a terminal escape) aborted
+  // `moetune engine` even in text mode, and left an empty temporary file in
+  // the probe cache.
+  const std::filesystem::path engine = dir_->path() / "odd-engine";
+  std::filesystem::create_directories(engine);
+  std::ofstream(engine / "llama-bench")
+      << "#!/bin/sh\ncase \"$1\" in\n  --version) printf 'version: 7 (\\377\\033[2J)\\n' ;;\n"
+      << "  --help) echo '  -ngl, --n-gpu-layers <n>' ;;\n  *) echo 'Available devices:' ;;\n"
+      << "esac\n";
+  std::filesystem::permissions(engine / "llama-bench", std::filesystem::perms::owner_all);
+  const std::string cache = dir_->File("cache");
+  const std::vector<std::pair<std::string, std::string>> env = {{"XDG_CACHE_HOME", cache}};
+  const auto text =
+      RunCommand({MoetuneBinary(), "engine", "--llama-dir", engine.string()}, 60, env);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  const auto json =
+      RunCommand({MoetuneBinary(), "engine", "--json", "--llama-dir", engine.string()}, 60, env);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["build_number"], 7);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(!e.is_regular_file() || (name.starts_with("engine-") && name.ends_with(".json")))
+        << name;
   }
 }
 

@@ -1,6 +1,7 @@
 // Integration: the real `moetune doctor --json` on this machine, checked against
-// the kernel (sched_getaffinity), the driver (NVML present or not) and an
-// independent memory benchmark (sysbench) run in the same test.
+// the kernel (sched_getaffinity), the driver (NVML present or not), an
+// independent memory benchmark (sysbench) run in the same test, the model's own
+// bytes per token (inspect) and the engine discovery every command shares.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -9,8 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 
+#include "hw/bandwidth_reference.h"
 #include "hw/machine_profile.h"
 #include "support.h"
 #include "util/subprocess.h"
@@ -22,12 +23,14 @@ using nlohmann::json;
 
 double SysbenchOnce();
 
-json RunDoctorJson(const std::vector<std::string>& extra, CommandResult* raw = nullptr) {
+json RunDoctorJson(const std::vector<std::string>& extra, CommandResult* raw = nullptr,
+                   int expected_exit = 0,
+                   const std::vector<std::pair<std::string, std::string>>& env = {}) {
   std::vector<std::string> argv = {MoetuneBinary(), "doctor", "--json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  CommandResult r = RunCommand(argv, 60);
+  CommandResult r = RunCommand(argv, 300, env);
   if (raw != nullptr) *raw = r;
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, expected_exit) << r.err;
   EXPECT_FALSE(r.timed_out);
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out;
@@ -53,13 +56,12 @@ double SysbenchOnce() {
                                 "--memory-total-size=4G", "--threads=2", "run"},
                                120);
   EXPECT_EQ(r.exit_code, 0) << "sysbench is required (scripts/install-deps.sh): " << r.err;
-  std::smatch m;
-  const std::regex re(R"(\(([0-9.]+) MiB/sec\))");
-  if (!std::regex_search(r.out, m, re)) {
+  const auto gbps = ParseSysbenchGbps(r.out);
+  if (!gbps) {
     ADD_FAILURE() << "no MiB/sec figure in sysbench output:\n" << r.out;
     return 0;
   }
-  return std::stod(m[1].str()) * 1048576.0 / 1e9;
+  return *gbps;
 }
 
 TEST(Doctor, JsonMatchesKernelDriverAndSysbench) {
@@ -99,28 +101,85 @@ TEST(Doctor, JsonMatchesKernelDriverAndSysbench) {
   EXPECT_EQ(loaded->cpu.logical_cpus, CPU_COUNT(&set));
   ASSERT_TRUE(loaded->bandwidth.has_value());
 
-  // Bandwidth: within 25% of sysbench measured in the same test. The machine is
-  // shared and noisy, so each side keeps its best of up to 3 interleaved rounds
-  // (interference only ever slows a run down).
+  // Bandwidth: SIMD streaming on every core is at least what sysbench's scalar
+  // loop reads (within 10% for noise), never slowed down to match it. The
+  // machine is shared and noisy, so each side keeps its best of up to 3
+  // interleaved rounds (interference only ever slows a run down).
   double doctor_best = j["memory"]["read_bandwidth_gbps"].get<double>();
   double sysbench_best = SysbenchReadGbps();
-  double doctor_seconds = j["doctor_seconds"].get<double>();
-  for (int round = 1; round < 3; ++round) {
-    const double ratio = doctor_best / sysbench_best;
-    if (ratio > 0.75 && ratio < 1.25) break;
+  for (int round = 1; round < 3 && doctor_best < 0.9 * sysbench_best; ++round) {
     json again = RunDoctorJson({"--no-save", "--no-engine"});
     doctor_best = std::max(doctor_best, again["memory"]["read_bandwidth_gbps"].get<double>());
     sysbench_best = std::max(sysbench_best, SysbenchReadGbps());
   }
   std::cout << "doctor read bandwidth " << doctor_best << " GB/s, sysbench " << sysbench_best
-            << " GB/s, doctor wall time " << doctor_seconds << " s\n";
+            << " GB/s\n";
   RecordProperty("doctor_read_gbps", std::to_string(doctor_best));
   RecordProperty("sysbench_read_gbps", std::to_string(sysbench_best));
   ASSERT_GT(sysbench_best, 0);
-  EXPECT_NEAR(doctor_best / sysbench_best, 1.0, 0.25)
+  EXPECT_GE(doctor_best, 0.9 * sysbench_best)
       << "doctor " << doctor_best << " GB/s vs sysbench " << sysbench_best << " GB/s";
-  // Quick by design (~2 s); generous bound for a loaded 2-core machine.
-  EXPECT_LT(doctor_seconds, 10.0);
+  // doctor reports its own sysbench run beside the figure, with the command.
+  const json& refs = j["bandwidth_references"];
+  ASSERT_TRUE(refs["sysbench"].is_object()) << refs.dump(2);
+  EXPECT_GT(refs["sysbench"]["read_gbps"].get<double>(), 0);
+  EXPECT_EQ(refs["sysbench"]["threads"], j["memory"]["read_bandwidth"]["threads"]);
+  EXPECT_TRUE(refs["cpu_decode"].is_null());  // no --model
+}
+
+TEST(Doctor, CpuDecodeReferenceIsBytesPerTokenTimesRate) {
+  TempDir dir;
+  std::string error;
+  const std::string model = SynthModel(dir.File("m.gguf"), "qwen3moe", "tiny", &error);
+  ASSERT_FALSE(model.empty()) << error;
+  json j = RunDoctorJson({"--no-save", "--model", model});
+  ASSERT_TRUE(j.is_object());
+  const json& d = j["bandwidth_references"]["cpu_decode"];
+  ASSERT_TRUE(d.is_object()) << j["bandwidth_references"].dump(2);
+  // The bytes per token are the model's own (inspect reports the same).
+  const auto inspect = RunCommand({MoetuneBinary(), "inspect", model, "--json"}, 60);
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  const json ij = json::parse(inspect.out);
+  EXPECT_EQ(d["bytes_per_token"], ij["weights"]["bytes_per_token"]);
+  EXPECT_GT(d["tokens_per_second"].get<double>(), 0);
+  EXPECT_NEAR(d["gbps"].get<double>(),
+              d["tokens_per_second"].get<double>() * d["bytes_per_token"].get<double>() / 1e9,
+              1e-9);
+  // CPU only, exactly the command reported.
+  const auto cmd = d["command"].get<std::vector<std::string>>();
+  const auto ngl = std::find(cmd.begin(), cmd.end(), "-ngl");
+  ASSERT_NE(ngl, cmd.end());
+  EXPECT_EQ(*(ngl + 1), "0");
+  // A 17 MB model sits in the last-level cache of most machines: said so.
+  if (j["cpu"]["llc_bytes"].get<int64_t>() * 4 > 17 << 20) {
+    EXPECT_NE(d["note"].get<std::string>().find("cache"), std::string::npos);
+  }
+}
+
+TEST(Doctor, BadEngineSettingFailsAsInBenchAndEngine) {
+  // doctor used another engine silently while bench and engine failed.
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"MOETUNE_LLAMA_DIR", dir.File("no-engine-here")}};
+  CommandResult raw;
+  json j = RunDoctorJson({"--no-save", "--no-bandwidth"}, &raw, 1, env);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_NE(raw.err.find("no-engine-here"), std::string::npos) << raw.err;
+  EXPECT_FALSE(j["engine"]["probed"].get<bool>());
+  EXPECT_EQ(j["engine"]["llama_bench"], "");
+  EXPECT_NE(j["engine"]["note"].get<std::string>().find("MOETUNE_LLAMA_DIR"), std::string::npos);
+  bool verdict = false;
+  for (const auto& v : j["verdicts"]) verdict = verdict || v["id"] == "engine_unavailable";
+  EXPECT_TRUE(verdict) << j["verdicts"].dump(2);
+  for (const std::vector<std::string>& other :
+       {std::vector<std::string>{MoetuneBinary(), "engine"},
+        std::vector<std::string>{MoetuneBinary(), "bench", dir.File("m.gguf")}}) {
+    const CommandResult r = RunCommand(other, 60, env);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(j["engine"]["note"].get<std::string>()), std::string::npos)
+        << "doctor: " << j["engine"]["note"] << "\n"
+        << other[1] << ": " << r.err;
+  }
 }
 
 TEST(Doctor, MissingSourcesAreNamedNotFatal) {
@@ -189,6 +248,23 @@ TEST(Doctor, FakeNvidiaDriverEndToEnd) {
   auto loaded = LoadMachineProfile(dir.File("machine.json"));
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   EXPECT_EQ(loaded->TotalFreeVramBytes(), g["free_bytes"].get<int64_t>());
+}
+
+TEST(Doctor, ProfilePathsThatAreNotFilesAreNamed) {
+  // The profile doctor saves is what plan reads: a directory was "not valid
+  // JSON", /dev/zero was read without end.
+  TempDir dir;
+  std::string error;
+  const std::string model = SynthModel(dir.File("m.gguf"), "qwen3moe", "tiny", &error);
+  ASSERT_FALSE(model.empty()) << error;
+  const auto is_dir =
+      RunCommand({MoetuneBinary(), "plan", model, "--profile", dir.path().string()}, 60);
+  EXPECT_EQ(is_dir.exit_code, 1) << is_dir.err;
+  EXPECT_NE(is_dir.err.find("is a directory"), std::string::npos) << is_dir.err;
+  const auto zero = RunCommand({MoetuneBinary(), "plan", model, "--profile", "/dev/zero"}, 60);
+  EXPECT_FALSE(zero.timed_out);
+  EXPECT_EQ(zero.exit_code, 1) << zero.err;
+  EXPECT_NE(zero.err.find("character device"), std::string::npos) << zero.err;
 }
 
 TEST(Doctor, BadContextIsAClearError) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "engine/engine_info.h"
+#include "engine/server.h"
 #include "report/emit_test_util.h"
 #include "report/report_blocks.h"
 #include "support.h"
@@ -152,7 +153,9 @@ TEST_F(EmitTest, InstalledServerReadsThePreset) {
   ASSERT_TRUE(engine.has_value());
   const std::string ini = dir_->File("preset.ini");
   std::ofstream(ini) << Emit("ini");
-  const int port = FreePort();
+  auto free_port = FindFreeLoopbackPort();
+  ASSERT_TRUE(free_port.ok());
+  const int port = *free_port;
   BackgroundProcess router({(*engine / "llama-server").string(), "--models-preset", ini, "--host",
                             "127.0.0.1", "--port", std::to_string(port)},
                            dir_->File("router.log"));
@@ -199,7 +202,9 @@ TEST_F(EmitTest, InstalledServerReadsTheEnvironment) {
     ASSERT_EQ(value.size(), 1u) << line;
     argv.push_back(line.substr(0, eq) + "=" + value[0]);
   }
-  const int port = FreePort();
+  auto free_port = FindFreeLoopbackPort();
+  ASSERT_TRUE(free_port.ok());
+  const int port = *free_port;
   argv.insert(argv.end(), {"LLAMA_ARG_HOST=127.0.0.1", "LLAMA_ARG_PORT=" + std::to_string(port),
                            (*engine / "llama-server").string()});
   BackgroundProcess server(argv, dir_->File("env-server.log"));

@@ -1,9 +1,14 @@
-// Integration: llama-server lifecycle against the real engine; no orphan on
-// any exit path, including SIGTERM to the process that started it.
+// Integration: llama-server lifecycle against the real engine: start, requests,
+// a port taken before the bind, the private log, timeouts, and no orphan on any
+// exit path (signals to moetune are tested in signal_test.cc).
 #include "engine/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,45 +22,9 @@
 namespace moetune::itest {
 namespace {
 
-bool ProcessGone(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    if (text.empty()) return true;
-    const auto close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z')
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return false;
-}
-
-class ServerTest : public ::testing::Test {
+class ServerTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    model_ = dir_->File("server model.gguf");
-    const auto r = RunCommand(
-        {MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny", "-o", model_}, 300);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    DiscoveryOptions o;
-    if (auto d = EngineDir()) o.llama_dir = d->string();
-    auto info = DiscoverEngine(o);
-    ASSERT_TRUE(info.ok()) << info.error().message();
-    info_ = new EngineInfo(*info);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete info_;
-  }
-  void SetUp() override { ASSERT_NE(info_, nullptr); }
-  void TearDown() override {
-    for (int i = 0; i < 100 && !LiveDescendantsOf(::getpid()).empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty());
-    EXPECT_EQ(LiveChildGroupCount(), 0);
-  }
+  static void SetUpTestSuite() { SetUpModel("server model.gguf"); }
   ServerOptions Options() const {
     ServerOptions o;
     o.model = model_;
@@ -64,14 +33,7 @@ class ServerTest : public ::testing::Test {
     o.health_timeout = std::chrono::milliseconds(120000);
     return o;
   }
-  static TempDir* dir_;
-  static std::string model_;
-  static EngineInfo* info_;
 };
-
-TempDir* ServerTest::dir_ = nullptr;
-std::string ServerTest::model_;
-EngineInfo* ServerTest::info_ = nullptr;
 
 TEST_F(ServerTest, StartCompleteStop) {
   auto server = LlamaServer::Start(*info_, Options());
@@ -125,25 +87,50 @@ TEST_F(ServerTest, DestructorStopsTheServer) {
   EXPECT_TRUE(ProcessGone(pid));
 }
 
-TEST_F(ServerTest, SigtermToTheParentKillsTheServer) {
-  // "fast" (fork without re-exec) keeps this process's model and temp folder in the child.
-  GTEST_FLAG_SET(death_test_style, "fast");
-  const std::string pid_file = dir_->File("server.pid");
-  const ServerOptions o = Options();
-  const EngineInfo info = *info_;
-  auto body = [&] {
-    InstallChildCleanupOnSignals();
-    auto server = LlamaServer::Start(info, o);
-    if (!server.ok()) std::_Exit(3);
-    { std::ofstream(pid_file) << (*server)->pid() << "\n"; }
-    ::raise(SIGTERM);
-    std::_Exit(4);
-  };
-  EXPECT_EXIT(body(), ::testing::KilledBySignal(SIGTERM), "");
-  pid_t pid = -1;
-  std::ifstream(pid_file) >> pid;
-  ASSERT_GT(pid, 0);
-  EXPECT_TRUE(ProcessGone(pid));
+TEST_F(ServerTest, APortTakenBeforeTheBindIsRetried) {
+  // Another program holds the port the server was told to use (as when it
+  // takes a port between moetune's check and the server's bind).
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int taken = ntohs(addr.sin_port);
+  ServerOptions o = Options();
+  o.first_port = taken;
+  auto server = LlamaServer::Start(*info_, o);
+  ::close(fd);
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  EXPECT_NE((*server)->port(), taken);
+  EXPECT_EQ((*server)->ports_tried(), 1);
+  auto t = (*server)->Complete("Hello", 2);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message());
+}
+
+TEST_F(ServerTest, LogIsAPrivateTemporaryFileRemovedWithTheServer) {
+  std::string log;
+  {
+    auto server = LlamaServer::Start(*info_, Options());
+    ASSERT_TRUE(server.ok()) << server.error().message();
+    log = (*server)->log_file();
+    struct stat st {};
+    ASSERT_EQ(::stat(log.c_str(), &st), 0) << log;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << log;  // mkstemp's mode, not umask-wide
+    EXPECT_EQ(log.find(std::to_string(::getpid())), std::string::npos) << log;
+  }
+  EXPECT_FALSE(std::filesystem::exists(log)) << log;
+}
+
+TEST_F(ServerTest, SubSecondTimeoutsAreNotZero) {
+  // 900 ms was truncated to 0 s, which failed every request at once.
+  auto server = LlamaServer::Start(*info_, Options());
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  auto t = (*server)->Complete("Hi", 1, std::chrono::milliseconds(900));
+  EXPECT_TRUE(t.ok()) << t.error().message();
 }
 
 }  // namespace

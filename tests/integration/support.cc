@@ -1,14 +1,9 @@
 #include "support.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -21,64 +16,31 @@ namespace fs = std::filesystem;
 std::string MoetuneBinary() { return MOETUNE_BINARY; }
 
 std::optional<fs::path> EngineDir() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("MOETUNE_LLAMA_DIR"); env != nullptr && *env != '\0') {
-    candidates.emplace_back(env);
-  }
-  candidates.push_back(fs::path(MOETUNE_SOURCE_DIR) / ".engine" / "bin");
-  for (const auto& c : candidates) {
-    if (fs::exists(c / "llama-bench")) return c;
-  }
-  return std::nullopt;
+  DiscoveryOptions o;
+  o.probe = false;
+  auto info = DiscoverEngine(o);
+  if (!info.ok()) return std::nullopt;
+  return fs::path(info->dir);
 }
 
-namespace {
-std::string ReadAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-}  // namespace
-
-CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s) {
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
+                         const std::vector<std::pair<std::string, std::string>>& env) {
   CommandResult r;
-  if (argv.empty()) return r;
-  // Output goes to files, not pipes: no deadlock however much a child prints.
-  TempDir tmp;
-  const std::string out_path = tmp.File("stdout"), err_path = tmp.File("stderr");
-  const pid_t pid = fork();
-  if (pid < 0) return r;
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int in = open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) _exit(126);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+  RunOptions o;
+  o.spawn.argv = argv;
+  o.spawn.env_set = env;
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  o.stderr_tail_lines = 0;
+  o.on_stderr_line = [&](std::string_view l) { r.err.append(l).push_back('\n'); };
+  auto out = RunProcess(o);
+  if (!out.ok()) {
+    r.err = out.error().message();
+    return r;
   }
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  int status = 0;
-  for (;;) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      r.timed_out = true;
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = ReadAll(out_path);
-  r.err = ReadAll(err_path);
+  r.timed_out = out->timed_out;
+  r.signal = out->status.exited ? 0 : out->status.signal;
+  r.exit_code = out->status.exited ? out->status.exit_code : 128 + out->status.signal;
+  r.out = std::move(out->stdout_text);
   return r;
 }
 
@@ -99,62 +61,75 @@ TempDir::~TempDir() {
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv,
                                      const std::string& log_path) {
-  if (argv.empty()) return;
-  const pid_t pid = fork();
-  if (pid < 0) return;
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    const int in = open("/dev/null", O_RDONLY);
-    if (log < 0 || in < 0) _exit(126);
-    dup2(in, 0);
-    dup2(log, 1);
-    dup2(log, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also from the parent, so the kill below never misses
-  pid_ = pid;
+  SpawnOptions s;
+  s.argv = argv;
+  s.stdout_mode = OutputMode::kFile;
+  s.stdout_file = log_path;
+  s.stderr_mode = OutputMode::kFile;
+  s.stderr_file = log_path;
+  auto child = ChildProcess::Spawn(s);
+  if (child.ok()) child_ = std::move(child).value();
 }
 
-bool BackgroundProcess::Running() {
-  if (pid_ <= 0 || exited_) return false;
-  int status = 0;
-  if (waitpid(pid_, &status, WNOHANG) == pid_) exited_ = true;
-  return !exited_;
+bool BackgroundProcess::Running() { return child_ && !child_->Poll().has_value(); }
+
+std::string SynthModel(const std::string& path, const std::string& preset, const std::string& scale,
+                       std::string* error) {
+  const auto r =
+      RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--scale", scale, "-o", path}, 300);
+  if (r.exit_code != 0) {
+    *error = r.err;
+    return "";
+  }
+  return path;
 }
 
-BackgroundProcess::~BackgroundProcess() {
-  if (pid_ <= 0 || exited_) return;
-  kill(-pid_, SIGTERM);
-  for (int i = 0; i < 100 && Running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (Running()) {
-    kill(-pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
+TempDir* TinyModelSuite::dir_ = nullptr;
+std::string TinyModelSuite::model_;
+EngineInfo* TinyModelSuite::info_ = nullptr;
+
+void TinyModelSuite::SetUpModel(const std::string& file_name) {
+  dir_ = new TempDir();
+  std::string error;
+  model_ = SynthModel(dir_->File(file_name), "qwen3moe", "tiny", &error);
+  ASSERT_FALSE(model_.empty()) << error;
+  auto info = DiscoverEngine({});
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  info_ = new EngineInfo(*info);
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+void TinyModelSuite::TearDownTestSuite() {
+  delete dir_;
+  delete info_;
+  dir_ = nullptr;
+  info_ = nullptr;
+}
+
+void TinyModelSuite::TearDown() {
+  EXPECT_TRUE(LeftoverDescendants().empty());
+  EXPECT_EQ(LiveChildGroupCount(), 0);
+}
+
+std::vector<pid_t> LeftoverDescendants() {
+  for (int i = 0; i < 200 && !LiveDescendantsOf(::getpid()).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  close(fd);
-  return port;
+  return LiveDescendantsOf(::getpid());
+}
+
+bool ProcessGone(pid_t pid, double wait_s) {
+  const int steps = std::max(1, static_cast<int>(wait_s * 40));
+  for (int i = 0; i < steps; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    if (text.empty()) return true;
+    const auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
 }
 
 }  // namespace moetune::itest

@@ -1,32 +1,45 @@
 #pragma once
 /// Helpers shared by the integration tests, which run the real executables
-/// (moetune and llama.cpp) on generated models.
+/// (moetune and llama.cpp) on generated models. Processes are started with
+/// the library's own runner (util/subprocess.h), the engine is found by the
+/// library's own discovery (engine/engine_info.h) and ports come from the
+/// library's FindFreeLoopbackPort: the tests use what moetune uses.
+
+#include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "engine/engine_info.h"
+#include "util/subprocess.h"
 
 namespace moetune::itest {
 
 /// Path of the moetune executable under test (CMake's MOETUNE_BINARY define).
 std::string MoetuneBinary();
 
-/// Folder holding llama-bench, llama-server, ...: $MOETUNE_LLAMA_DIR if set,
-/// else <source>/.engine/bin (scripts/setup-engine.sh). nullopt when neither
-/// holds llama-bench.
+/// Folder holding llama-bench, llama-server, ...: where moetune's engine
+/// discovery finds it ($MOETUNE_LLAMA_DIR, the default engine, PATH);
+/// nullopt when it finds none.
 std::optional<std::filesystem::path> EngineDir();
 
 struct CommandResult {
   int exit_code = -1;      // exit status, or 128+signal
+  int signal = 0;          // the signal that ended it, 0 for a normal exit
   bool timed_out = false;  // killed after the timeout
   std::string out;         // stdout
   std::string err;         // stderr
 };
 
-/// Runs argv (no shell) with a timeout, capturing stdout and stderr. The child
-/// runs in its own process group, which is killed on timeout.
-CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s = 300);
+/// Runs argv (no shell) with a timeout, capturing stdout and stderr, with
+/// extra environment variables. The child runs in its own process group,
+/// which is killed on timeout.
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s = 300,
+                         const std::vector<std::pair<std::string, std::string>>& env = {});
 
 /// A fresh temporary folder, removed with everything in it on destruction.
 class TempDir {
@@ -47,19 +60,41 @@ class TempDir {
 class BackgroundProcess {
  public:
   BackgroundProcess(const std::vector<std::string>& argv, const std::string& log_path);
-  ~BackgroundProcess();
-  BackgroundProcess(const BackgroundProcess&) = delete;
-  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
-  bool started() const { return pid_ > 0; }
+  bool started() const { return child_ != nullptr; }
   /// True while the child has not exited.
   bool Running();
 
  private:
-  int pid_ = -1;
-  bool exited_ = false;
+  std::unique_ptr<ChildProcess> child_;
 };
 
-/// A TCP port that was free a moment ago (for starting llama-server).
-int FreePort();
+/// Writes a synthetic model with `moetune synth` (preset, scale); "" on failure
+/// (the reason in *error).
+std::string SynthModel(const std::string& path, const std::string& preset, const std::string& scale,
+                       std::string* error);
+
+/// A suite over one tiny synthesized model and the engine moetune discovers:
+/// derived suites call SetUpModel from SetUpTestSuite. After every test,
+/// nothing the test started may be left running.
+class TinyModelSuite : public ::testing::Test {
+ protected:
+  static void SetUpModel(const std::string& file_name);
+  static void TearDownTestSuite();
+  void SetUp() override {
+    ASSERT_NE(info_, nullptr) << "model synthesis or engine discovery failed";
+  }
+  void TearDown() override;
+
+  static TempDir* dir_;
+  static std::string model_;
+  static EngineInfo* info_;
+};
+
+/// Waits up to a few seconds for the kernel to finish tearing down what this
+/// process started, then lists what is left (its live descendants).
+std::vector<pid_t> LeftoverDescendants();
+
+/// True when `pid` is gone (or a zombie) within `wait_s` seconds.
+bool ProcessGone(pid_t pid, double wait_s = 5);
 
 }  // namespace moetune::itest

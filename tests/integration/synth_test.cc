@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/server.h"
 #include "support.h"
 
 namespace moetune::itest {
@@ -80,8 +81,9 @@ TEST(SynthServerTest, LlamaServerLoadsAndTokenizesText) {
   const std::string model = dir.File("m.gguf");
   auto s = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", model}, 60);
   ASSERT_EQ(s.exit_code, 0) << s.err;
-  const int port = FreePort();
-  ASSERT_GT(port, 0);
+  const auto free_port = FindFreeLoopbackPort();
+  ASSERT_TRUE(free_port.ok()) << free_port.error().message();
+  const int port = *free_port;
   BackgroundProcess server({(*engine / "llama-server").string(), "-m", model, "--host", "127.0.0.1",
                             "--port", std::to_string(port), "-c", "512", "-t", "2", "-ngl", "0"},
                            dir.File("server.log"));
