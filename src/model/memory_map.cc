@@ -137,7 +137,9 @@ Result<ContextLayout> LayoutContext(const ContextParams& cp) {
   l.n_batch = std::min(cp.n_ctx, cp.n_batch);
   l.n_ubatch = std::min(l.n_batch, cp.n_ubatch);
   l.reserve_tokens = std::min(l.n_ctx, l.n_ubatch);
-  l.reserve_seqs = l.unified ? 1 : cp.n_seq;
+  l.reserve_seqs = std::min<int64_t>(cp.n_seq, l.reserve_tokens);
+  l.reserve_outputs =
+      cp.reserve_outputs == ReserveOutputs::kAllTokens ? l.reserve_tokens : l.reserve_seqs;
   return l;
 }
 

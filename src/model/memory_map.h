@@ -59,6 +59,12 @@ struct WeightMap {
 
 WeightMap ComputeWeightMap(const GgufModel& model, const ModelArch& arch);
 
+/// How many outputs (logits rows) the worst-case graph is reserved for: the
+/// installed engine's llama-fit-params (and llama.cpp's --fit) reserve one per
+/// token of the ubatch; llama-server reserves one per sequence (n_seq_max), so
+/// its compute buffer can be smaller by most of the logits.
+enum class ReserveOutputs { kAllTokens, kPerSequence };
+
 /// Context settings that size the memory llama.cpp allocates.
 struct ContextParams {
   int64_t n_ctx = 4096;     // -c
@@ -70,6 +76,7 @@ struct ContextParams {
   int64_t n_batch = 2048;  // -b as given
   bool flash_attn = true;  // llama.cpp's -fa auto enables it where supported (CPU, CUDA)
   bool swa_full = false;
+  ReserveOutputs reserve_outputs = ReserveOutputs::kAllTokens;
 };
 
 /// How llama.cpp sizes its context for ContextParams (src/llama-context.cpp).
@@ -82,9 +89,11 @@ struct ContextLayout {
   int64_t n_ubatch = 0;   // after clamping to the batch
   /// The worst-case graph llama.cpp reserves its compute buffers for
   /// (llama_context constructor: n_tokens = min(n_ctx, n_ubatch), n_seqs =
-  /// kv_unified ? 1 : n_seq_max).
+  /// n_seq_max in the installed engine (with -kvu too: llama-server logs
+  /// "n_seqs = 4" for -np 4 -kvu), n_outputs as ReserveOutputs says).
   int64_t reserve_tokens = 0;
   int64_t reserve_seqs = 1;
+  int64_t reserve_outputs = 0;
   bool unified = true;
   /// Cells per stream of a sliding-window / chunked layer with `window`.
   int64_t SwaCells(int64_t window, bool swa_full) const;

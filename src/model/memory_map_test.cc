@@ -80,7 +80,7 @@ TEST(ContextLayout, PerSlotStreamsArePaddedPerSlot) {
   cp.kv_unified = true;
   EXPECT_EQ(LayoutContext(cp)->n_stream, 1);
   EXPECT_EQ(LayoutContext(cp)->n_ctx_seq, 1024);
-  EXPECT_EQ(LayoutContext(cp)->reserve_seqs, 1);
+  EXPECT_EQ(LayoutContext(cp)->reserve_seqs, 3);  // llama-server -np 3 -kvu: "n_seqs = 3"
 }
 
 TEST(ContextLayout, BatchesAreClampedToTheContextAsLlamaCppDoes) {

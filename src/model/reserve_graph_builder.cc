@@ -91,7 +91,9 @@ SimGraph::Id ReserveGraphBuilder::InpPos() {
 }
 
 SimGraph::Id ReserveGraphBuilder::OutIds() {
-  if (out_ids_ < 0) out_ids_ = g_.Input(SimType::kI32, {T_, 1, 1, 1}, "out_ids");
+  // build_inp_out_ids: the rows that produce logits (n_outputs of the reserve).
+  if (out_ids_ < 0)
+    out_ids_ = g_.Input(SimType::kI32, {layout_.reserve_outputs, 1, 1, 1}, "out_ids");
   return out_ids_;
 }
 
@@ -371,6 +373,7 @@ SimGraph::Id ReserveGraphBuilder::Ffn(int il, Id x, const char* up, const char* 
 // and the sum over the k views.
 SimGraph::Id ReserveGraphBuilder::Moe(int il, Id x) {
   const int64_t n_embd = g_.t(x).ne[0];
+  const int64_t T = g_.t(x).ne[1];  // the ubatch, or only its outputs in the last layer
   const int64_t k = std::max<uint32_t>(hp_.n_expert_used, 1);
   const int64_t n_expert = std::max<uint32_t>(hp_.n_expert, 1);
   Id logits = g_.MulMat(Wl(il, "ffn_gate_inp"), x, fmt::format("ffn_moe_logits-{}", il));
@@ -383,32 +386,32 @@ SimGraph::Id ReserveGraphBuilder::Moe(int il, Id x) {
   if (const Id b = Wl(il, "exp_probs_b", "bias"); b >= 0)
     selection = g_.Inplace({probs, b}, fmt::format("ffn_moe_probs_biased-{}", il));
   if (arch_name_ == "llama4") selection = logits;
-  const Id argsort = g_.New(SimOp::kOther, SimType::kI32, {n_expert, T_, 1, 1}, {selection},
+  const Id argsort = g_.New(SimOp::kOther, SimType::kI32, {n_expert, T, 1, 1}, {selection},
                             fmt::format("ffn_moe_argsort-{}", il));
-  const Id topk = g_.View(argsort, {k, T_, 1, 1}, {4, n_expert * 4, 0, 0}, 0,
+  const Id topk = g_.View(argsort, {k, T, 1, 1}, {4, n_expert * 4, 0, 0}, 0,
                           fmt::format("ffn_moe_topk-{}", il));
-  Id weights = g_.GetRows(g_.Reshape(probs, {1, n_expert, T_, 1}), topk,
+  Id weights = g_.GetRows(g_.Reshape(probs, {1, n_expert, T, 1}), topk,
                           fmt::format("ffn_moe_weights-{}", il));
   if (gating_ == Gating::kSoftmaxWeight) {
-    weights = g_.Inplace({g_.Reshape(weights, {k, T_, 1, 1})},
+    weights = g_.Inplace({g_.Reshape(weights, {k, T, 1, 1})},
                          fmt::format("ffn_moe_weights_softmax-{}", il));
-    weights = g_.Reshape(weights, {1, k, T_, 1});
+    weights = g_.Reshape(weights, {1, k, T, 1});
   }
   if (norm_w_) {
-    const Id w2 = g_.Reshape(weights, {k, T_, 1, 1});
-    Id sum = g_.New(SimOp::kOther, SimType::kF32, {1, T_, 1, 1}, {w2},
+    const Id w2 = g_.Reshape(weights, {k, T, 1, 1});
+    Id sum = g_.New(SimOp::kOther, SimType::kF32, {1, T, 1, 1}, {w2},
                     fmt::format("ffn_moe_weights_sum-{}", il));
     sum = g_.Inplace({sum}, fmt::format("ffn_moe_weights_sum_clamped-{}", il));
     weights = g_.Inplace({w2, sum}, fmt::format("ffn_moe_weights_norm-{}", il));
-    weights = g_.Reshape(weights, {1, k, T_, 1});
+    weights = g_.Reshape(weights, {1, k, T, 1});
   }
   if (w_scale_ != 0.0f && w_scale_ != 1.0f)
     weights = g_.Inplace({weights}, fmt::format("ffn_moe_weights_scaled-{}", il));
   g_.Expand(weights);
-  Id cur = g_.Reshape(x, {n_embd, 1, T_, 1});
+  Id cur = g_.Reshape(x, {n_embd, 1, T, 1});
   const bool weight_before = arch_name_ == "llama4";
   if (weight_before) {
-    const Id rep = g_.New(SimOp::kOther, SimType::kF32, {n_embd, k, T_, 1}, {cur},
+    const Id rep = g_.New(SimOp::kOther, SimType::kF32, {n_embd, k, T, 1}, {cur},
                           fmt::format("ffn_moe_repeat-{}", il));
     cur = g_.Inplace({rep, weights}, fmt::format("ffn_moe_weighted-{}", il));
   }
@@ -417,8 +420,8 @@ SimGraph::Id ReserveGraphBuilder::Moe(int il, Id x) {
     const Id both = g_.MulMatId(gu, cur, topk, fmt::format("ffn_moe_gate_up-{}", il));
     const int64_t n_ff = g_.t(both).ne[0] / 2;
     const SimNe nb = g_.t(both).nb;
-    gate = g_.View(both, {n_ff, k, T_, 1}, nb, 0);
-    up = g_.View(both, {n_ff, k, T_, 1}, nb, n_ff * kF32);
+    gate = g_.View(both, {n_ff, k, T, 1}, nb, 0);
+    up = g_.View(both, {n_ff, k, T, 1}, nb, n_ff * kF32);
   } else {
     up = g_.MulMatId(Wl(il, "ffn_up_exps"), cur, topk, fmt::format("ffn_moe_up-{}", il));
     if (const Id b = Wl(il, "ffn_up_exps", "bias"); b >= 0)
@@ -441,7 +444,7 @@ SimGraph::Id ReserveGraphBuilder::Moe(int il, Id x) {
   const SimNe enb = g_.t(experts).nb;
   std::vector<Id> views;
   for (int64_t i = 0; i < k; ++i) {
-    views.push_back(g_.View(experts, {n_embd, T_, 1, 1}, {enb[0], enb[2], 0, 0}, i * enb[1]));
+    views.push_back(g_.View(experts, {n_embd, T, 1, 1}, {enb[0], enb[2], 0, 0}, i * enb[1]));
     g_.Expand(views.back());
   }
   Id out = views[0];

@@ -58,8 +58,12 @@ Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch&
         "the engine reports several devices; moetune plans for one and compares the first (" +
         device->name + ")");
   }
+  // llama-fit-params reserves its graph for an output per token of the
+  // ubatch (llama-server: one per sequence), so predict for that.
+  ContextParams ctx = launch.ctx;
+  ctx.reserve_outputs = ReserveOutputs::kAllTokens;
   MOETUNE_ASSIGN_OR_RETURN(const PlacementOption o,
-                           EvaluatePlacement(model, arch, wm, launch.ctx, placement, kind));
+                           EvaluatePlacement(model, arch, wm, ctx, placement, kind));
   for (const auto& d : devices) {
     CheckRow r;
     r.device = d.name;

@@ -185,7 +185,11 @@ Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArc
 }
 
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
-                           const PlanRequest& req) {
+                           const PlanRequest& request) {
+  // The plan is for the llama-server command it prints, which reserves its
+  // compute buffers for one output per sequence (ReserveOutputs).
+  PlanRequest req = request;
+  req.ctx.reserve_outputs = ReserveOutputs::kPerSequence;
   Plan plan;
   plan.moe = arch.is_moe() && wm.expert_total() > 0;
   plan.n_layer = static_cast<int>(wm.layers.size());

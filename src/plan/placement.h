@@ -81,8 +81,9 @@ struct Plan {
   bool fine_filled() const { return chosen && chosen->placement.override_layer >= 0; }
 };
 
-/// Plans placements for a model. Errors: an invalid context, or sizes that
-/// overflow (absurd headers or contexts).
+/// Plans placements for a model, for llama-server (compute buffers reserved
+/// for one output per sequence, as llama-server does). Errors: an invalid
+/// context, or sizes that overflow (absurd headers or contexts).
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& weights,
                            const PlanRequest& request);
 

@@ -123,8 +123,11 @@ TEST(PlanPlacement, FineFillIsOneConsistentConfiguration) {
   EXPECT_GT(p.gpu_bytes_gained, 0);
   EXPECT_EQ(chosen.gpu.weights_total(),
             p.options[*p.smallest_fitting].gpu.weights_total() + p.gpu_bytes_gained);
-  // The breakdown is that of the exact placement, evaluated on its own.
-  auto again = EvaluatePlacement(f.gguf, f.arch, f.wm, r.ctx, chosen.placement, r.device_kind);
+  // The breakdown is that of the exact placement, evaluated on its own (for
+  // llama-server, which reserves one output per sequence).
+  ContextParams server = r.ctx;
+  server.reserve_outputs = ReserveOutputs::kPerSequence;
+  auto again = EvaluatePlacement(f.gguf, f.arch, f.wm, server, chosen.placement, r.device_kind);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->gpu.total(), chosen.gpu.total());
   ASSERT_TRUE(p.launch);
