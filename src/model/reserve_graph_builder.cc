@@ -594,7 +594,15 @@ SimGraph::Id ReserveGraphBuilder::DeltaNet(int il, Id cur) {
 SimGraph::Id ReserveGraphBuilder::Output(Id cur) {
   cur = Norm(cur, W("output_norm.weight"), "result_norm");
   Id w = W("output.weight");
-  if (w < 0) w = W("token_embd.weight");  // tied head (TENSOR_DUPLICATED)
+  if (w < 0) {
+    // Tied head: llama.cpp loads token_embd again as the output on the
+    // output layer's device (TENSOR_DUPLICATED).
+    const Id tok = W("token_embd.weight");
+    if (tok < 0) return cur;
+    const SimTensor& t = g_.t(tok);
+    w = g_.Weight(t.ne, t.nbytes, placement_.OutputOnDevice(n_layer_) ? device_ : host_,
+                  "output.weight (token_embd)");
+  }
   const Id logits = g_.MulMat(w, cur, "result_output");
   g_.SetOutput(logits);
   g_.Expand(logits);

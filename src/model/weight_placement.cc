@@ -5,8 +5,8 @@
 namespace moetune {
 
 bool WeightPlacement::LayerOnDevice(int il, int n_layer) const {
-  // -ngl offloads the last n_gpu_layers layers (i_gpu_start = n_layer - ngl).
-  return has_device && il >= std::max(0, n_layer - n_gpu_layers);
+  // -ngl offloads the output layer, then the last n_gpu_layers - 1 layers.
+  return has_device && n_gpu_layers >= 1 && il >= std::max(0, n_layer - (n_gpu_layers - 1));
 }
 
 bool WeightPlacement::OnDevice(int il, int n_layer, TensorRole role, std::string_view kind) const {

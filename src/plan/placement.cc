@@ -43,11 +43,17 @@ class LayerSums {
       for (size_t r = 0; r < all_.size(); ++r) all_[r] += l.bytes[r];
     output_ = wm.global;
     At(output_, TensorRole::kTokenEmbedding) = 0;
+    // No output.weight: llama.cpp loads token_embd a second time as the
+    // output head on the output's device (TENSOR_DUPLICATED).
+    if (At(wm.global, TensorRole::kOutput) == 0)
+      tied_output_ = At(wm.global, TensorRole::kTokenEmbedding);
   }
 
   // Weights, KV and state on the device and on the host for `p`.
   void Split(const WeightPlacement& p, DeviceBreakdown* gpu, DeviceBreakdown* host) const {
-    const int first = p.has_device ? std::clamp(n_ - p.n_gpu_layers, 0, n_) : n_;
+    // The first layer on the device (WeightPlacement::LayerOnDevice).
+    const int first =
+        p.has_device && p.n_gpu_layers >= 1 ? std::clamp(n_ - (p.n_gpu_layers - 1), 0, n_) : n_;
     const auto uf = static_cast<size_t>(first);
     gpu->weights = nonexp_[uf];
     const int first_exp = std::clamp(std::max(first, p.n_cpu_moe), 0, n_);
@@ -61,6 +67,7 @@ class LayerSums {
     if (p.OutputOnDevice(n_))
       for (size_t r = 0; r < output_.size(); ++r) gpu->weights[r] += output_[r];
     for (size_t r = 0; r < all_.size(); ++r) host->weights[r] = all_[r] - gpu->weights[r];
+    if (p.OutputOnDevice(n_)) At(gpu->weights, TensorRole::kOutput) += tied_output_;
     gpu->kv = kv_[uf];
     host->kv = kv_[0] - gpu->kv;
     gpu->state = state_[uf];
@@ -77,6 +84,7 @@ class LayerSums {
   std::vector<int64_t> exp_, kv_, state_;
   std::vector<std::map<std::string, int64_t>> kinds_;
   RoleBytes all_{}, output_{};
+  int64_t tied_output_ = 0;
 };
 
 class Planner {
