@@ -3,6 +3,7 @@
 /// (moetune and llama.cpp) on generated models.
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,5 +62,27 @@ class BackgroundProcess {
 
 /// A TCP port that was free a moment ago (for starting llama-server).
 int FreePort();
+
+/// The engine's ggml-rpc-server (<engine>/ggml-rpc-server -H 127.0.0.1 -p PORT
+/// -t 1) on a free loopback port: a second device for llama.cpp's tools
+/// without a GPU. Started in the constructor (retrying another port when the
+/// chosen one is taken meanwhile), ready when endpoint() is non-empty, and
+/// always stopped (its process group killed and reaped) by the destructor.
+class RpcServer {
+ public:
+  explicit RpcServer(const std::filesystem::path& engine_dir);
+  ~RpcServer() = default;
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+  /// "127.0.0.1:PORT", or empty when the server did not come up.
+  const std::string& endpoint() const { return endpoint_; }
+  /// Its log (stdout and stderr), for failure messages.
+  std::string Log() const;
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<BackgroundProcess> process_;
+  std::string endpoint_;
+};
 
 }  // namespace moetune::itest
