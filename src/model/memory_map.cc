@@ -136,10 +136,15 @@ Result<ContextLayout> LayoutContext(const ContextParams& cp) {
   // Causal models: the batch is limited by the context as given (before padding).
   l.n_batch = std::min(cp.n_ctx, cp.n_batch);
   l.n_ubatch = std::min(l.n_batch, cp.n_ubatch);
-  l.reserve_tokens = std::min(l.n_ctx, l.n_ubatch);
-  l.reserve_seqs = std::min<int64_t>(cp.n_seq, l.reserve_tokens);
-  l.reserve_outputs =
-      cp.reserve_outputs == ReserveOutputs::kAllTokens ? l.reserve_tokens : l.reserve_seqs;
+  // The reserve ubatch splits its tokens evenly over the sequences, rounding
+  // up: -np 3 with -ub 512 reserves 3 x 171 = 513 tokens (llama-server's
+  // inputs are [513] then).
+  const int64_t tokens = std::min(l.n_ctx, l.n_ubatch);
+  l.reserve_seqs = std::min<int64_t>(cp.n_seq, tokens);
+  l.reserve_tokens = (tokens + l.reserve_seqs - 1) / l.reserve_seqs * l.reserve_seqs;
+  // graph_reserve: "making n_tokens a multiple of n_seqs - n_tokens = 513,
+  // n_seqs = 3, n_outputs = 512": the outputs keep the unrounded count.
+  l.reserve_outputs = cp.reserve_outputs == ReserveOutputs::kAllTokens ? tokens : l.reserve_seqs;
   return l;
 }
 

@@ -88,7 +88,8 @@ struct ContextLayout {
   int64_t n_batch = 0;    // after clamping to the context
   int64_t n_ubatch = 0;   // after clamping to the batch
   /// The worst-case graph llama.cpp reserves its compute buffers for
-  /// (llama_context constructor: n_tokens = min(n_ctx, n_ubatch), n_seqs =
+  /// (llama_context constructor: n_tokens = min(n_ctx, n_ubatch) rounded up to
+  /// a multiple of n_seqs, n_seqs =
   /// n_seq_max in the installed engine (with -kvu too: llama-server logs
   /// "n_seqs = 4" for -np 4 -kvu), n_outputs as ReserveOutputs says).
   int64_t reserve_tokens = 0;

@@ -69,6 +69,13 @@ TEST(ContextLayout, PerSlotStreamsArePaddedPerSlot) {
   EXPECT_EQ(l->n_ctx_seq, 1536);
   EXPECT_EQ(l->n_ctx, 4608);
   EXPECT_EQ(l->reserve_seqs, 3);
+  // The reserve ubatch rounds 512 tokens up to 3 x 171; llama-fit-params keeps
+  // 512 outputs, llama-server reserves one per sequence.
+  EXPECT_EQ(l->reserve_tokens, 513);
+  EXPECT_EQ(l->reserve_outputs, 512);
+  cp.reserve_outputs = ReserveOutputs::kPerSequence;
+  EXPECT_EQ(LayoutContext(cp)->reserve_outputs, 3);
+  cp.reserve_outputs = ReserveOutputs::kAllTokens;
   cp.n_ctx = 5000;
   cp.n_seq = 7;
   EXPECT_EQ(LayoutContext(cp)->n_ctx_seq, 768);

@@ -307,6 +307,9 @@ TEST_P(MemoryMatrix, HostSizesMatchTheEngine) {
     LaunchConfig tiny_ctx = Launch(*m, 512, 4096, true, 1);
     tiny_ctx.ctx.n_batch = 4096;
     CheckCase(preset, tiny_ctx, false);
+    // Slots that do not divide the micro-batch (the reserve rounds the tokens up).
+    CheckCase(preset, Launch(*m, 4000, 512, false, 3), false);
+    CheckCase(preset, Launch(*m, 5000, 512, true, 7), false);
   }
 }
 
