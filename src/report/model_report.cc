@@ -335,7 +335,7 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
     const auto& p = plan.options[i];
     const bool is_best = plan.smallest_fitting && *plan.smallest_fitting == i;
     std::string fit = p.fits ? "yes" : "no";
-    if (is_best) fit += plan.fine_filled() ? "  (fine fill below)" : "  <- recommended";
+    if (is_best) fit += plan.fine_filled() ? "  (fine fill above)" : "  <- recommended";
     const std::string label = std::to_string(plan.moe ? p.n_cpu_moe : p.ngl);
     if (is_best && plan.fine_filled())
       row(*plan.best(), std::to_string(plan.best()->n_cpu_moe) + " + -ot", "yes  <- recommended");
