@@ -16,11 +16,21 @@ constexpr int64_t kCudaOffloadMinBatch = 32;
 
 }  // namespace
 
+ComputeEstimator::ComputeEstimator(const GgufModel& model, const ModelArch& arch)
+    : model_(model), arch_(arch), index_(IndexTensors(model)) {}
+
 Result<ComputeBuffers> EstimateComputeBuffers(const GgufModel& model, const ModelArch& arch,
                                               const ContextParams& cp,
                                               const WeightPlacement& placement, DeviceKind kind) {
+  return ComputeEstimator(model, arch).Estimate(cp, placement, kind);
+}
+
+Result<ComputeBuffers> ComputeEstimator::Estimate(const ContextParams& cp,
+                                                  const WeightPlacement& placement,
+                                                  DeviceKind kind) const {
   MOETUNE_ASSIGN_OR_RETURN(const ContextLayout layout, LayoutContext(cp));
-  MOETUNE_ASSIGN_OR_RETURN(SimGraph graph, BuildReserveGraph(model, arch, cp, layout, placement));
+  MOETUNE_ASSIGN_OR_RETURN(SimGraph graph,
+                           BuildReserveGraph(model_, arch_, index_, cp, layout, placement));
   std::vector<SimBackend> backends;
   if (placement.has_device) {
     SimBackend dev;

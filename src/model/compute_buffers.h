@@ -11,6 +11,8 @@
 /// activations are copied across instead.
 
 #include <cstdint>
+#include <string_view>
+#include <unordered_map>
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
@@ -29,8 +31,23 @@ struct ComputeBuffers {
   int64_t total() const { return device + host; }
 };
 
-/// Compute buffers for `cp` with the weights placed as `placement` says.
-/// Errors: an invalid context, or tensor sizes that overflow 64 bits.
+/// Estimates for one model: indexes its tensors once, so that planners that
+/// try many placements pay for the index once (keep the model alive).
+class ComputeEstimator {
+ public:
+  ComputeEstimator(const GgufModel& model, const ModelArch& arch);
+  /// Compute buffers for `cp` with the weights placed as `placement` says.
+  /// Errors: an invalid context, or tensor sizes that overflow 64 bits.
+  Result<ComputeBuffers> Estimate(const ContextParams& cp, const WeightPlacement& placement,
+                                  DeviceKind kind = DeviceKind::kCuda) const;
+
+ private:
+  const GgufModel& model_;
+  const ModelArch& arch_;
+  std::unordered_map<std::string_view, size_t> index_;
+};
+
+/// One-off ComputeEstimator(model, arch).Estimate(cp, placement, kind).
 Result<ComputeBuffers> EstimateComputeBuffers(const GgufModel& model, const ModelArch& arch,
                                               const ContextParams& cp,
                                               const WeightPlacement& placement,

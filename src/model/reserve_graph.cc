@@ -50,10 +50,17 @@ std::vector<int> SelectLayers(const std::vector<uint32_t>& sig) {
 
 }  // namespace
 
+TensorIndex IndexTensors(const GgufModel& model) {
+  TensorIndex index;
+  index.reserve(model.tensors.size());
+  for (size_t i = 0; i < model.tensors.size(); ++i) index.emplace(model.tensors[i].name, i);
+  return index;
+}
+
 Result<SimGraph> BuildReserveGraph(const GgufModel& model, const ModelArch& arch,
-                                   const ContextParams& cp, const ContextLayout& layout,
-                                   const WeightPlacement& placement) {
-  ReserveGraphBuilder b(model, arch, cp, layout, placement);
+                                   const TensorIndex& index, const ContextParams& cp,
+                                   const ContextLayout& layout, const WeightPlacement& placement) {
+  ReserveGraphBuilder b(model, arch, index, cp, layout, placement);
   const int n_layer = static_cast<int>(arch.layers.size());
   std::vector<uint32_t> sig(static_cast<size_t>(n_layer));
   for (int il = 0; il < n_layer; ++il) {

@@ -12,6 +12,9 @@
 /// glm4moe, deepseek2 (MLA), llama4. Others are built as llama-style layers
 /// from the tensors the file has, which is approximate.
 
+#include <string_view>
+#include <unordered_map>
+
 #include "gguf/gguf.h"
 #include "model/arch.h"
 #include "model/graph_sim.h"
@@ -30,12 +33,17 @@ struct ReserveDevices {
 
 ReserveDevices ReserveDeviceIndices(const WeightPlacement& placement);
 
+/// Tensor name -> index into GgufModel::tensors (views into the model's names:
+/// valid while the model lives). Built once per model, shared by every graph.
+using TensorIndex = std::unordered_map<std::string_view, size_t>;
+TensorIndex IndexTensors(const GgufModel& model);
+
 /// Builds the reserve graph. `layout` must come from LayoutContext(cp).
 /// Layers are taken as they are; for very deep models only a representative
 /// subset of layers is built (every layer kind and placement boundary is
 /// kept, see docs/memory.md), which leaves the peak unchanged.
 Result<SimGraph> BuildReserveGraph(const GgufModel& model, const ModelArch& arch,
-                                   const ContextParams& cp, const ContextLayout& layout,
-                                   const WeightPlacement& placement);
+                                   const TensorIndex& index, const ContextParams& cp,
+                                   const ContextLayout& layout, const WeightPlacement& placement);
 
 }  // namespace moetune

@@ -13,10 +13,16 @@ constexpr int64_t kF32 = 4;
 }  // namespace
 
 ReserveGraphBuilder::ReserveGraphBuilder(const GgufModel& model, const ModelArch& arch,
+                                         const std::unordered_map<std::string_view, size_t>& index,
                                          const ContextParams& cp, const ContextLayout& layout,
                                          const WeightPlacement& placement)
-    : model_(model), arch_(arch), hp_(arch.hp), cp_(cp), layout_(layout), placement_(placement) {
-  for (size_t i = 0; i < model.tensors.size(); ++i) tensor_index_[model.tensors[i].name] = i;
+    : model_(model),
+      arch_(arch),
+      hp_(arch.hp),
+      cp_(cp),
+      layout_(layout),
+      placement_(placement),
+      tensor_index_(index) {
   if (placement.has_device) {
     device_ = 0;
     host_ = 1;

@@ -4,6 +4,7 @@
 /// names the upstream function it mirrors.
 
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -20,8 +21,10 @@ class ReserveGraphBuilder {
  public:
   using Id = SimGraph::Id;
 
-  ReserveGraphBuilder(const GgufModel& model, const ModelArch& arch, const ContextParams& cp,
-                      const ContextLayout& layout, const WeightPlacement& placement);
+  ReserveGraphBuilder(const GgufModel& model, const ModelArch& arch,
+                      const std::unordered_map<std::string_view, size_t>& index,
+                      const ContextParams& cp, const ContextLayout& layout,
+                      const WeightPlacement& placement);
 
   /// Builds the graph over `layers` (indices into arch.layers, ascending).
   Result<SimGraph> Build(const std::vector<int>& layers);
@@ -74,7 +77,7 @@ class ReserveGraphBuilder {
   const ContextLayout& layout_;
   const WeightPlacement& placement_;
   SimGraph g_;
-  std::unordered_map<std::string, size_t> tensor_index_;
+  const std::unordered_map<std::string_view, size_t>& tensor_index_;
   std::unordered_map<std::string, Id> weights_;
   int device_ = -1, host_ = 0;
   int n_layer_ = 0;

@@ -91,10 +91,9 @@ class Planner {
  public:
   Planner(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
           const PlanRequest& req, const ContextMemory& cm)
-      : model_(model),
-        arch_(arch),
-        req_(req),
+      : req_(req),
         sums_(model, arch, wm, cm),
+        estimator_(model, arch),
         n_(static_cast<int>(wm.layers.size())) {}
 
   Result<PlacementOption> Evaluate(const WeightPlacement& p) {
@@ -131,15 +130,18 @@ class Planner {
         std::make_tuple(p.n_gpu_layers, p.n_cpu_moe, p.override_layer, p.override_kinds);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     MOETUNE_ASSIGN_OR_RETURN(const ComputeBuffers c,
-                             EstimateComputeBuffers(model_, arch_, req_.ctx, p, req_.device_kind));
+                             estimator_.Estimate(req_.ctx, p, req_.device_kind));
     cache_.emplace(key, c);
     return c;
   }
 
-  const GgufModel& model_;
-  const ModelArch& arch_;
+ public:
+  int simulations() const { return static_cast<int>(cache_.size()); }
+
+ private:
   const PlanRequest& req_;
   LayerSums sums_;
+  ComputeEstimator estimator_;
   int n_;
   std::map<std::tuple<int, int, int, std::vector<std::string>>, ComputeBuffers> cache_;
 };
@@ -251,6 +253,7 @@ Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const 
         "smaller --ubatch, free VRAM held by other programs, or run without the GPU",
         what, FormatBytes(Bytes(least.gpu.total())), FormatBytes(Bytes(req.margin)),
         FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.shortfall))));
+    plan.compute_simulations = planner.simulations();
     return plan;
   }
 
@@ -258,6 +261,7 @@ Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const 
   if (plan.moe && req.fine_fill && plan.chosen->n_cpu_moe > 0) {
     MOETUNE_TRY(FineFill(planner, *plan.chosen, &plan));
   }
+  plan.compute_simulations = planner.simulations();
   LaunchConfig launch;
   launch.placement = plan.chosen->placement;
   launch.ctx = req.ctx;

@@ -75,6 +75,7 @@ struct Plan {
   int64_t shortfall = 0;               // nothing fits: bytes missing for the least demanding option
   int64_t host_ram_needed = 0;
   bool host_ram_fits = true;
+  int compute_simulations = 0;  // distinct compute-buffer simulations run (bounded for deep models)
   std::vector<std::string> notes;
 
   const PlacementOption* best() const { return chosen ? &*chosen : nullptr; }

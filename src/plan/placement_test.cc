@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/synth.h"
 #include "model/test_models.h"
 
 namespace moetune {
@@ -161,6 +162,39 @@ TEST(PlanPlacement, MicroBatchIsClampedToTheContext) {
   ASSERT_TRUE(a.best() && b.best());
   EXPECT_EQ(a.best()->gpu.compute, b.best()->gpu.compute);
   EXPECT_EQ(a.layout.n_ubatch, 512);
+}
+
+// Issue 8: a header of many layers is planned in linear time: one pass of
+// prefix sums per option, and a bounded number of compute simulations.
+TEST(PlanPlacement, DeepModelsNeedABoundedNumberOfSimulations) {
+  SynthSpec spec = ScaleSynthSpec(*SynthPreset("llama"), *ParseSynthScale("tiny"));
+  spec.n_layer = 20000;
+  SynthOptions o;
+  o.spec = spec;
+  auto w = BuildSynthWriter(o);
+  ASSERT_TRUE(w.ok());
+  Fixture f;
+  GgufFile file;
+  file.metadata = w->metadata();
+  for (const auto& t : w->tensors()) {
+    TensorInfo ti;
+    ti.name = t.name;
+    ti.ne = t.ne;
+    ti.type = t.type;
+    ti.n_bytes = t.n_bytes;
+    f.gguf.tensors.push_back(ti);
+  }
+  f.gguf.parts.push_back(std::move(file));
+  auto a = AnalyzeArchitecture(f.gguf);
+  ASSERT_TRUE(a.ok());
+  f.arch = *a;
+  f.wm = ComputeWeightMap(f.gguf, f.arch);
+  Plan p = MustPlan(f, Req(8LL << 30, 4096));
+  EXPECT_EQ(p.options.size(), 20002u);
+  EXPECT_GT(p.compute_simulations, 0);
+  EXPECT_LE(p.compute_simulations, 64);
+  ASSERT_TRUE(p.best());
+  EXPECT_GT(p.best()->ngl, 0);
 }
 
 TEST(PlanPlacement, AbsurdRequestsAreErrorsNotOverflows) {
