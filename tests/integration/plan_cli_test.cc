@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "model/model_info.h"
+#include "plan/placement.h"
 #include "support.h"
 
 namespace moetune::itest {
@@ -156,6 +159,51 @@ TEST_F(PlanCliTest, SplitModelCommandNamesPartOne) {
   EXPECT_EQ(j["command_argv"][2], part1);
   const auto engine = j["check"]["engine_command"].get<std::vector<std::string>>();
   EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "-m") + 1), part1);
+}
+
+// plan --check --rpc: the engine's dry run with a real second device (the
+// engine's ggml-rpc-server on loopback) checks the device/host split of the
+// printed placement, for several --n-cpu-moe and a fine fill.
+TEST_F(PlanCliTest, CheckWithRpcComparesTheSplitPerDevice) {
+  RpcServer rpc(*engine_);
+  ASSERT_FALSE(rpc.endpoint().empty()) << rpc.Log();
+  const std::string m = Model("qwen3moe");
+  auto info = LoadModelInfo(m);
+  ASSERT_TRUE(info.ok());
+  // A budget whose headroom holds part of the next layer's experts: a fine fill.
+  PlanRequest req;
+  req.vram_free = 12LL << 30;
+  req.ctx.n_ctx = 8192;
+  auto base = PlanPlacement(info->gguf, info->arch, info->weights, req);
+  ASSERT_TRUE(base.ok() && base->smallest_fitting);
+  const PlacementOption& b = base->options[*base->smallest_fitting];
+  const int64_t fine_vram =
+      req.vram_free - b.headroom +
+      info->weights.layers[static_cast<size_t>(b.n_cpu_moe - 1)].experts() * 4 / 10;
+  std::set<int> seen;
+  bool fine_filled = false;
+  for (const std::string& vram : {std::string("6GiB"), std::string("12GiB"),
+                                  std::to_string(fine_vram), std::string("40GiB")}) {
+    auto r =
+        Plan({m, "--vram", vram, "--ctx", "8192", "--check", "--rpc", rpc.endpoint(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << vram << ": " << r.err;
+    const json j = Json(r);
+    const json& c = j["check"];
+    EXPECT_TRUE(c["agrees"].get<bool>()) << vram << ": " << c.dump(2);
+    ASSERT_EQ(c["devices"].size(), 2u) << c.dump(2);
+    EXPECT_EQ(c["devices"][0]["device"], "RPC0");
+    EXPECT_EQ(c["devices"][1]["device"], "Host");
+    EXPECT_EQ(c["compute_rule"], "RPC");
+    seen.insert(j["n_cpu_moe"].get<int>());
+    const auto engine = c["engine_command"].get<std::vector<std::string>>();
+    EXPECT_NE(std::find(engine.begin(), engine.end(), "--rpc"), engine.end());
+    if (!j["override_tensors"].empty()) {
+      fine_filled = true;
+      EXPECT_NE(std::find(engine.begin(), engine.end(), "-ot"), engine.end());
+    }
+  }
+  EXPECT_GE(seen.size(), 3u);
+  EXPECT_TRUE(fine_filled);
 }
 
 TEST_F(PlanCliTest, ReserveBeyondTheVramNamesBothValues) {
