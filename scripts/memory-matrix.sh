@@ -13,7 +13,7 @@ build=${BUILD_DIR:-$repo/build}
 out=${1:-$(mktemp)}
 export MOETUNE_LLAMA_DIR=${MOETUNE_LLAMA_DIR:-$repo/.engine/bin}
 MOETUNE_MEMORY_MATRIX=full MOETUNE_MEMORY_MATRIX_OUT="$out" \
-  "$build/tests/moetune_integration_tests" --gtest_filter='Presets/MemoryMatrix.*' --gtest_brief=1
+  "$build/tests/moetune_integration_tests" --gtest_filter='Presets/MemoryMatrix*' --gtest_brief=1
 if [ $# -eq 0 ]; then
   cat "$out"
   rm -f "$out"

@@ -20,8 +20,9 @@ bool Quantized(uint32_t type) {
 Status CheckEngineAccepts(const ModelArch& arch, const ContextParams& cp) {
   if (!cp.flash_attn && Quantized(cp.type_v))
     return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("--ctv {} with --fa off: llama.cpp refuses it (\"quantized V cache "
-                             "requires flash_attn to be enabled\"); use --fa on or --ctv f16",
+                 fmt::format("--ctv {} with --fa off: a quantized V cache needs flash attention, "
+                             "llama.cpp refuses it (\"quantized V cache requires flash_attn to be "
+                             "enabled\"); use --fa on or --ctv f16",
                              GgmlTypeName(cp.type_v)));
   const bool mla = std::any_of(arch.layers.begin(), arch.layers.end(), [](const LayerInfo& l) {
     return l.attention == AttentionKind::kMla;
