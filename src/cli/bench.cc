@@ -36,6 +36,7 @@ struct BenchArgs {
   std::string type_k = "f16";
   std::string type_v = "f16";
   std::string load_mode;
+  std::string rpc;
   int repetitions = 5;
   bool no_warmup = false;
   double timeout = 600;
@@ -129,6 +130,7 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
                       c.placement.type_v = v;
                       c.placement.flash_attn = f;
                       c.load_mode = a.load_mode;
+                      c.rpc = a.rpc;
                       c.threads = th;
                       c.n_depth = dd;
                       c.n_prompt = pp;
@@ -243,6 +245,8 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--ctk,--cache-type-k", a->type_k, "K cache types, list (default f16)");
   cmd->add_option("--ctv,--cache-type-v", a->type_v, "V cache types, list (default f16)");
   cmd->add_option("--lm,--load-mode", a->load_mode, "Load mode (engines with -lm)");
+  cmd->add_option("--rpc", a->rpc,
+                  "RPC servers HOST:PORT[,...] (ggml-rpc-server) whose devices the engine uses");
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 5)");
   cmd->add_flag("--no-warmup", a->no_warmup, "Skip the warm-up run");
   cmd->add_option("--timeout", a->timeout, "Seconds allowed per test (default 600)");

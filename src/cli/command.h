@@ -16,8 +16,10 @@ namespace moetune {
 
 /// Exit codes shared by every command.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;  // the command failed (message on stderr)
-inline constexpr int kExitUsage = 2;  // bad command line
+inline constexpr int kExitError = 1;           // the command failed (message on stderr)
+inline constexpr int kExitUsage = 2;           // bad command line
+inline constexpr int kExitNothingFits = 3;     // plan: no placement fits the GPU (no command)
+inline constexpr int kExitCheckDisagrees = 4;  // plan --check: a prediction is out of tolerance
 
 using CommandRun = std::function<int()>;
 

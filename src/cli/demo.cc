@@ -18,6 +18,7 @@
 #include "engine/llama_bench.h"
 #include "model/model_info.h"
 #include "model/synth.h"
+#include "plan/launch.h"
 #include "util/subprocess.h"
 
 namespace moetune {
@@ -110,10 +111,12 @@ int Run(const DemoArgs& a) {
 
   Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
   for (int n : {0, planned_n}) {
-    PlacementArgs p;
-    p.n_cpu_moe = n;
-    p.ctx_size = 4096;
-    auto fit = RunFitParams(*info, model, p);
+    LaunchConfig launch;
+    launch.moe = true;
+    launch.placement.n_gpu_layers = 99;
+    launch.placement.n_cpu_moe = n;
+    launch.ctx.n_ctx = 4096;
+    auto fit = RunFitParams(*info, model, MemoryShapingFlags(launch));
     if (!fit.ok()) {
       std::cout << fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message());
       continue;

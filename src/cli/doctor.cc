@@ -31,7 +31,7 @@ Result<ModelNeeds> ModelNeedsFor(const ModelInfo& info, const std::string& path,
   req.vram_free = int64_t{1} << 60;  // only the per-N breakdowns are used
   req.ctx.n_ctx = n_ctx;
   req.fine_fill = false;
-  const Plan plan = PlanPlacement(info.gguf, info.arch, info.weights, req);
+  MOETUNE_ASSIGN_OR_RETURN(const Plan plan, PlanPlacement(info.gguf, info.arch, info.weights, req));
   ModelNeeds m;
   m.name =
       path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);

@@ -14,6 +14,7 @@
 #include "gguf/ggml_type.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
+#include "model/context_support.h"
 #include "model/model_info.h"
 #include "plan/check.h"
 #include "plan/placement.h"
@@ -40,7 +41,9 @@ struct PlanOpts {
   int ubatch = 512;
   int batch = 2048;
   int parallel = 1;
+  bool kvu = false;
   std::string fa = "on";
+  std::string rpc;
   bool no_fine_fill = false;
   bool json = false;
   bool check = false;
@@ -100,7 +103,10 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   r.margin = margin.count();
   if (r.reserve > r.vram_free)
     return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("--reserve {} is more than --vram {}", o.reserve, o.vram));
+                 fmt::format("--reserve {} is more than the free VRAM ({}{}); give a smaller "
+                             "--reserve or the right --vram",
+                             FormatBytes(reserve), FormatBytes(vram),
+                             o.vram.empty() ? ", from the machine profile" : ""));
   if (!o.host_ram.empty()) {
     MOETUNE_ASSIGN_OR_RETURN(Bytes h, ParseBytes(o.host_ram));
     r.host_ram_available = h.count();
@@ -112,54 +118,63 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   if (o.ubatch < 1 || o.batch < 1 || o.parallel < 1)
     return Error(ErrorKind::kInvalidArgument,
                  "--ubatch, --batch and --parallel must be at least 1");
-  r.ctx.n_ubatch = std::min(o.ubatch, o.batch);
+  // The flags as given; llama.cpp clamps the micro-batch to the batch and the
+  // batch to the context itself (LayoutContext mirrors it).
+  r.ctx.n_ubatch = o.ubatch;
   r.ctx.n_batch = o.batch;
   r.ctx.n_seq = o.parallel;
+  r.ctx.kv_unified = o.kvu;
   if (o.fa != "on" && o.fa != "off")
     return Error(ErrorKind::kInvalidArgument, fmt::format("--fa '{}': use on or off", o.fa));
   r.ctx.flash_attn = o.fa == "on";
-  if (!r.ctx.flash_attn && r.ctx.type_v != ggml_type::kF16 && r.ctx.type_v != ggml_type::kF32 &&
-      r.ctx.type_v != ggml_type::kBF16)
-    return Error(
-        ErrorKind::kInvalidArgument,
-        "a quantized V cache needs flash attention (llama.cpp refuses it otherwise): use --fa on");
   r.fine_fill = !o.no_fine_fill;
   return r;
 }
 
-// Runs llama-fit-params for the recommended placement (or all experts on the
-// CPU when nothing fits) and compares it with the prediction.
+// The configuration the check runs: the printed command's, or, when nothing
+// fits, the least demanding one (every expert, or every layer, on the CPU).
+LaunchConfig CheckedConfig(const Plan& plan, const PlanRequest& req) {
+  if (plan.launch) return *plan.launch;
+  LaunchConfig c;
+  const PlacementOption& o = plan.moe ? plan.options.back() : plan.options.front();
+  c.placement = o.placement;
+  c.ctx = req.ctx;
+  c.moe = plan.moe;
+  return c;
+}
+
+// Runs llama-fit-params with the memory-shaping flags of the planned command
+// (one source: MemoryShapingFlags) and compares its per-device sizes.
 Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
-                                  const std::string& llama_dir) {
+                                  const PlanOpts& o) {
   DiscoveryOptions d;
-  d.llama_dir = llama_dir;
+  d.llama_dir = o.llama_dir;
   MOETUNE_ASSIGN_OR_RETURN(EngineInfo engine, DiscoverEngine(d));
-  const PlacementOption& option = plan.best() ? *plan.best() : plan.options.back();
-  PlacementArgs p;
-  p.n_gpu_layers = option.ngl;
-  p.n_cpu_moe = option.n_cpu_moe;
-  if (plan.best() && !plan.fine_fill.empty()) {
-    p.n_cpu_moe = plan.fine_fill_n_cpu_moe;
-    p.override_tensor = plan.fine_fill.front().pattern;
-  }
-  p.ctx_size = static_cast<int>(req.ctx.n_ctx);
-  p.n_batch = req.ctx.n_batch;
-  p.n_ubatch = req.ctx.n_ubatch;
-  p.type_k = GgmlTypeName(req.ctx.type_k);
-  p.type_v = GgmlTypeName(req.ctx.type_v);
-  p.flash_attn = req.ctx.flash_attn ? "on" : "off";
+  const LaunchConfig launch = CheckedConfig(plan, req);
   FitParamsOptions fo;
   fo.count_host_weights = true;
-  auto report = RunFitParams(engine, m.path, p, fo);
-  if (!report.ok()) return report.take_error().Context("plan --check");
-  // The fine fill moves part of one layer's experts; compare the option it came from.
-  PlanCheck c = ComparePlanWithEngine(m.arch, m.weights, req, option, report->devices);
-  c.n_cpu_moe = p.n_cpu_moe;
+  fo.rpc = o.rpc;
+  auto report = RunFitParams(engine, CommandModelPath(m), MemoryShapingFlags(launch), fo);
+  if (!report.ok()) {
+    Error e = report.take_error();
+    if (e.kind() == ErrorKind::kUnsupported && launch.ctx.kv_unified)
+      return Error(ErrorKind::kUnsupported,
+                   e.message() +
+                       "; llama-fit-params has no unified-cache option in this engine, "
+                       "so plan --check cannot verify --kvu with --parallel > 1 (check "
+                       "the per-slot layout without --kvu, or --parallel 1)")
+          .Context("plan --check");
+    return e.Context("plan --check");
+  }
+  std::vector<EngineDeviceSizes> devices;
+  for (const auto& dev : report->devices)
+    devices.push_back(
+        {dev.name, dev.model_bytes.count(), dev.context_bytes.count(), dev.compute_bytes.count()});
+  MOETUNE_ASSIGN_OR_RETURN(PlanCheck c,
+                           ComparePlanWithEngine(m.gguf, m.arch, m.weights, launch, devices));
   c.argv = report->argv;
-  if (!p.override_tensor.empty())
-    c.notes.push_back(
-        "the engine ran with the fine-fill -ot override; moetune's figures are for --n-cpu-moe " +
-        std::to_string(option.n_cpu_moe) + " without it");
+  if (!plan.launch)
+    c.notes.push_back("nothing fits, so the check ran the least demanding placement");
   return c;
 }
 
@@ -192,8 +207,12 @@ Result<std::string> EmitPlan(const ModelInfo& m, const Plan& plan, const PlanReq
                                    FormatBytes(Bytes(req.reserve)),
                                    FormatBytes(Bytes(req.margin))));
   for (const auto& n : plan.notes) ctx.header.push_back("note: " + n);
-  ctx.gpu = req.vram_free > 0 && plan.best() != nullptr;
-  return EmitServerConfig(f, ServerArgs(model, plan, req), ctx);
+  if (!plan.launch)
+    return Error(ErrorKind::kInvalidArgument,
+                 "nothing fits this GPU, so there is no configuration to emit (see the plan's "
+                 "shortfall); free GPU memory, lower --ctx or use a smaller quantization");
+  ctx.gpu = req.vram_free > 0;
+  return EmitServerConfig(f, ServerArgs(model, *plan.launch), ctx);
 }
 
 }  // namespace
@@ -221,12 +240,18 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       ->capture_default_str();
   cmd->add_option("--parallel,--np", o->parallel, "Server slots (llama-server -np)")
       ->capture_default_str();
+  cmd->add_flag("--kvu", o->kvu,
+                "One KV cache shared by all slots (llama-server -kvu); default: one cache of "
+                "ctx/parallel tokens per slot");
   cmd->add_option("--fa", o->fa, "Flash attention: on or off")->capture_default_str();
   cmd->add_flag("--no-fine-fill", o->no_fine_fill,
                 "Do not propose -ot overrides for single expert tensors");
   cmd->add_flag(
       "--check", o->check,
       "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
+  cmd->add_option("--rpc", o->rpc,
+                  "With --check: RPC servers (HOST:PORT[,...], ggml-rpc-server) whose devices "
+                  "join the engine's dry run, to check the device/host split without a GPU");
   cmd->add_option("--llama-dir", o->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
@@ -245,12 +270,19 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
     *run = [o]() -> int {
       auto req = BuildRequest(*o);
       if (!req.ok()) return ReportError(req.error());
+      if (!o->rpc.empty() && !o->check) {
+        std::cerr << "moetune: error: --rpc only applies to plan --check\n";
+        return kExitUsage;
+      }
       auto m = LoadModelInfo(o->model);
       if (!m.ok()) return ReportError(m.error());
-      const Plan plan = PlanPlacement(m->gguf, m->arch, m->weights, *req);
+      if (auto st = CheckEngineAccepts(m->arch, req->ctx); !st.ok()) return ReportError(st.error());
+      auto planned = PlanPlacement(m->gguf, m->arch, m->weights, *req);
+      if (!planned.ok()) return ReportError(planned.error());
+      const Plan& plan = *planned;
       std::optional<PlanCheck> check;
       if (o->check) {
-        auto c = CheckWithEngine(*m, plan, *req, o->llama_dir);
+        auto c = CheckWithEngine(*m, plan, *req, *o);
         if (!c.ok()) return ReportError(c.error());
         check = std::move(c).value();
       }
@@ -276,7 +308,14 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
         text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "");
       }
       auto st = WriteOutput(o->output, text);
-      return st.ok() ? kExitOk : ReportError(st.error());
+      if (!st.ok()) return ReportError(st.error());
+      if (check && !check->agrees()) return kExitCheckDisagrees;
+      if (!plan.launch) {
+        std::cerr << "moetune: nothing fits: " << FormatBytes(Bytes(plan.shortfall))
+                  << " short (no command printed)\n";
+        return kExitNothingFits;
+      }
+      return kExitOk;
     };
   });
 }

@@ -24,6 +24,7 @@ struct SynthArgs {
   int64_t ctx_train = 0;
   std::string out;
   bool dry_run = false;
+  bool sparse = false;
 };
 
 Result<SynthSpec> LoadSpec(const SynthArgs& a) {
@@ -81,7 +82,7 @@ int Run(const SynthArgs& a) {
     }
     return OkStatus();
   };
-  auto r = WriteSynthModel(o, a.out);
+  auto r = a.sparse ? WriteSynthHeaderOnly(o, a.out) : WriteSynthModel(o, a.out);
   if (!r.ok()) return ReportError(r.error());
   return kExitOk;
 }
@@ -104,6 +105,9 @@ void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--ctx-train", args->ctx_train, "Override the training context length");
   cmd->add_option("-o,--output", args->out, "Output .gguf path");
   cmd->add_flag("--dry-run", args->dry_run, "Print the shape and sizes without writing");
+  cmd->add_flag("--sparse", args->sparse,
+                "Write the header only; the weights are a hole of zeros (a sparse file that takes "
+                "no disk space), for memory dry runs of full-scale shapes");
   cmd->callback([args, run] { *run = [args] { return Run(*args); }; });
 }
 

@@ -191,9 +191,11 @@ int Run(const TuneArgs& a) {
   if (live) std::cerr << "\n";
   report.result.notes.insert(report.result.notes.begin(), notes.begin(), notes.end());
   if (in.plan) {
-    const Plan p = PlanPlacement(m->gguf, m->arch, m->weights, *in.plan);
-    for (const auto& o : p.options) {
-      if (o.n_cpu_moe == report.result.best.placement.n_cpu_moe) report.memory = o;
+    auto p = PlanPlacement(m->gguf, m->arch, m->weights, *in.plan);
+    if (p.ok()) {
+      for (const auto& o : p->options) {
+        if (o.n_cpu_moe == report.result.best.placement.n_cpu_moe) report.memory = o;
+      }
     }
   }
   report.server_argv = TunedServerArgs(report, report.result.best);

@@ -61,6 +61,35 @@ bool IsModelLoad(std::string_view lower) {
          Contains(lower, "gguf_init_from");
 }
 
+// Lines a debugger prints when the engine's abort handler attaches one (the
+// Debian build runs gdb for a backtrace): they never say why the engine stopped.
+bool IsDebuggerLine(std::string_view line) {
+  auto starts = [&](std::string_view p) { return line.substr(0, p.size()) == p; };
+  if (line.size() > 1 && line[0] == '#' && line[1] >= '0' && line[1] <= '9') return true;
+  if (starts("[New LWP") || starts("[New Thread") || starts("[Thread debugging") ||
+      starts("[Inferior") || starts("[Detaching") || starts("Using host libthread_db") ||
+      starts("To enable execution") || starts("To completely disable") ||
+      starts("line to your configuration file") || starts("For more information about this") ||
+      starts("info \"(gdb)") || starts("\"Auto-loading safe path\"") || starts("\tadd-auto-load") ||
+      starts("\tset auto-load") || starts("0x0"))
+    return true;
+  return starts("warning: ") && (Contains(line, "auto-load") || Contains(line, "libthread_db") ||
+                                 Contains(line, "safe-path") || Contains(line, "debug"));
+}
+
+// The engine's own reason: assertion failures and error lines rank before
+// generic follow-ups ("failed to load model", "terminate called", what()).
+int Rank(std::string_view line) {
+  const std::string lower = Lower(line);
+  if (Contains(line, "GGML_ASSERT") || Contains(lower, "fatal error")) return 0;
+  if (Contains(lower, "does not support") || Contains(lower, "requires ") ||
+      Contains(lower, "not supported") || Contains(lower, "wrong shape") ||
+      Contains(lower, "error loading model"))
+    return 1;
+  if (Contains(lower, "terminate called") || Contains(line, "what():")) return 3;
+  return 2;
+}
+
 std::string JoinUnique(const std::vector<std::string>& lines, std::size_t max_lines) {
   std::vector<std::string> picked;
   for (const auto& l : lines) {
@@ -97,12 +126,18 @@ const char* FailureKindName(FailureKind kind) {
 }
 
 bool IsNoiseLine(std::string_view line) {
-  return Contains(line, "ggml_backend_load_best: failed to enumerate") || line.empty();
+  return Contains(line, "ggml_backend_load_best: failed to enumerate") || line.empty() ||
+         IsDebuggerLine(line);
 }
 
 bool IsDiagnosticLine(std::string_view line) {
   if (IsNoiseLine(line)) return false;
   const std::string lower = Lower(line);
+  // A warning the CPU backend prints for every quantized model.
+  if (Contains(lower, "cannot be used with preferred buffer type")) return false;
+  if (Contains(lower, "does not support") || Contains(lower, "requires ") ||
+      Contains(lower, "not supported") || Contains(lower, "wrong shape"))
+    return true;
   return Contains(lower, "error") || Contains(lower, "failed") ||
          Contains(lower, "out of memory") || Contains(line, "GGML_ASSERT") ||
          Contains(lower, "terminate called") || Contains(line, "what():") ||
@@ -119,6 +154,12 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
   for (const auto& l : tail) {
     if (!IsNoiseLine(l)) f.stderr_tail.push_back(l);
   }
+  // The engine's last words, most telling first, without debugger output.
+  std::vector<std::string> words;
+  for (const auto& l : diagnostics)
+    if (!IsNoiseLine(l)) words.push_back(l);
+  std::stable_sort(words.begin(), words.end(),
+                   [](const std::string& a, const std::string& b) { return Rank(a) < Rank(b); });
   if (timed_out) {
     f.kind = FailureKind::kTimeout;
     f.message = fmt::format("no result within {:g} s; moetune stopped the engine ({})",
@@ -154,23 +195,23 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
     f.message = JoinUnique(invalid, 3);
   } else if (!load.empty()) {
     f.kind = FailureKind::kModelLoad;
+    std::stable_sort(load.begin(), load.end(),
+                     [](const std::string& a, const std::string& b) { return Rank(a) < Rank(b); });
     f.message = JoinUnique(load, 4);
   } else if (!status.exited && status.signal != 0) {
     f.kind = FailureKind::kCrash;
     std::string why = fmt::format("engine killed by {}", status.Describe());
     if (status.signal == SIGKILL)
       why += " (not sent by moetune: most likely the kernel's out-of-memory killer)";
-    std::vector<std::string> last;
-    for (const auto& l : diagnostics) last.push_back(l);
-    if (!last.empty()) why += ": " + JoinUnique(last, 3);
+    if (!words.empty()) why += ": " + JoinUnique(words, 3);
     f.message = why;
   } else if (status.success()) {
     f.kind = FailureKind::kUnparseable;
     f.message = "the engine exited normally but printed no result";
   } else {
     f.kind = FailureKind::kEngineError;
-    if (!diagnostics.empty()) {
-      f.message = JoinUnique(diagnostics, 3);
+    if (!words.empty()) {
+      f.message = JoinUnique(words, 3);
     } else if (!f.stderr_tail.empty()) {
       f.message = f.stderr_tail.back();
     } else {

@@ -108,6 +108,41 @@ TEST(FailureTest, SignalIsCrash) {
   EXPECT_NE(k.message.find("out-of-memory killer"), std::string::npos);
 }
 
+// The Debian engine attaches gdb when it aborts: its lines must not become the
+// message; the engine's own reason must (issue 7).
+TEST(FailureTest, EngineLastWordsNotTheDebuggers) {
+  const auto f = Classify(
+      Signaled(SIGABRT),
+      {"llama_init_from_model: model does not support different K (q8_0) and V (f16) cache types",
+       "[New LWP 9106]",
+       "warning: File \"/x/libthread_db.so.1\" auto-loading has been declined by your "
+       "`auto-load safe-path' set to \"$debugdir:$datadir/auto-load\".",
+       "warning: Unable to find libthread_db matching inferior's thread library, thread "
+       "debugging will not be available.",
+       "0x00007f3d153c0efe in ?? () from /x/libc.so.6",
+       "#0  0x00007f3d153c0efe in ?? () from /x/libc.so.6", "[Inferior 1 (process 9098) detached]",
+       "terminate called after throwing an instance of 'std::runtime_error'",
+       "  what():  failed to create llama_context from model"});
+  EXPECT_EQ(f.kind, FailureKind::kCrash);
+  EXPECT_EQ(f.message.find("gdb"), std::string::npos) << f.message;
+  EXPECT_EQ(f.message.find("libthread_db"), std::string::npos) << f.message;
+  EXPECT_EQ(f.message.find("#0"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("does not support different K (q8_0) and V (f16)"), std::string::npos)
+      << f.message;
+  for (const auto& l : f.stderr_tail) EXPECT_EQ(l.find("Inferior"), std::string::npos) << l;
+  // llama-bench's exit 1 with a warning before the reason.
+  const auto b = Classify(
+      Exited(1),
+      {"done_getting_tensors: tensor 'token_embd.weight' (q8_0) (and 69 others) cannot be used "
+       "with preferred buffer type CPU_REPACK, using CPU instead",
+       "llama_init_from_model: quantized V cache requires flash_attn to be enabled",
+       "llama_bench: error: failed to create context with model 'm.gguf'"});
+  EXPECT_EQ(b.message.find("CPU_REPACK"), std::string::npos) << b.message;
+  EXPECT_LT(b.message.find("quantized V cache requires flash_attn"),
+            b.message.find("failed to create context"))
+      << b.message;
+}
+
 TEST(FailureTest, TimeoutWins) {
   const auto f =
       Classify(Signaled(SIGTERM), {"llama-bench: benchmark 1/1: generation run 1/5"}, true);

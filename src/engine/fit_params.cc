@@ -48,31 +48,11 @@ Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text)
 }
 
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const PlacementArgs& p, const FitParamsOptions& options) {
-  std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"),
-                                   "-m",
-                                   model,
-                                   "-ngl",
-                                   std::to_string(p.n_gpu_layers),
-                                   "-ncmoe",
-                                   std::to_string(p.n_cpu_moe),
-                                   "-c",
-                                   std::to_string(p.ctx_size.value_or(4096)),
-                                   "-b",
-                                   std::to_string(p.n_batch),
-                                   "-ub",
-                                   std::to_string(p.n_ubatch),
-                                   "-ctk",
-                                   p.type_k,
-                                   "-ctv",
-                                   p.type_v};
-  if (!p.override_tensor.empty()) {
-    // common/arg.cpp splits -ot at ',' (tensor_override.h).
-    auto rules = ParseTensorOverrides(p.override_tensor);
-    auto value = rules.ok() ? OverridesForCommon(*rules) : Result<std::string>(rules.error());
-    argv.insert(argv.end(), {"-ot", value.ok() ? *value : p.override_tensor});
-  }
-  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", FlashAttnOrAsIs(p.flash_attn)});
+                                       const std::vector<std::string>& shaping_flags,
+                                       const FitParamsOptions& options) {
+  std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"), "-m", model};
+  argv.insert(argv.end(), shaping_flags.begin(), shaping_flags.end());
+  if (!options.rpc.empty()) argv.insert(argv.end(), {"--rpc", options.rpc});
   if (options.count_host_weights) argv.insert(argv.end(), {"-lm", "none", "--no-repack"});
   // Explicit placement, no fitting: the sizes are those of exactly this placement.
   argv.insert(argv.end(), {"-fit", "off", "-fitp", "on"});
@@ -80,7 +60,7 @@ std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::stri
 }
 
 Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const PlacementArgs& placement,
+                                     const std::vector<std::string>& shaping_flags,
                                      const FitParamsOptions& options) {
   if (!engine.HasTool("llama-fit-params")) {
     return Error(
@@ -91,7 +71,7 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
             engine.dir));
   }
   FitParamsReport report;
-  report.argv = FitParamsArgv(engine, model, placement, options);
+  report.argv = FitParamsArgv(engine, model, shaping_flags, options);
   RunOptions o;
   o.spawn.argv = report.argv;
   o.timeout = std::chrono::milliseconds(120000);
@@ -104,6 +84,17 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
   if (out.status.success() && !out.timed_out && devices.ok()) {
     report.devices = std::move(devices).value();
     return report;
+  }
+  // "error: invalid argument: -kvu": a flag this tool does not take.
+  for (const auto& line : log.kept()) {
+    const std::string_view key = "invalid argument: ";
+    if (const size_t at = line.find(key); at != std::string::npos) {
+      const std::string flag = line.substr(at + key.size());
+      return Error(ErrorKind::kUnsupported,
+                   fmt::format("this engine's llama-fit-params does not take {} ({}), so its dry "
+                               "run cannot check a configuration that needs it",
+                               flag, line));
+    }
   }
   const EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, log.kept(), log.tail());
   if (f.kind == FailureKind::kUnparseable && !devices.ok()) return devices.take_error();

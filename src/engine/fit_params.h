@@ -14,7 +14,6 @@
 
 #include "engine/engine_info.h"
 #include "engine/failure.h"
-#include "engine/run_config.h"
 #include "util/result.h"
 #include "util/units.h"
 
@@ -45,19 +44,24 @@ struct FitParamsOptions {
   /// that host-resident weights are counted in the Host line. With the engine's
   /// defaults they are mapped or repacked and the Host "model" column reads 0.
   bool count_host_weights = false;
+  /// `--rpc HOST:PORT[,...]`: RPC servers whose devices join the dry run.
+  std::string rpc;
 };
 
-/// The argument vector RunFitParams uses (placement explicit, fit off).
+/// The argument vector RunFitParams uses: the tool, `-m MODEL`, the
+/// memory-shaping flags exactly as given (the caller derives them from the
+/// same source as the command it prints), then `--rpc`, the load options and
+/// `-fit off -fitp on` (explicit placement, sizes printed per device).
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const PlacementArgs& placement,
+                                       const std::vector<std::string>& shaping_flags,
                                        const FitParamsOptions& options = {});
 
-/// Runs llama-fit-params for `model` with `placement`. The context size
-/// defaults to 4096 when placement.ctx_size is unset (llama.cpp's own default
-/// would be the model's training context). Errors carry the engine's message
-/// (kEngine, with the failure kind in the text) or kNotFound for a missing tool.
+/// Runs llama-fit-params. Errors carry the engine's message (kEngine, with the
+/// failure kind in the text), kUnsupported when this engine's llama-fit-params
+/// rejects one of the flags (e.g. -kvu, which only llama-server takes), or
+/// kNotFound for a missing tool.
 Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const PlacementArgs& placement,
+                                     const std::vector<std::string>& shaping_flags,
                                      const FitParamsOptions& options = {});
 
 }  // namespace moetune

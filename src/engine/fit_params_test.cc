@@ -48,18 +48,20 @@ TEST(FitParamsTest, NothingParsedIsAnError) {
   EXPECT_NE(r.error().message().find("-fitp"), std::string::npos);
 }
 
-TEST(FitParamsTest, ArgvIsExplicit) {
+TEST(FitParamsTest, ArgvCarriesTheShapingFlagsVerbatim) {
   EngineInfo info;
   info.dir = "/e";
-  PlacementArgs p;
-  p.n_cpu_moe = 5;
-  p.ctx_size = 32768;
-  const auto argv = FitParamsArgv(info, "/m/a b.gguf", p);
+  const std::vector<std::string> flags = {"-ngl", "99", "--n-cpu-moe", "5", "-c", "32768"};
+  FitParamsOptions o;
+  o.rpc = "127.0.0.1:50052";
+  o.count_host_weights = true;
+  const auto argv = FitParamsArgv(info, "/m/a b.gguf", flags, o);
   auto after = [&](const std::string& f) { return *(std::find(argv.begin(), argv.end(), f) + 1); };
   EXPECT_EQ(argv[0], "/e/llama-fit-params");
   EXPECT_EQ(after("-m"), "/m/a b.gguf");
-  EXPECT_EQ(after("-ncmoe"), "5");
-  EXPECT_EQ(after("-c"), "32768");
+  EXPECT_TRUE(std::search(argv.begin(), argv.end(), flags.begin(), flags.end()) != argv.end());
+  EXPECT_EQ(after("--rpc"), "127.0.0.1:50052");
+  EXPECT_EQ(after("-lm"), "none");
   EXPECT_EQ(after("-fit"), "off");
   EXPECT_EQ(after("-fitp"), "on");
 }

@@ -238,6 +238,10 @@ std::vector<std::string> LlamaBenchEngine::BuildArgv(
     if (!has("-lm")) *unsupported = "this llama-bench has no -lm/--load-mode flag";
     argv.insert(argv.end(), {"-lm", first.load_mode});
   }
+  if (!first.rpc.empty()) {
+    if (!has("--rpc")) *unsupported = "this llama-bench has no --rpc flag (no RPC backend)";
+    argv.insert(argv.end(), {"--rpc", first.rpc});
+  }
 
   const SweepLists l = ListsOf(group);
   argv.insert(argv.end(),

@@ -77,6 +77,30 @@ TEST(LlamaBenchPlanTest, PlacementChangesStartNewInvocations) {
   EXPECT_EQ(plan[1].configs, (std::vector<std::size_t>{2, 3}));
 }
 
+// RPC servers add devices: a change of --rpc is a new model load, and the
+// flag reaches llama-bench.
+TEST(LlamaBenchPlanTest, RpcServersAreAPartOfTheModelKey) {
+  std::vector<RunConfig> configs;
+  for (const char* rpc : {"", "127.0.0.1:50052"}) {
+    RunConfig c = Base();
+    c.rpc = rpc;
+    c.n_gen = 8;
+    configs.push_back(c);
+  }
+  EngineInfo info = FakeInfo();
+  info.bench_flags.insert("--rpc");
+  LlamaBenchEngine engine(info);
+  const auto plan = engine.PlanInvocations(configs);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(ArgAfter(plan[0].argv, "--rpc"), "<absent>");
+  EXPECT_EQ(ArgAfter(plan[1].argv, "--rpc"), "127.0.0.1:50052");
+  EXPECT_FALSE(plan[1].unsupported.has_value());
+  info.bench_flags.erase("--rpc");
+  const auto without = LlamaBenchEngine(info).PlanInvocations(configs);
+  ASSERT_TRUE(without[1].unsupported.has_value());
+  EXPECT_NE(without[1].unsupported->find("--rpc"), std::string::npos);
+}
+
 TEST(LlamaBenchPlanTest, NonGridFallsBackWithoutExtraTests) {
   // (t=1, ub=128) and (t=2, ub=512): a grid would add two unrequested tests.
   RunConfig a = Base();

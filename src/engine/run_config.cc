@@ -26,10 +26,11 @@ TestKind RunConfig::kind() const {
 std::string RunConfig::ModelKey() const {
   // Mirrors llama-bench's cmd_params_instance::equal_mparams (tools/llama-bench/
   // llama-bench.cpp): model, n_gpu_layers, n_cpu_moe, tensor_buft_overrides,
-  // load mode... plus -r and --no-warmup, which apply to a whole invocation.
-  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers,
+  // load mode, rpc servers (they change the devices)... plus -r and
+  // --no-warmup, which apply to a whole invocation.
+  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers,
                      placement.n_cpu_moe, placement.override_tensor, load_mode, repetitions,
-                     warmup ? 1 : 0);
+                     warmup ? 1 : 0, rpc);
 }
 
 std::tuple<int, int, int, int, std::string, std::string, std::string> RunConfig::ContextKey()

@@ -42,6 +42,7 @@ struct RunConfig {
   std::string model;
   PlacementArgs placement;
   std::string load_mode;  // -lm (when the engine has it); empty = default
+  std::string rpc;        // --rpc HOST:PORT[,...]: RPC devices join (part of the model key)
   int threads = 1;        // -t
   int n_depth = 0;        // -d: tokens put in the context first (not timed)
   int n_prompt = 0;       // > 0 and n_gen == 0: prefill test

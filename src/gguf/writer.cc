@@ -174,9 +174,7 @@ Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t
   if (name.size() > kGgufMaxTensorNameBytes) {
     return bad(fmt::format("name longer than {} bytes", kGgufMaxTensorNameBytes));
   }
-  for (const auto& t : tensors_) {
-    if (t.name == name) return bad("duplicate tensor name");
-  }
+  if (names_.count(name)) return bad("duplicate tensor name");
   // Zero dimensions (a scalar) is legal in GGUF and accepted by the reader.
   if (ne.size() > kGgufMaxDims) return bad("has more than 4 dimensions");
   uint64_t n = 1;
@@ -194,6 +192,7 @@ Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t
     return bad(fmt::format("ne[0]={} is not a multiple of block size {} of {}", ne0,
                            info->block_size, info->name));
   }
+  names_.insert(name);
   tensors_.push_back(Tensor{std::move(name), std::move(ne), type, *bytes, std::move(fill)});
   return OkStatus();
 }
@@ -210,6 +209,7 @@ Status GgufWriter::AddTensor(std::string name, std::vector<int64_t> ne, uint32_t
   MOETUNE_TRY(AddTensor(std::move(name), std::move(ne), type, std::move(fill)));
   if (tensors_.back().n_bytes != given) {
     uint64_t want = tensors_.back().n_bytes;
+    names_.erase(tensors_.back().name);
     tensors_.pop_back();
     return Error(ErrorKind::kInvalidArgument,
                  fmt::format("tensor '{}': {} data bytes given, its shape and type need {}", n,

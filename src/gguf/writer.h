@@ -14,6 +14,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "gguf/gguf.h"
@@ -88,6 +89,7 @@ class GgufWriter {
   Result<uint64_t> CheckedAlignment() const;
 
   std::vector<Tensor> tensors_;
+  std::unordered_set<std::string> names_;  // duplicate check in O(1) (models of many layers)
 };
 
 }  // namespace moetune

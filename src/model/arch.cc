@@ -201,7 +201,8 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
   hp.n_expert_shared = U32(md, a + "expert_shared_count");
   hp.n_ff_exp = U32(md, a + "expert_feed_forward_length");
   if (auto ff = md.GetPerLayer(a + "feed_forward_length", hp.n_layer); ff && !ff->empty())
-    hp.n_ff = static_cast<uint32_t>(*std::max_element(ff->begin(), ff->end()));
+    hp.n_ff = static_cast<uint32_t>(
+        std::clamp<int64_t>(*std::max_element(ff->begin(), ff->end()), 0, 0xffffffff));
   hp.n_swa = U32(md, a + "attention.sliding_window");
   hp.full_attention_interval = U32(md, a + "full_attention_interval");
   hp.leading_dense = U32(md, a + "leading_dense_block_count");
@@ -258,8 +259,19 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
     L.index = static_cast<int>(il);
     const LayerTensors& t = lt[static_cast<int>(il)];
     L.moe = t.has_experts;
-    L.n_head = heads ? static_cast<uint32_t>((*heads)[il]) : 0;
-    L.n_head_kv = heads_kv ? static_cast<uint32_t>((*heads_kv)[il]) : 0;
+    // Per-layer arrays hold int64 values: anything outside u32 is a corrupt header.
+    auto u32_at = [&](const std::optional<std::vector<int64_t>>& v) -> std::optional<uint32_t> {
+      if (!v) return 0u;
+      const int64_t x = (*v)[il];
+      if (x < 0 || x > 0xffffffff) return std::nullopt;
+      return static_cast<uint32_t>(x);
+    };
+    const auto nh = u32_at(heads), nkv = u32_at(heads_kv);
+    if (!nh || !nkv)
+      return Error(ErrorKind::kFormat,
+                   fmt::format("{}attention.head_count(_kv) of layer {} is out of range", a, il));
+    L.n_head = *nh;
+    L.n_head_kv = *nkv;
     bool recurrent = qwen_hybrid ? ((il + 1) % fai != 0) : t.has_ssm;
     if (recurrent) {
       L.attention = AttentionKind::kRecurrent;
@@ -276,7 +288,13 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
       // n_embd_head_k = kv_lora_rank + n_rot; V is a view of it (no V cache).
       L.attention = AttentionKind::kMla;
       L.n_head_kv = 1;
-      L.n_embd_k_gqa = hp.kv_lora_rank + hp.n_rot;
+      const uint64_t width = uint64_t{hp.kv_lora_rank} + hp.n_rot;
+      if (width > 0xffffffffu)
+        return Error(ErrorKind::kFormat,
+                     fmt::format("{}attention.kv_lora_rank + rope.dimension_count = {} is "
+                                 "implausible; the header is corrupt",
+                                 a, width));
+      L.n_embd_k_gqa = static_cast<uint32_t>(width);
       L.n_embd_v_gqa = 0;
       continue;
     }
@@ -287,12 +305,23 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
       L.attention = AttentionKind::kChunked;
       L.window = llama4_chunk;
     }
-    L.n_embd_k_gqa = hp.n_embd_head_k * L.n_head_kv;
-    L.n_embd_v_gqa = hp.n_embd_head_v * L.n_head_kv;
+    // n_embd_k_gqa = n_embd_head_k * n_head_kv in 64 bits: a crafted header
+    // must be an error, not a wrapped width.
+    const uint64_t kw = uint64_t{hp.n_embd_head_k} * L.n_head_kv;
+    const uint64_t vw = uint64_t{hp.n_embd_head_v} * L.n_head_kv;
+    if (kw > 0xffffffffu || vw > 0xffffffffu)
+      return Error(ErrorKind::kFormat,
+                   fmt::format("layer {}: key/value width {} x {} heads is implausible; the "
+                               "header is corrupt",
+                               il, hp.n_embd_head_k, L.n_head_kv));
+    L.n_embd_k_gqa = static_cast<uint32_t>(kw);
+    L.n_embd_v_gqa = static_cast<uint32_t>(vw);
     if (!out.known_arch || L.n_embd_k_gqa == 0) {
       // Fall back to the projection shapes: attn_k is [n_embd, n_embd_k_gqa].
-      if (t.k_rows > 0) L.n_embd_k_gqa = static_cast<uint32_t>(t.k_rows);
-      if (t.v_rows > 0) L.n_embd_v_gqa = static_cast<uint32_t>(t.v_rows);
+      if (t.k_rows > 0)
+        L.n_embd_k_gqa = static_cast<uint32_t>(std::min<int64_t>(t.k_rows, 0xffffffff));
+      if (t.v_rows > 0)
+        L.n_embd_v_gqa = static_cast<uint32_t>(std::min<int64_t>(t.v_rows, 0xffffffff));
       if (!t.has_attn_kv && L.n_embd_k_gqa == 0) {
         L.attention = AttentionKind::kNone;
         L.has_kv = false;

@@ -33,6 +33,19 @@ TEST(ClassifyTensor, Roles) {
   EXPECT_EQ(ClassifyTensor("blk.x.attn_q.weight", false).layer, -1);
 }
 
+// Issue 8: crafted widths are errors naming the problem, not wrapped sizes.
+TEST(AnalyzeArchitecture, ImplausibleWidthsAreErrors) {
+  GgufModel m = SynthHeaderModel("qwen3moe", "tiny");
+  m.parts[0].metadata.Set("qwen3moe.attention.key_length", GgufValue::U32(0xffffffffu));
+  auto a = AnalyzeArchitecture(m);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().kind(), ErrorKind::kFormat);
+  EXPECT_NE(a.error().message().find("implausible"), std::string::npos) << a.error().message();
+  GgufModel h = SynthHeaderModel("qwen3moe", "tiny");
+  h.parts[0].metadata.Set("qwen3moe.attention.head_count_kv", GgufValue::I32(-3));
+  EXPECT_FALSE(AnalyzeArchitecture(h).ok());
+}
+
 TEST(AnalyzeArchitecture, Qwen35HybridPattern) {
   GgufModel m = SynthHeaderModel("qwen35moe");
   auto a = AnalyzeArchitecture(m);

@@ -1,6 +1,9 @@
 #include "model/memory_map.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <optional>
 
 #include "gguf/ggml_type.h"
 
@@ -60,58 +63,132 @@ WeightMap ComputeWeightMap(const GgufModel& model, const ModelArch& arch) {
 
 namespace {
 
+// Checked size arithmetic on non-negative int64 values (headers are untrusted).
+std::optional<int64_t> Mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+std::optional<int64_t> Add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
 int64_t Pad(int64_t x, int64_t n) { return (x + n - 1) / n * n; }
 
-int64_t RowBytes(uint32_t type, int64_t n) {
+// Bytes of one cache row of n values: whole blocks (llama.cpp requires n to be
+// a multiple of the block size). Unknown types count 2 bytes per value.
+std::optional<int64_t> RowBytes(uint32_t type, int64_t n) {
   auto t = GgmlTypeById(type);
-  if (!t || t->block_size == 0) return n * 2;
-  // Cache rows are whole blocks; llama.cpp requires n to be a multiple of the block size.
-  return (n + t->block_size - 1) / t->block_size * t->type_size;
+  if (!t || t->block_size == 0) return Mul(n, 2);
+  return Mul((n + t->block_size - 1) / t->block_size, t->type_size);
+}
+
+Error Overflow(const char* what) {
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("the {} size overflows 64 bits: the model's dimensions or the context "
+                           "are implausible; check the file and -c/--parallel",
+                           what));
 }
 
 }  // namespace
 
-ContextMemory ComputeContextMemory(const ModelArch& arch, const ContextParams& cp) {
-  ContextMemory cm;
-  const int64_t n_seq = std::max(1, cp.n_seq);
-  // src/llama-context.cpp: n_ctx padded to 256; non-unified caches split it
-  // into per-sequence streams, each padded to 256.
-  int64_t n_ctx = Pad(std::max<int64_t>(cp.n_ctx, 1), 256);
-  int64_t per_stream = n_ctx;
-  int64_t n_stream = 1;
-  if (!cp.kv_unified && n_seq > 1) {
-    per_stream = Pad(n_ctx / n_seq, 256);
-    n_stream = n_seq;
-    n_ctx = per_stream * n_seq;
+int64_t ContextLayout::SwaCells(int64_t window, bool swa_full) const {
+  if (swa_full) return n_ctx_seq;
+  // src/llama-kv-cache-iswa.cpp: min(size_base, GGML_PAD(n_swa*(unified ? n_seq : 1) + n_ubatch,
+  // 256))
+  const int64_t want = window * (unified ? n_seq : 1) + n_ubatch;
+  return std::min(n_ctx_seq, Pad(want, 256));
+}
+
+Result<ContextLayout> LayoutContext(const ContextParams& cp) {
+  // cparams.n_ctx is a uint32_t in llama.cpp.
+  constexpr int64_t kMaxCtx = int64_t{1} << 32;
+  if (cp.n_ctx < 1 || cp.n_ctx >= kMaxCtx)
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("context {} is out of range: use 1 to {} tokens", cp.n_ctx, kMaxCtx - 256));
+  if (cp.n_seq < 1 || cp.n_seq > kMaxSequences)
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("{} parallel sequences is out of range: llama.cpp accepts 1 to {}",
+                             cp.n_seq, kMaxSequences));
+  if (cp.n_batch < 1 || cp.n_ubatch < 1)
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("batch {} / micro-batch {}: both must be at least 1", cp.n_batch, cp.n_ubatch));
+  ContextLayout l;
+  l.n_seq = cp.n_seq;
+  l.unified = cp.kv_unified || cp.n_seq == 1;
+  if (l.unified) {
+    l.n_ctx_seq = Pad(cp.n_ctx, 256);
+    l.n_ctx = l.n_ctx_seq;
+  } else {
+    if (cp.n_ctx < cp.n_seq)
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("context {} is smaller than the {} slots that share it; give each "
+                               "slot at least one token",
+                               cp.n_ctx, cp.n_seq));
+    l.n_stream = cp.n_seq;
+    l.n_ctx_seq = Pad(cp.n_ctx / cp.n_seq, 256);
+    l.n_ctx = l.n_ctx_seq * cp.n_seq;
   }
-  cm.n_ctx_padded = n_ctx;
+  // Causal models: the batch is limited by the context as given (before padding).
+  l.n_batch = std::min(cp.n_ctx, cp.n_batch);
+  l.n_ubatch = std::min(l.n_batch, cp.n_ubatch);
+  // The reserve ubatch splits its tokens evenly over the sequences, rounding
+  // up: -np 3 with -ub 512 reserves 3 x 171 = 513 tokens (llama-server's
+  // inputs are [513] then).
+  const int64_t tokens = std::min(l.n_ctx, l.n_ubatch);
+  l.reserve_seqs = std::min<int64_t>(cp.n_seq, tokens);
+  l.reserve_tokens = (tokens + l.reserve_seqs - 1) / l.reserve_seqs * l.reserve_seqs;
+  // graph_reserve: "making n_tokens a multiple of n_seqs - n_tokens = 513,
+  // n_seqs = 3, n_outputs = 512": the outputs keep the unrounded count.
+  l.reserve_outputs = cp.reserve_outputs == ReserveOutputs::kAllTokens ? tokens : l.reserve_seqs;
+  return l;
+}
+
+Result<ContextMemory> ComputeContextMemory(const ModelArch& arch, const ContextParams& cp) {
+  ContextMemory cm;
+  MOETUNE_ASSIGN_OR_RETURN(cm.layout, LayoutContext(cp));
+  const ContextLayout& l = cm.layout;
+  cm.n_ctx_padded = l.n_ctx;
   const Hparams& hp = arch.hp;
+  // src/llama-memory-recurrent.cpp: one f32 r and s row per sequence.
+  const auto state_row = Mul(
+      static_cast<int64_t>(std::min<uint64_t>(hp.n_embd_r() + hp.n_embd_s(), uint64_t{1} << 62)),
+      4);
   for (const LayerInfo& L : arch.layers) {
     LayerContext lc;
     lc.layer = L.index;
     if (L.attention == AttentionKind::kRecurrent) {
-      // src/llama-memory-recurrent.cpp: one f32 r and s row per sequence.
-      lc.state_bytes = static_cast<int64_t>(hp.n_embd_r() + hp.n_embd_s()) * 4 * n_seq;
+      const auto s = state_row ? Mul(*state_row, l.n_seq) : std::nullopt;
+      if (!s) return Overflow("recurrent state");
+      lc.state_bytes = *s;
     } else if (L.has_kv) {
-      int64_t cells = per_stream;
-      if ((L.attention == AttentionKind::kSlidingWindow ||
-           L.attention == AttentionKind::kChunked) &&
-          !cp.swa_full) {
-        // src/llama-kv-cache-iswa.cpp
-        const int64_t want =
-            static_cast<int64_t>(L.window) * (cp.kv_unified ? n_seq : 1) + cp.n_ubatch;
-        cells = Pad(std::min(per_stream, want), 256);
-      }
-      lc.cells = cells * n_stream;
-      lc.k_bytes = RowBytes(cp.type_k, L.n_embd_k_gqa) * lc.cells;
-      lc.v_bytes = L.n_embd_v_gqa ? RowBytes(cp.type_v, L.n_embd_v_gqa) * lc.cells : 0;
+      int64_t cells = l.n_ctx_seq;
+      if (L.attention == AttentionKind::kSlidingWindow || L.attention == AttentionKind::kChunked)
+        cells = l.SwaCells(L.window, cp.swa_full);
+      lc.cells = cells * l.n_stream;
+      const auto k_row = RowBytes(cp.type_k, L.n_embd_k_gqa);
+      const auto v_row =
+          L.n_embd_v_gqa ? RowBytes(cp.type_v, L.n_embd_v_gqa) : std::optional<int64_t>(0);
+      const auto k = k_row ? Mul(*k_row, lc.cells) : std::nullopt;
+      const auto v = v_row ? Mul(*v_row, lc.cells) : std::nullopt;
+      if (!k || !v) return Overflow("KV cache");
+      lc.k_bytes = *k;
+      lc.v_bytes = *v;
     }
-    cm.kv_bytes += lc.k_bytes + lc.v_bytes;
+    const auto kv = Add(cm.kv_bytes, lc.k_bytes + lc.v_bytes);
+    const auto st = Add(cm.state_bytes, lc.state_bytes);
+    if (!kv || !st) return Overflow("KV cache");
+    cm.kv_bytes = *kv;
+    cm.state_bytes = *st;
     if (L.attention == AttentionKind::kFull || L.attention == AttentionKind::kMla)
       cm.kv_growing_bytes += lc.k_bytes + lc.v_bytes;
-    cm.state_bytes += lc.state_bytes;
     cm.layers.push_back(lc);
   }
+  if (!Add(cm.kv_bytes, cm.state_bytes)) return Overflow("context");
   return cm;
 }
 
@@ -120,54 +197,10 @@ int64_t KvBytesPerToken(const ModelArch& arch, uint32_t type_k, uint32_t type_v)
   for (const LayerInfo& L : arch.layers) {
     if (!L.has_kv) continue;
     if (L.attention != AttentionKind::kFull && L.attention != AttentionKind::kMla) continue;
-    b += RowBytes(type_k, L.n_embd_k_gqa);
-    if (L.n_embd_v_gqa) b += RowBytes(type_v, L.n_embd_v_gqa);
+    b += RowBytes(type_k, L.n_embd_k_gqa).value_or(0);
+    if (L.n_embd_v_gqa) b += RowBytes(type_v, L.n_embd_v_gqa).value_or(0);
   }
   return b;
-}
-
-ComputeEstimate EstimateCompute(const ModelArch& arch, const ContextParams& cp) {
-  ComputeEstimate ce;
-  const Hparams& hp = arch.hp;
-  const int64_t T = std::min<int64_t>(cp.n_ubatch, cp.n_batch);
-  const int64_t n_ctx = Pad(std::max<int64_t>(cp.n_ctx, 1), 256);
-  uint32_t max_head = 0;
-  int64_t swa_cells = 0;
-  bool any_full = false;
-  for (const auto& L : arch.layers) {
-    if (!L.has_kv) continue;
-    max_head = std::max(max_head, L.n_head);
-    if (L.attention == AttentionKind::kSlidingWindow || L.attention == AttentionKind::kChunked) {
-      const int64_t want =
-          static_cast<int64_t>(L.window) * (cp.kv_unified ? std::max(1, cp.n_seq) : 1) +
-          cp.n_ubatch;
-      swa_cells = std::max(swa_cells, cp.swa_full ? n_ctx : Pad(std::min(n_ctx, want), 256));
-    } else {
-      any_full = true;
-    }
-  }
-  // src/llama-graph.cpp build_attn_inp_kq_mask: one mask per cache (full, SWA),
-  // cast to f16 for flash attention.
-  const int64_t mask_elem = cp.flash_attn ? 2 : 4;
-  ce.masks = ((any_full ? n_ctx : 0) + swa_cells) * T * mask_elem;
-  if (!cp.flash_attn) ce.scores = n_ctx * T * max_head * 4;
-  const int64_t hidden = int64_t{hp.n_embd} * T * 4;
-  ce.logits = int64_t{hp.n_vocab} * T * 4 + hidden;
-  if (hp.n_expert > 0) {
-    // ggml_mul_mat_id outputs: gate and up [n_ff_exp, k, T], down [n_embd, k, T]
-    // (f32), plus the residual. Biased experts (gpt-oss) keep the biased copies
-    // and the activation alive too.
-    const int64_t k = std::max<uint32_t>(hp.n_expert_used, 1);
-    ce.ffn = hp.expert_bias ? T * k * (3 * int64_t{hp.n_ff_exp} + 2 * hp.n_embd) * 4
-                            : T * k * (2 * int64_t{hp.n_ff_exp} + hp.n_embd) * 4 + hidden;
-  }
-  const bool any_dense = std::any_of(arch.layers.begin(), arch.layers.end(),
-                                     [](const LayerInfo& l) { return !l.moe; });
-  if (hp.n_ff > 0 && any_dense)
-    ce.ffn = std::max(ce.ffn, T * (2 * int64_t{hp.n_ff} + hp.n_embd) * 4 + hidden);
-  // Gated DeltaNet: q/k/v/gate projections [d_inner, T] f32 plus the conv input.
-  if (hp.ssm_d_inner) ce.recurrent = int64_t{hp.ssm_d_inner} * T * 4 * 4 + hidden;
-  return ce;
 }
 
 }  // namespace moetune

@@ -15,4 +15,8 @@ Result<ModelInfo> LoadModelInfo(const std::string& path) {
   return info;
 }
 
+std::string CommandModelPath(const ModelInfo& m) {
+  return m.gguf.parts.size() > 1 ? m.gguf.parts.front().path : m.path;
+}
+
 }  // namespace moetune

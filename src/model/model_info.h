@@ -20,4 +20,8 @@ struct ModelInfo {
 /// Opens a model (any part of a split model), analyses it and maps its weights.
 Result<ModelInfo> LoadModelInfo(const std::string& path);
 
+/// The path to give llama.cpp: part 1 of a split model (the engine loads the
+/// other parts from it), else the path as given.
+std::string CommandModelPath(const ModelInfo& m);
+
 }  // namespace moetune

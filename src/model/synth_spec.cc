@@ -414,6 +414,12 @@ SynthSpec ScaleSynthSpec(const SynthSpec& in, const SynthScale& scale) {
     s.n_head_kv = s.n_head;
     if (in.q_lora_rank > 0) s.q_lora_rank = tiny ? 256 : 512;
     s.kv_lora_rank = std::min<int64_t>(in.kv_lora_rank, 512);
+  } else if (in.head_dim * in.n_head == in.n_embd) {
+    // Models whose heads span the hidden size keep that relation: llama.cpp
+    // creates qwen2's attn_q as [n_embd, n_embd] (src/llama-model.cpp), so a
+    // narrower Q projection is rejected ("attn_q has wrong shape").
+    s.head_dim = s.n_embd / s.n_head;
+    s.n_rot = std::max<int64_t>(2, in.n_rot * s.head_dim / in.head_dim / 2 * 2);
   } else if (in.head_dim > 128) {
     s.head_dim = 128;
     s.n_rot = std::max<int64_t>(2, in.n_rot * 128 / in.head_dim);

@@ -58,6 +58,18 @@ TEST(SynthSpecTest, TinyKeepsTheLayerPatterns) {
   EXPECT_EQ((q3.n_head * q3.head_dim) % 256, 0);
 }
 
+// qwen2's Q projection spans the hidden size ([n_embd, n_embd] in llama.cpp):
+// scaled shapes keep heads x head size = hidden, at every scale.
+TEST(SynthSpecTest, HeadsSpanningTheHiddenSizeKeepDoingSo) {
+  for (const char* scale : {"tiny", "small"}) {
+    for (const char* preset : {"qwen2", "llama"}) {
+      const SynthSpec s = ScaleSynthSpec(*SynthPreset(preset), *ParseSynthScale(scale));
+      EXPECT_EQ(s.n_head * s.head_dim, s.n_embd) << preset << " " << scale;
+      EXPECT_TRUE(ValidateSynthSpec(s).ok()) << preset << " " << scale;
+    }
+  }
+}
+
 TEST(SynthSpecTest, ScaleParsing) {
   EXPECT_EQ(ParseSynthScale("tiny")->kind, SynthScale::Kind::kTiny);
   EXPECT_EQ(ParseSynthScale("small")->kind, SynthScale::Kind::kSmall);

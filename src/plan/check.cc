@@ -28,54 +28,68 @@ bool PlanCheck::agrees() const {
   return true;
 }
 
-PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& wm, const PlanRequest& req,
-                                const PlacementOption& option,
-                                const std::vector<FitParamsDevice>& devices) {
+Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
+                                        const WeightMap& wm, const LaunchConfig& launch,
+                                        const std::vector<EngineDeviceSizes>& devices) {
   PlanCheck c;
-  c.n_cpu_moe = option.n_cpu_moe;
-  c.ngl = option.ngl;
-  bool engine_has_gpu = false;
-  for (const auto& d : devices) engine_has_gpu = engine_has_gpu || d.name != "Host";
-  if (!engine_has_gpu) {
+  c.n_cpu_moe = launch.placement.n_cpu_moe;
+  c.ngl = launch.placement.n_gpu_layers;
+  const EngineDeviceSizes* device = nullptr;
+  int n_devices = 0;
+  for (const auto& d : devices) {
+    if (d.name == "Host") continue;
+    ++n_devices;
+    if (!device) device = &d;
+  }
+  WeightPlacement placement = launch.placement;
+  placement.has_device = device != nullptr;
+  // The RPC backend does not offload ops on host weights; CUDA (and the other
+  // GPU backends) do for large batches.
+  const DeviceKind kind =
+      device && device->name.rfind("RPC", 0) == 0 ? DeviceKind::kRpc : DeviceKind::kCuda;
+  c.device_kind = !device ? "all-host" : kind == DeviceKind::kRpc ? "RPC" : "CUDA";
+  if (!device) {
     c.notes.push_back(
         "the engine sees no GPU here, so it keeps every weight, the KV cache and the compute "
-        "buffer in host "
-        "memory: its Host line is compared with moetune's all-host prediction; the GPU split "
-        "itself can only "
-        "be checked on the GPU machine");
+        "buffer in host memory: its Host line is compared with moetune's all-host prediction; "
+        "use --rpc HOST:PORT (a ggml-rpc-server) to check the device/host split without a GPU");
+  } else if (n_devices > 1) {
+    c.notes.push_back(
+        "the engine reports several devices; moetune plans for one and compares the first (" +
+        device->name + ")");
   }
-  const ContextMemory cm = ComputeContextMemory(arch, req.ctx);
-  const ComputeEstimate ce = EstimateCompute(arch, req.ctx);
+  // llama-fit-params reserves its graph for an output per token of the
+  // ubatch (llama-server: one per sequence), so predict for that.
+  ContextParams ctx = launch.ctx;
+  ctx.reserve_outputs = ReserveOutputs::kAllTokens;
+  MOETUNE_ASSIGN_OR_RETURN(const PlacementOption o,
+                           EvaluatePlacement(model, arch, wm, ctx, placement, kind));
   for (const auto& d : devices) {
     CheckRow r;
     r.device = d.name;
-    if (d.name == "Host" && !engine_has_gpu) {
-      r.side = "all-host";
-      r.predicted_model = wm.total;
-      r.predicted_context = cm.total();
-      r.predicted_compute = ce.total();
-    } else if (d.name == "Host") {
-      r.side = "host";
-      r.predicted_model = option.host.weights_total();
-      r.predicted_context = option.host.kv + option.host.state;
-      r.predicted_compute = option.host.compute;
-    } else {
+    const DeviceBreakdown* side = nullptr;
+    if (d.name == "Host") {
+      r.side = device ? "host" : "all-host";
+      side = &o.host;
+    } else if (&d == device) {
       r.side = "gpu";
-      r.predicted_model = option.gpu.weights_total();
-      r.predicted_context = option.gpu.kv + option.gpu.state;
-      r.predicted_compute = option.gpu.compute;
+      side = &o.gpu;
+    } else {
+      r.side = "none";
     }
-    r.engine_model = d.model_bytes.count();
-    r.engine_context = d.context_bytes.count();
-    r.engine_compute = d.compute_bytes.count();
+    if (side) {
+      r.predicted_model = side->weights_total();
+      r.predicted_context = side->kv + side->state;
+      r.predicted_compute = side->compute;
+    }
+    r.engine_model = d.model;
+    r.engine_context = d.context;
+    r.engine_compute = d.compute;
     r.model_ok = WithinTolerance(r.predicted_model, r.engine_model, kModelTolerance);
     r.context_ok = WithinTolerance(r.predicted_context, r.engine_context, kContextTolerance);
     r.compute_ok = WithinTolerance(r.predicted_compute, r.engine_compute, kComputeTolerance);
     c.rows.push_back(r);
   }
-  if (engine_has_gpu && devices.size() > 2)
-    c.notes.push_back(
-        "the engine reports several GPUs; moetune plans for one and compares each with it");
   return c;
 }
 
@@ -107,6 +121,7 @@ nlohmann::json PlanCheckJson(const PlanCheck& c) {
   }
   return {{"n_cpu_moe", c.n_cpu_moe},
           {"ngl", c.ngl},
+          {"compute_rule", c.device_kind},
           {"devices", rows},
           {"agrees", c.agrees()},
           {"notes", c.notes},

@@ -4,15 +4,25 @@
 /// and whether they are within the tolerances the memory map promises:
 /// weights and context (KV + recurrent state) 1%, compute buffers 15%
 /// (plus 1 MiB, since the engine prints whole MiB, truncated).
+///
+/// The engine's figures come in as EngineDeviceSizes (the command layer
+/// converts the engine's report); plan never runs the engine itself.
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "engine/fit_params.h"
 #include "plan/placement.h"
 
 namespace moetune {
+
+/// One device line of the engine's dry run, in bytes (MiB precision).
+struct EngineDeviceSizes {
+  std::string name;  // "Host", "CUDA0", "RPC0", ...
+  int64_t model = 0;
+  int64_t context = 0;
+  int64_t compute = 0;
+};
 
 struct CheckRow {
   std::string device;  // engine's name: "Host", "CUDA0", ...
@@ -26,6 +36,7 @@ struct CheckRow {
 struct PlanCheck {
   int n_cpu_moe = 0;
   int ngl = 0;
+  std::string device_kind;  // "all-host", "CUDA", "RPC": the compute rule used
   std::vector<CheckRow> rows;
   std::vector<std::string> notes;
   std::vector<std::string> argv;
@@ -35,13 +46,16 @@ struct PlanCheck {
 /// Within `rel` of the engine's figure, allowing the engine's 1 MiB truncation.
 bool WithinTolerance(int64_t predicted, int64_t engine, double rel);
 
-/// Compares `option` (a placement of `plan`) with the engine's devices. When
-/// the engine reports no GPU (a CPU-only machine, or a build without a GPU
-/// backend), everything it places is on the host: the Host line is compared
-/// with the all-host prediction, and a note says so.
-PlanCheck ComparePlanWithEngine(const ModelArch& arch, const WeightMap& weights,
-                                const PlanRequest& request, const PlacementOption& option,
-                                const std::vector<FitParamsDevice>& devices);
+/// Compares the configuration `launch` with the engine's devices. When the
+/// engine reports no device besides the host (a CPU-only machine, or a build
+/// without a GPU backend), everything it places is on the host: its Host line
+/// is compared with moetune's all-host prediction, and a note says so. With a
+/// device (CUDA0, RPC0, ...), each line is compared with the prediction for that
+/// side, computed with the device's rule for host-resident weights (RPC devices
+/// do not offload, model/compute_buffers.h).
+Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
+                                        const WeightMap& weights, const LaunchConfig& launch,
+                                        const std::vector<EngineDeviceSizes>& devices);
 
 nlohmann::json PlanCheckJson(const PlanCheck& check);
 std::string PlanCheckText(const PlanCheck& check);

@@ -34,56 +34,67 @@ Fix Make() {
   f.wm = ComputeWeightMap(f.gguf, f.arch);
   f.req.vram_free = 12LL << 30;
   f.req.ctx.n_ctx = 8192;
-  f.plan = PlanPlacement(f.gguf, f.arch, f.wm, f.req);
+  f.plan = *PlanPlacement(f.gguf, f.arch, f.wm, f.req);
   return f;
 }
 
-FitParamsDevice Dev(const std::string& name, int64_t m, int64_t c, int64_t k) {
-  return {name, Bytes(m), Bytes(c), Bytes(k)};
+EngineDeviceSizes Dev(const std::string& name, int64_t m, int64_t c, int64_t k) {
+  return {name, m, c, k};
 }
 
-TEST(ComparePlanWithEngine, GpuAndHostLinesAreComparedWithTheirSide) {
+int64_t Floor(int64_t b) { return b / kMiB * kMiB; }  // as the engine prints
+
+TEST(ComparePlanWithEngine, DeviceAndHostLinesAreComparedWithTheirSide) {
   Fix f = Make();
-  const PlacementOption& o = *f.plan.best();
-  // An engine that agrees exactly (values floored to MiB as the engine prints them).
-  auto mib = [](int64_t b) { return b / kMiB * kMiB; };
-  std::vector<FitParamsDevice> devs = {
-      Dev("CUDA0", mib(o.gpu.weights_total()), mib(o.gpu.kv + o.gpu.state), mib(o.gpu.compute)),
-      Dev("Host", mib(o.host.weights_total()), mib(o.host.kv + o.host.state), mib(o.host.compute))};
-  PlanCheck c = ComparePlanWithEngine(f.arch, f.wm, f.req, o, devs);
-  ASSERT_EQ(c.rows.size(), 2u);
-  EXPECT_EQ(c.rows[0].side, "gpu");
-  EXPECT_EQ(c.rows[1].side, "host");
-  EXPECT_TRUE(c.agrees());
-  EXPECT_TRUE(c.notes.empty());
-  // An engine whose GPU context is 10% larger: flagged.
-  devs[0].context_bytes = Bytes(mib(o.gpu.kv + o.gpu.state) * 11 / 10);
-  PlanCheck bad = ComparePlanWithEngine(f.arch, f.wm, f.req, o, devs);
-  EXPECT_FALSE(bad.agrees());
-  EXPECT_FALSE(bad.rows[0].context_ok);
-  EXPECT_TRUE(bad.rows[0].model_ok);
-  EXPECT_NE(PlanCheckText(bad).find(" !"), std::string::npos);
-  EXPECT_FALSE(PlanCheckJson(bad)["agrees"].get<bool>());
+  ASSERT_TRUE(f.plan.launch);
+  // The RPC rule (no op offload) is what the check uses for an RPC0 line.
+  WeightPlacement wp = f.plan.launch->placement;
+  auto o = EvaluatePlacement(f.gguf, f.arch, f.wm, f.req.ctx, wp, DeviceKind::kRpc);
+  ASSERT_TRUE(o.ok());
+  std::vector<EngineDeviceSizes> devs = {
+      Dev("RPC0", Floor(o->gpu.weights_total()), Floor(o->gpu.kv + o->gpu.state),
+          Floor(o->gpu.compute)),
+      Dev("Host", Floor(o->host.weights_total()), Floor(o->host.kv + o->host.state),
+          Floor(o->host.compute))};
+  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, devs);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->rows.size(), 2u);
+  EXPECT_EQ(c->rows[0].side, "gpu");
+  EXPECT_EQ(c->rows[1].side, "host");
+  EXPECT_EQ(c->device_kind, "RPC");
+  EXPECT_TRUE(c->agrees());
+  EXPECT_TRUE(c->notes.empty());
+  // An engine whose device context is 10% larger: flagged.
+  devs[0].context = Floor(o->gpu.kv + o->gpu.state) * 11 / 10;
+  auto bad = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, devs);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->agrees());
+  EXPECT_FALSE(bad->rows[0].context_ok);
+  EXPECT_TRUE(bad->rows[0].model_ok);
+  EXPECT_NE(PlanCheckText(*bad).find(" !"), std::string::npos);
+  EXPECT_FALSE(PlanCheckJson(*bad)["agrees"].get<bool>());
 }
 
-TEST(ComparePlanWithEngine, NoGpuMeansAllHostWithANote) {
+TEST(ComparePlanWithEngine, NoDeviceMeansAllHostWithANote) {
   Fix f = Make();
-  const PlacementOption& o = *f.plan.best();
-  const ContextMemory cm = ComputeContextMemory(f.arch, f.req.ctx);
-  std::vector<FitParamsDevice> devs = {
-      Dev("Host", f.wm.total / kMiB * kMiB, cm.total() / kMiB * kMiB,
-          EstimateCompute(f.arch, f.req.ctx).total() / kMiB * kMiB)};
-  PlanCheck c = ComparePlanWithEngine(f.arch, f.wm, f.req, o, devs);
-  ASSERT_EQ(c.rows.size(), 1u);
-  EXPECT_EQ(c.rows[0].side, "all-host");
-  EXPECT_TRUE(c.agrees());
-  ASSERT_EQ(c.notes.size(), 1u);
-  EXPECT_NE(c.notes[0].find("no GPU"), std::string::npos);
+  const ContextMemory cm = *ComputeContextMemory(f.arch, f.req.ctx);
+  const int64_t compute = *EstimateHostOnlyCompute(f.gguf, f.arch, f.req.ctx);
+  std::vector<EngineDeviceSizes> devs = {
+      Dev("Host", Floor(f.wm.total), Floor(cm.total()), Floor(compute))};
+  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, devs);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->rows.size(), 1u);
+  EXPECT_EQ(c->rows[0].side, "all-host");
+  EXPECT_TRUE(c->agrees());
+  ASSERT_EQ(c->notes.size(), 1u);
+  EXPECT_NE(c->notes[0].find("no GPU"), std::string::npos);
 }
 
 TEST(ComparePlanWithEngine, NoDevicesNeverAgrees) {
   Fix f = Make();
-  EXPECT_FALSE(ComparePlanWithEngine(f.arch, f.wm, f.req, *f.plan.best(), {}).agrees());
+  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, {});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->agrees());
 }
 
 }  // namespace

@@ -4,224 +4,279 @@
 
 #include <algorithm>
 #include <map>
-
-#include "gguf/ggml_type.h"
+#include <tuple>
 
 namespace moetune {
 namespace {
 
-// Host compute buffer when the layers run on the GPU: the input embeddings and
-// a few activations of one ubatch (llama.cpp's CPU compute buffer is small then).
-int64_t HostComputeWithGpu(const ModelArch& arch, const ContextParams& cp) {
-  const int64_t T = std::min(cp.n_ubatch, cp.n_batch);
-  return int64_t{arch.hp.n_embd} * T * 4 * 4;
-}
+constexpr int kExactLayerLimit = 256;  // deeper models: compute buffers per bucket of placements
 
-PlacementOption Evaluate(const ModelArch& arch, const WeightMap& wm, const ContextMemory& cm,
-                         const ComputeEstimate& ce, const PlanRequest& req, int ngl, int n_cpu_moe,
-                         int64_t biggest_expert_layer) {
-  PlacementOption o;
-  o.ngl = ngl;
-  o.n_cpu_moe = n_cpu_moe;
-  const int n_layer = static_cast<int>(wm.layers.size());
-  const int first_gpu_layer = std::max(0, n_layer - ngl);  // -ngl offloads the LAST ngl layers
-  for (int il = 0; il < n_layer; ++il) {
-    const LayerWeights& lw = wm.layers[static_cast<size_t>(il)];
-    const bool on_gpu = il >= first_gpu_layer;
-    for (int r = 0; r < kTensorRoleCount; ++r) {
-      const auto role = static_cast<TensorRole>(r);
-      int64_t b = lw.bytes[static_cast<size_t>(r)];
-      bool gpu = on_gpu && !(role == TensorRole::kRoutedExperts && il < n_cpu_moe);
-      (gpu ? o.gpu : o.host).weights[static_cast<size_t>(r)] += b;
+// Suffix sums over layers, so that any placement's per-device totals cost O(1).
+class LayerSums {
+ public:
+  LayerSums(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
+            const ContextMemory& cm)
+      : n_(static_cast<int>(wm.layers.size())),
+        nonexp_(static_cast<size_t>(n_) + 1),
+        exp_(static_cast<size_t>(n_) + 1, 0),
+        kv_(static_cast<size_t>(n_) + 1, 0),
+        state_(static_cast<size_t>(n_) + 1, 0),
+        kinds_(static_cast<size_t>(n_)) {
+    for (int i = n_ - 1; i >= 0; --i) {
+      const auto ui = static_cast<size_t>(i);
+      RoleBytes b = wm.layers[ui].bytes;
+      exp_[ui] = exp_[ui + 1] + At(b, TensorRole::kRoutedExperts);
+      At(b, TensorRole::kRoutedExperts) = 0;
+      for (size_t r = 0; r < b.size(); ++r) nonexp_[ui][r] = nonexp_[ui + 1][r] + b[r];
+      const LayerContext& lc = cm.layers[ui];
+      kv_[ui] = kv_[ui + 1] + lc.k_bytes + lc.v_bytes;
+      state_[ui] = state_[ui + 1] + lc.state_bytes;
     }
-    const LayerContext& lc = cm.layers[static_cast<size_t>(il)];
-    (on_gpu ? o.gpu : o.host).kv += lc.k_bytes + lc.v_bytes;
-    (on_gpu ? o.gpu : o.host).state += lc.state_bytes;
+    for (size_t i = 0; i < model.tensors.size(); ++i) {
+      const TensorClass& c = arch.tensors[i];
+      if (c.layer < 0 || c.layer >= n_ || c.role != TensorRole::kRoutedExperts) continue;
+      kinds_[static_cast<size_t>(c.layer)][TensorKind(model.tensors[i].name)] +=
+          static_cast<int64_t>(model.tensors[i].n_bytes);
+    }
+    all_ = wm.global;
+    for (const auto& l : wm.layers)
+      for (size_t r = 0; r < all_.size(); ++r) all_[r] += l.bytes[r];
+    output_ = wm.global;
+    At(output_, TensorRole::kTokenEmbedding) = 0;
+    // No output.weight: llama.cpp loads token_embd a second time as the
+    // output head on the output's device (TENSOR_DUPLICATED).
+    if (At(wm.global, TensorRole::kOutput) == 0)
+      tied_output_ = At(wm.global, TensorRole::kTokenEmbedding);
   }
-  // Globals: token_embd on host; output head and its norm on the GPU once
-  // ngl > n_layer (llama.cpp: i_gpu_start / dev_output).
-  const bool output_on_gpu = ngl > n_layer;
-  for (int r = 0; r < kTensorRoleCount; ++r) {
-    const auto role = static_cast<TensorRole>(r);
-    const int64_t b = wm.global[static_cast<size_t>(r)];
-    const bool gpu = output_on_gpu && role != TensorRole::kTokenEmbedding;
-    (gpu ? o.gpu : o.host).weights[static_cast<size_t>(r)] += b;
+
+  // Weights, KV and state on the device and on the host for `p`.
+  void Split(const WeightPlacement& p, DeviceBreakdown* gpu, DeviceBreakdown* host) const {
+    // The first layer on the device (WeightPlacement::LayerOnDevice).
+    const int first =
+        p.has_device && p.n_gpu_layers >= 1 ? std::clamp(n_ - (p.n_gpu_layers - 1), 0, n_) : n_;
+    const auto uf = static_cast<size_t>(first);
+    gpu->weights = nonexp_[uf];
+    const int first_exp = std::clamp(std::max(first, p.n_cpu_moe), 0, n_);
+    int64_t experts = exp_[static_cast<size_t>(first_exp)];
+    if (p.override_layer >= first_exp && p.override_layer < n_) {
+      const auto& k = kinds_[static_cast<size_t>(p.override_layer)];
+      for (const auto& kind : p.override_kinds)
+        if (auto it = k.find(kind); it != k.end()) experts -= it->second;
+    }
+    At(gpu->weights, TensorRole::kRoutedExperts) = experts;
+    if (p.OutputOnDevice(n_))
+      for (size_t r = 0; r < output_.size(); ++r) gpu->weights[r] += output_[r];
+    for (size_t r = 0; r < all_.size(); ++r) host->weights[r] = all_[r] - gpu->weights[r];
+    if (p.OutputOnDevice(n_)) At(gpu->weights, TensorRole::kOutput) += tied_output_;
+    gpu->kv = kv_[uf];
+    host->kv = kv_[0] - gpu->kv;
+    gpu->state = state_[uf];
+    host->state = state_[0] - gpu->state;
   }
-  if (ngl > 0) {
-    o.gpu.compute = ce.total();
-    // Prefill with host-resident experts: the scheduler copies those weights
-    // to the GPU to compute there (GGML_OP_OFFLOAD_MIN_BATCH, 32 tokens). The
-    // copies are split inputs allocated in the GPU compute buffer, sized as the
-    // whole expert tensors even though only the used experts are transferred
-    // (ggml-backend.cpp; llama.cpp PR #15346). One layer's set is budgeted: an
-    // estimate until compared with llama-fit-params on a GPU machine.
-    if (n_cpu_moe > 0 && req.ctx.n_ubatch >= 32) o.gpu.compute += biggest_expert_layer;
-    o.host.compute = HostComputeWithGpu(arch, req.ctx);
-  } else {
-    o.host.compute = ce.total();
+
+  const std::map<std::string, int64_t>& Kinds(int layer) const {
+    return kinds_[static_cast<size_t>(layer)];
   }
-  const int64_t budget = req.vram_free - req.reserve;
-  o.headroom = budget - req.margin - o.gpu.total();
-  o.fits = o.headroom >= 0;
-  return o;
+
+ private:
+  int n_;
+  std::vector<RoleBytes> nonexp_;
+  std::vector<int64_t> exp_, kv_, state_;
+  std::vector<std::map<std::string, int64_t>> kinds_;
+  RoleBytes all_{}, output_{};
+  int64_t tied_output_ = 0;
+};
+
+class Planner {
+ public:
+  Planner(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
+          const PlanRequest& req, const ContextMemory& cm)
+      : req_(req),
+        sums_(model, arch, wm, cm),
+        estimator_(model, arch),
+        n_(static_cast<int>(wm.layers.size())) {}
+
+  Result<PlacementOption> Evaluate(const WeightPlacement& p) {
+    PlacementOption o;
+    o.placement = p;
+    o.n_cpu_moe = p.n_cpu_moe;
+    o.ngl = p.n_gpu_layers;
+    sums_.Split(p, &o.gpu, &o.host);
+    MOETUNE_ASSIGN_OR_RETURN(const ComputeBuffers c, Compute(p));
+    o.gpu.compute = c.device;
+    o.host.compute = c.host;
+    const int64_t budget = req_.vram_free - req_.reserve;
+    o.headroom = budget - req_.margin - o.gpu.total();
+    o.fits = o.headroom >= 0;
+    return o;
+  }
+
+  const LayerSums& sums() const { return sums_; }
+
+ private:
+  // Compute buffers, simulated once per distinct placement; for very deep
+  // models, placements in the same bucket of n_layer/32 layers share one.
+  Result<ComputeBuffers> Compute(WeightPlacement p) {
+    if (n_ > kExactLayerLimit) {
+      const int bucket = std::max(1, n_ / 32);
+      auto snap = [&](int v) {
+        if (v <= 8 || v >= n_ - 8) return v;
+        return std::clamp(v / bucket * bucket, 9, n_ - 9);
+      };
+      p.n_cpu_moe = snap(p.n_cpu_moe);
+      p.n_gpu_layers = snap(p.n_gpu_layers);
+    }
+    const auto key =
+        std::make_tuple(p.n_gpu_layers, p.n_cpu_moe, p.override_layer, p.override_kinds);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    MOETUNE_ASSIGN_OR_RETURN(const ComputeBuffers c,
+                             estimator_.Estimate(req_.ctx, p, req_.device_kind));
+    cache_.emplace(key, c);
+    return c;
+  }
+
+ public:
+  int simulations() const { return static_cast<int>(cache_.size()); }
+
+ private:
+  const PlanRequest& req_;
+  LayerSums sums_;
+  ComputeEstimator estimator_;
+  int n_;
+  std::map<std::tuple<int, int, int, std::vector<std::string>>, ComputeBuffers> cache_;
+};
+
+// The fine fill: with N layers' experts on the CPU, keep as many of layer
+// N-1's expert tensors on the GPU as still fit, the rest on the CPU via -ot.
+Status FineFill(Planner& planner, const PlacementOption& base, Plan* plan) {
+  const int layer = base.n_cpu_moe - 1;
+  std::vector<std::string> kinds;
+  for (const auto& [kind, bytes] : planner.sums().Kinds(layer)) kinds.push_back(kind);
+  if (kinds.size() < 2 || kinds.size() > 6) return OkStatus();
+  std::optional<PlacementOption> best;
+  for (unsigned mask = 1; mask + 1 < (1u << kinds.size()); ++mask) {
+    WeightPlacement p = base.placement;
+    p.n_cpu_moe = layer;
+    p.override_layer = layer;
+    for (size_t k = 0; k < kinds.size(); ++k)
+      if (!(mask & (1u << k))) p.override_kinds.push_back(kinds[k]);
+    MOETUNE_ASSIGN_OR_RETURN(PlacementOption o, planner.Evaluate(p));
+    if (o.fits && (!best || o.gpu.weights_total() > best->gpu.weights_total())) best = o;
+  }
+  if (!best || best->gpu.weights_total() <= base.gpu.weights_total()) return OkStatus();
+  plan->gpu_bytes_gained = best->gpu.weights_total() - base.gpu.weights_total();
+  std::vector<std::string> kept;
+  for (const auto& k : kinds)
+    if (std::find(best->placement.override_kinds.begin(), best->placement.override_kinds.end(),
+                  k) == best->placement.override_kinds.end())
+      kept.push_back(k);
+  std::string kept_text;
+  for (const auto& k : kept) kept_text += (kept_text.empty() ? "" : ", ") + k;
+  plan->notes.push_back(fmt::format(
+      "fine fill: --n-cpu-moe {} with -ot '{}' keeps only those expert tensors of layer {} on "
+      "the CPU; its {} go to the GPU: {} more expert weights there than with --n-cpu-moe {}",
+      layer, OverrideValue(layer, best->placement.override_kinds), layer, kept_text,
+      FormatBytes(Bytes(plan->gpu_bytes_gained)), base.n_cpu_moe));
+  plan->chosen = std::move(best);
+  return OkStatus();
 }
 
 }  // namespace
 
-Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
-                   const PlanRequest& req) {
+Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArch& arch,
+                                          const WeightMap& weights, const ContextParams& ctx,
+                                          const WeightPlacement& placement, DeviceKind kind) {
+  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, ctx));
+  PlanRequest req;
+  req.ctx = ctx;
+  req.device_kind = kind;
+  Planner planner(model, arch, weights, req, cm);
+  return planner.Evaluate(placement);
+}
+
+Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
+                           const PlanRequest& request) {
+  // The plan is for the llama-server command it prints, which reserves its
+  // compute buffers for one output per sequence (ReserveOutputs).
+  PlanRequest req = request;
+  req.ctx.reserve_outputs = ReserveOutputs::kPerSequence;
   Plan plan;
   plan.moe = arch.is_moe() && wm.expert_total() > 0;
   plan.n_layer = static_cast<int>(wm.layers.size());
   plan.budget = req.vram_free - req.reserve;
   plan.margin = req.margin;
-  const ContextMemory cm = ComputeContextMemory(arch, req.ctx);
-  const ComputeEstimate ce = EstimateCompute(arch, req.ctx);
-  int64_t biggest_expert_layer = 0;
-  for (const auto& l : wm.layers)
-    biggest_expert_layer = std::max(biggest_expert_layer, l.experts());
-
+  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
+  plan.layout = cm.layout;
+  Planner planner(model, arch, wm, req, cm);
+  const int n = plan.n_layer;
+  WeightPlacement p;
+  p.has_device = true;
   if (plan.moe) {
-    // -ngl 99 always; N from 0 (all experts on GPU) to n_layer (all on CPU).
-    for (int n = 0; n <= plan.n_layer; ++n)
-      plan.options.push_back(
-          Evaluate(arch, wm, cm, ce, req, std::max(99, plan.n_layer + 1), n, biggest_expert_layer));
+    // -ngl above the layer count puts every layer and the output head on the GPU.
+    p.n_gpu_layers = std::max(99, n + 1);
+    for (int k = 0; k <= n; ++k) {
+      p.n_cpu_moe = k;
+      MOETUNE_ASSIGN_OR_RETURN(PlacementOption o, planner.Evaluate(p));
+      plan.options.push_back(std::move(o));
+    }
     for (size_t i = 0; i < plan.options.size(); ++i) {
       if (plan.options[i].fits) {
-        plan.recommended = i;
+        plan.smallest_fitting = i;
         break;
       }
     }
   } else {
-    // Dense: the most layers (then the output head) that fit.
-    for (int ngl = 0; ngl <= plan.n_layer + 1; ++ngl)
-      plan.options.push_back(Evaluate(arch, wm, cm, ce, req, ngl, 0, 0));
+    for (int g = 0; g <= n + 1; ++g) {
+      p.n_gpu_layers = g;
+      MOETUNE_ASSIGN_OR_RETURN(PlacementOption o, planner.Evaluate(p));
+      plan.options.push_back(std::move(o));
+    }
     for (size_t i = plan.options.size(); i-- > 0;) {
       if (plan.options[i].fits) {
-        plan.recommended = i;
+        plan.smallest_fitting = i;
         break;
       }
     }
   }
 
-  if (!plan.recommended) {
-    plan.notes.push_back(
-        fmt::format("nothing fits: even with every expert in host memory the GPU needs {} + {} "
-                    "margin, but only {} "
-                    "is free; shorten the context (-c), quantize the KV cache (--ctk q8_0 --ctv "
-                    "q8_0 with -fa on), "
-                    "free VRAM held by other programs, or run on the CPU (-ngl 0)",
-                    FormatBytes(Bytes(plan.options.empty() ? 0 : plan.options.back().gpu.total())),
-                    FormatBytes(Bytes(req.margin)), FormatBytes(Bytes(plan.budget))));
+  if (!plan.smallest_fitting) {
+    const PlacementOption& least = *std::min_element(
+        plan.options.begin(), plan.options.end(),
+        [](const auto& a, const auto& b) { return a.gpu.total() < b.gpu.total(); });
+    plan.shortfall = least.gpu.total() + req.margin - plan.budget;
+    const std::string what =
+        plan.moe ? fmt::format("even with every layer's experts on the CPU (--n-cpu-moe {})", n)
+                 : fmt::format("even with {} layers on the GPU (-ngl {})", least.ngl, least.ngl);
+    plan.notes.push_back(fmt::format(
+        "nothing fits: {} the GPU needs {} + {} margin, but only {} is free: {} short; shorten "
+        "the context (-c), quantize the KV cache (--ctk q8_0 --ctv q8_0 with --fa on), use a "
+        "smaller --ubatch, free VRAM held by other programs, or run without the GPU",
+        what, FormatBytes(Bytes(least.gpu.total())), FormatBytes(Bytes(req.margin)),
+        FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.shortfall))));
+    plan.compute_simulations = planner.simulations();
+    return plan;
   }
 
-  // Fine fill: with N layers of experts on the CPU, maybe some of layer N-1's
-  // expert tensors still fit. Then use N-1 and send only the rest of layer
-  // N-1's experts to the CPU with -ot (unambiguous: -ot matches only them).
-  if (plan.moe && plan.recommended && req.fine_fill) {
-    const PlacementOption& best = plan.options[*plan.recommended];
-    const int n = best.n_cpu_moe;
-    if (n > 0) {
-      const int layer = n - 1;
-      std::vector<std::pair<std::string, int64_t>> parts;  // expert tensors of `layer`, by name
-      std::map<std::string, int64_t> by_kind;
-      for (size_t i = 0; i < model.tensors.size(); ++i) {
-        const TensorClass& c = arch.tensors[i];
-        if (c.layer != layer || c.role != TensorRole::kRoutedExperts) continue;
-        const std::string& name = model.tensors[i].name;
-        const size_t dot = name.find('.', 4);
-        std::string kind = name.substr(dot + 1, name.find('.', dot + 1) - dot - 1);  // ffn_up_exps
-        by_kind[kind] += static_cast<int64_t>(model.tensors[i].n_bytes);
-      }
-      // Greedy: largest tensors first that still fit in the headroom.
-      std::vector<std::pair<std::string, int64_t>> kinds(by_kind.begin(), by_kind.end());
-      std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second > b.second; });
-      int64_t room = best.headroom;
-      std::vector<std::string> keep_gpu, keep_cpu;
-      for (const auto& [kind, bytes] : kinds) {
-        if (bytes <= room) {
-          keep_gpu.push_back(kind);
-          room -= bytes;
-        } else
-          keep_cpu.push_back(kind);
-      }
-      if (!keep_gpu.empty() && !keep_cpu.empty()) {
-        plan.fine_fill_n_cpu_moe = n - 1;
-        int64_t gained = 0;
-        for (const auto& k : keep_gpu) gained += by_kind[k];
-        std::string alt;
-        for (size_t i = 0; i < keep_cpu.size(); ++i) alt += (i ? "|" : "") + keep_cpu[i];
-        plan.fine_fill.push_back({fmt::format("blk\\.{}\\.({})=CPU", layer, alt), "CPU", gained});
-        plan.notes.push_back(fmt::format(
-            "fine fill: --n-cpu-moe {} with -ot moving only {} of layer {} to the CPU puts {} more "
-            "expert weights on the GPU",
-            n - 1, alt, layer, FormatBytes(Bytes(gained))));
-      }
-    }
+  plan.chosen = plan.options[*plan.smallest_fitting];
+  if (plan.moe && req.fine_fill && plan.chosen->n_cpu_moe > 0) {
+    MOETUNE_TRY(FineFill(planner, *plan.chosen, &plan));
   }
+  plan.compute_simulations = planner.simulations();
+  LaunchConfig launch;
+  launch.placement = plan.chosen->placement;
+  launch.ctx = req.ctx;
+  launch.moe = plan.moe;
+  plan.launch = launch;
 
-  if (plan.recommended) {
-    const PlacementOption& best = plan.options[*plan.recommended];
-    plan.host_ram_needed = best.host.total();
-    if (req.host_ram_available > 0 && plan.host_ram_needed > req.host_ram_available) {
-      plan.host_ram_fits = false;
-      plan.notes.push_back(fmt::format(
-          "host RAM: the CPU side needs {} but only {} is available; the page cache will thrash "
-          "and "
-          "decode will drop several times: close programs, add RAM, or use a smaller quant",
-          FormatBytes(Bytes(plan.host_ram_needed)), FormatBytes(Bytes(req.host_ram_available))));
-    }
+  plan.host_ram_needed = plan.chosen->host.total();
+  if (req.host_ram_available > 0 && plan.host_ram_needed > req.host_ram_available) {
+    plan.host_ram_fits = false;
+    plan.notes.push_back(fmt::format(
+        "host RAM: the CPU side needs {} but only {} is available; the page cache will thrash and "
+        "decode will drop several times: close programs, add RAM, or use a smaller quant",
+        FormatBytes(Bytes(plan.host_ram_needed)), FormatBytes(Bytes(req.host_ram_available))));
   }
   return plan;
-}
-
-std::vector<std::string> ServerArgs(const std::string& model_path, const Plan& plan,
-                                    const PlanRequest& req) {
-  std::vector<std::string> a = {"llama-server", "-m", model_path};
-  const PlacementOption* best = plan.best();
-  if (plan.moe) {
-    a.insert(a.end(), {"-ngl", std::to_string(std::max(99, plan.n_layer + 1))});
-    int n = best ? best->n_cpu_moe : plan.n_layer;
-    if (!plan.fine_fill.empty()) n = plan.fine_fill_n_cpu_moe;
-    for (const auto& o : plan.fine_fill) a.insert(a.end(), {"-ot", o.pattern});
-    a.insert(a.end(), {"--n-cpu-moe", std::to_string(n)});
-  } else {
-    a.insert(a.end(), {"-ngl", std::to_string(best ? best->ngl : 0)});
-  }
-  a.insert(a.end(),
-           {"-c", std::to_string(req.ctx.n_ctx), "-ub", std::to_string(req.ctx.n_ubatch), "-b",
-            std::to_string(req.ctx.n_batch), "-fa", req.ctx.flash_attn ? "on" : "off"});
-  if (req.ctx.type_k != ggml_type::kF16) a.insert(a.end(), {"-ctk", GgmlTypeName(req.ctx.type_k)});
-  if (req.ctx.type_v != ggml_type::kF16) a.insert(a.end(), {"-ctv", GgmlTypeName(req.ctx.type_v)});
-  // Explicit slots and no automatic fit: the plan was sized for exactly this.
-  a.insert(a.end(), {"-np", std::to_string(std::max(1, req.ctx.n_seq)), "-fit", "off"});
-  return a;
-}
-
-std::string ShellJoin(const std::vector<std::string>& args) {
-  std::string out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& s = args[i];
-    if (i) out += ' ';
-    const bool plain =
-        !s.empty() &&
-        s.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-            std::string::npos;
-    if (plain) {
-      out += s;
-      continue;
-    }
-    out += '\'';
-    for (char c : s) {
-      if (c == '\'')
-        out += "'\\''";
-      else
-        out += c;
-    }
-    out += '\'';
-  }
-  return out;
 }
 
 }  // namespace moetune

@@ -4,12 +4,16 @@
 /// each device, and (optionally) a finer fill of the remaining VRAM with `-ot`
 /// overrides of single expert tensors. Dense models get an `-ngl` plan.
 ///
-/// Device model (llama.cpp, src/llama-model.cpp load_tensors and
-/// src/llama-context.cpp): token_embd always stays in host memory (the input
-/// layer is on the CPU); with -ngl >= n_layer+1 every layer and the output head
-/// go to the GPU; --n-cpu-moe N overrides the routed experts of layers 0..N-1
-/// to host memory; the KV cache and recurrent state follow their layer (-kvo
-/// default on). Compute buffers are estimated (model/memory_map.h).
+/// Every option is evaluated for its exact weight placement
+/// (model/weight_placement.h): weights and KV cache per device from the
+/// model's tensors, compute buffers from llama.cpp's reserve graph scheduled
+/// over the GPU and the CPU (model/compute_buffers.h). The recommendation is
+/// one configuration (LaunchConfig) that the table row, the JSON, the text and
+/// the printed command all describe.
+///
+/// Cost: linear in the number of layers per option (prefix sums over layers);
+/// compute buffers are simulated once per distinct placement, and for models
+/// deeper than 256 layers once per bucket of placements (docs/memory.md).
 
 #include <optional>
 #include <string>
@@ -17,7 +21,10 @@
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
+#include "model/compute_buffers.h"
 #include "model/memory_map.h"
+#include "plan/launch.h"
+#include "util/result.h"
 
 namespace moetune {
 
@@ -30,8 +37,9 @@ struct DeviceBreakdown {
   int64_t total() const { return weights_total() + kv + state + compute; }
 };
 
-/// One candidate placement: `-ngl <ngl> --n-cpu-moe <n_cpu_moe>`.
+/// One candidate placement with its cost on each device.
 struct PlacementOption {
+  WeightPlacement placement;
   int n_cpu_moe = 0;
   int ngl = 0;
   DeviceBreakdown gpu;
@@ -46,15 +54,8 @@ struct PlanRequest {
   int64_t margin = 1024ll << 20;   // llama.cpp --fit's default target margin (-fitt 1024 MiB)
   int64_t host_ram_available = 0;  // 0 = unknown
   ContextParams ctx;
-  bool fine_fill = true;  // propose -ot overrides for single expert tensors
-};
-
-/// An extra `-ot REGEX=CPU` that keeps part of one layer's experts in host
-/// memory so that the rest of that layer fits on the GPU.
-struct TensorOverride {
-  std::string pattern;  // regex as llama.cpp takes it
-  std::string buffer;   // "CPU"
-  int64_t bytes_on_gpu_gained = 0;
+  bool fine_fill = true;                       // propose -ot overrides for single expert tensors
+  DeviceKind device_kind = DeviceKind::kCuda;  // how the GPU treats host-resident weights
 };
 
 struct Plan {
@@ -62,28 +63,35 @@ struct Plan {
   int n_layer = 0;
   int64_t budget = 0;  // vram_free - reserve
   int64_t margin = 0;
-  std::vector<PlacementOption> options;   // MoE: N = 0..n_layer; dense: ngl = 0..n_layer+1
-  std::optional<size_t> recommended;      // index into options; nullopt = nothing fits
-  std::vector<TensorOverride> fine_fill;  // applied on top of the recommended option, N-1
-  int fine_fill_n_cpu_moe = -1;           // the N to use with fine_fill
+  ContextLayout layout;
+  std::vector<PlacementOption> options;  // MoE: N = 0..n_layer; dense: ngl = 0..n_layer+1
+  std::optional<size_t>
+      smallest_fitting;  // index into options (MoE: smallest N; dense: most layers)
+  /// The recommendation: the smallest fitting option, or its fine fill (N-1
+  /// plus an -ot override) when that puts more on the GPU. nullopt = nothing fits.
+  std::optional<PlacementOption> chosen;
+  std::optional<LaunchConfig> launch;  // the configuration of the printed command
+  int64_t gpu_bytes_gained = 0;        // by the fine fill, over options[*smallest_fitting]
+  int64_t shortfall = 0;               // nothing fits: bytes missing for the least demanding option
   int64_t host_ram_needed = 0;
   bool host_ram_fits = true;
+  int compute_simulations = 0;  // distinct compute-buffer simulations run (bounded for deep models)
   std::vector<std::string> notes;
 
-  const PlacementOption* best() const { return recommended ? &options[*recommended] : nullptr; }
+  const PlacementOption* best() const { return chosen ? &*chosen : nullptr; }
+  bool fine_filled() const { return chosen && chosen->placement.override_layer >= 0; }
 };
 
-/// Plans placements for a model. `tensors` is the model's tensor list, used for
-/// the per-tensor fine fill.
-Plan PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& weights,
-                   const PlanRequest& request);
+/// Plans placements for a model, for llama-server (compute buffers reserved
+/// for one output per sequence, as llama-server does). Errors: an invalid
+/// context, or sizes that overflow (absurd headers or contexts).
+Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& weights,
+                           const PlanRequest& request);
 
-/// The exact llama-server command for a placement (argument vector; quote
-/// with ShellQuote for display).
-std::vector<std::string> ServerArgs(const std::string& model_path, const Plan& plan,
-                                    const PlanRequest& request);
-
-/// POSIX-shell quoting of an argument vector for display.
-std::string ShellJoin(const std::vector<std::string>& args);
+/// Weights, KV cache, recurrent state and compute buffers of one placement, on
+/// the device and on the host (exposed for plan --check and tests).
+Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArch& arch,
+                                          const WeightMap& weights, const ContextParams& ctx,
+                                          const WeightPlacement& placement, DeviceKind kind);
 
 }  // namespace moetune

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/synth.h"
 #include "model/test_models.h"
 
 namespace moetune {
@@ -30,105 +31,184 @@ PlanRequest Req(int64_t vram, int64_t n_ctx) {
   return r;
 }
 
+Plan MustPlan(const Fixture& f, const PlanRequest& r) {
+  auto p = PlanPlacement(f.gguf, f.arch, f.wm, r);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message());
+  return p.ok() ? std::move(p).value() : Plan{};
+}
+
 TEST(PlanPlacement, PicksSmallestFittingNAndGpuShrinksWithN) {
   Fixture f = Load("qwen35moe");  // ~20 GiB at Q4_K_M
-  Plan p = PlanPlacement(f.gguf, f.arch, f.wm, Req(12LL << 30, 32768));
+  Plan p = MustPlan(f, Req(12LL << 30, 32768));
   ASSERT_TRUE(p.moe);
   ASSERT_EQ(p.options.size(), 41u);  // N = 0..40
-  ASSERT_TRUE(p.recommended.has_value());
-  const auto& best = *p.best();
-  EXPECT_TRUE(best.fits);
-  EXPECT_GT(best.n_cpu_moe, 0);
-  EXPECT_LT(best.n_cpu_moe, 40);
-  EXPECT_FALSE(p.options[best.n_cpu_moe - 1].fits) << "one fewer CPU layer must not fit";
+  ASSERT_TRUE(p.smallest_fitting.has_value());
+  const auto& base = p.options[*p.smallest_fitting];
+  EXPECT_TRUE(base.fits);
+  EXPECT_GT(base.n_cpu_moe, 0);
+  EXPECT_LT(base.n_cpu_moe, 40);
+  EXPECT_FALSE(p.options[base.n_cpu_moe - 1].fits) << "one fewer CPU layer must not fit";
   for (size_t i = 1; i < p.options.size(); ++i)
     EXPECT_LE(p.options[i].gpu.total(), p.options[i - 1].gpu.total());
   // Everything not placed on the GPU is on the host, nothing is lost.
   for (const auto& o : p.options)
     EXPECT_EQ(o.gpu.weights_total() + o.host.weights_total(), f.wm.total);
   // KV and state follow the (all-GPU) layers.
-  EXPECT_GT(best.gpu.kv, 0);
-  EXPECT_GT(best.gpu.state, 0);
-  EXPECT_EQ(best.host.kv, 0);
+  EXPECT_GT(base.gpu.kv, 0);
+  EXPECT_GT(base.gpu.state, 0);
+  EXPECT_EQ(base.host.kv, 0);
 }
 
 TEST(PlanPlacement, ReserveAndContextPushMoreExpertsToCpu) {
   Fixture f = Load("qwen3moe");
-  Plan a = PlanPlacement(f.gguf, f.arch, f.wm, Req(16LL << 30, 8192));
+  Plan a = MustPlan(f, Req(16LL << 30, 8192));
   PlanRequest r = Req(16LL << 30, 8192);
   r.reserve = 2LL << 30;
-  Plan b = PlanPlacement(f.gguf, f.arch, f.wm, r);
-  Plan c = PlanPlacement(f.gguf, f.arch, f.wm, Req(16LL << 30, 131072));
-  ASSERT_TRUE(a.best() && b.best() && c.best());
-  EXPECT_GT(b.best()->n_cpu_moe, a.best()->n_cpu_moe);
-  EXPECT_GT(c.best()->n_cpu_moe, a.best()->n_cpu_moe);
+  Plan b = MustPlan(f, r);
+  Plan c = MustPlan(f, Req(16LL << 30, 131072));
+  ASSERT_TRUE(a.smallest_fitting && b.smallest_fitting && c.smallest_fitting);
+  EXPECT_GT(*b.smallest_fitting, *a.smallest_fitting);
+  EXPECT_GT(*c.smallest_fitting, *a.smallest_fitting);
 }
 
-TEST(PlanPlacement, NothingFitsSaysWhy) {
+TEST(PlanPlacement, NothingFitsGivesNoCommandAndTheShortfall) {
   Fixture f = Load("qwen3moe");
-  Plan p = PlanPlacement(f.gguf, f.arch, f.wm, Req(1LL << 30, 262144));
-  EXPECT_FALSE(p.recommended.has_value());
+  Plan p = MustPlan(f, Req(1LL << 30, 262144));
+  EXPECT_FALSE(p.best());
+  EXPECT_FALSE(p.launch.has_value());
+  const PlacementOption& all_cpu = p.options.back();
+  EXPECT_EQ(p.shortfall, all_cpu.gpu.total() + p.margin - p.budget);
+  EXPECT_GT(p.shortfall, 0);
   ASSERT_FALSE(p.notes.empty());
   EXPECT_NE(p.notes[0].find("nothing fits"), std::string::npos);
+  EXPECT_NE(p.notes[0].find("experts"), std::string::npos);
+}
+
+TEST(PlanPlacement, NothingFitsForADenseModelSpeaksOfLayers) {
+  Fixture f = Load("llama");
+  Plan p = MustPlan(f, Req(1LL << 20, 4096));
+  EXPECT_FALSE(p.launch.has_value());
+  ASSERT_FALSE(p.notes.empty());
+  EXPECT_EQ(p.notes[0].find("expert"), std::string::npos) << p.notes[0];
+  EXPECT_NE(p.notes[0].find("layers"), std::string::npos) << p.notes[0];
 }
 
 TEST(PlanPlacement, EverythingFitsMeansNZero) {
   Fixture f = Load("qwen3moe", "tiny");
-  Plan p = PlanPlacement(f.gguf, f.arch, f.wm, Req(8LL << 30, 4096));
+  Plan p = MustPlan(f, Req(8LL << 30, 4096));
   ASSERT_TRUE(p.best());
   EXPECT_EQ(p.best()->n_cpu_moe, 0);
-  EXPECT_TRUE(p.fine_fill.empty());
+  EXPECT_FALSE(p.fine_filled());
 }
 
-TEST(PlanPlacement, FineFillUsesHeadroomWithSingleTensors) {
+// Issue 8: with a fine fill, the recommendation, its breakdown and the command
+// must all describe the same configuration (N-1 plus the -ot override).
+TEST(PlanPlacement, FineFillIsOneConsistentConfiguration) {
   Fixture f = Load("qwen3moe");
-  // Find a budget where layer N-1's down projection fits but not all three.
-  Plan base = PlanPlacement(f.gguf, f.arch, f.wm, Req(12LL << 30, 8192));
-  ASSERT_TRUE(base.best());
-  const int n = base.best()->n_cpu_moe;
+  Plan base = MustPlan(f, Req(12LL << 30, 8192));
+  ASSERT_TRUE(base.smallest_fitting);
+  const PlacementOption& b = base.options[*base.smallest_fitting];
+  const int n = b.n_cpu_moe;
   ASSERT_GT(n, 0);
   const int64_t layer_experts = f.wm.layers[n - 1].experts();
   PlanRequest r = Req(12LL << 30, 8192);
   // Shrink the budget so the headroom is ~40% of one layer's experts.
-  r.vram_free -= base.best()->headroom - layer_experts * 4 / 10;
-  Plan p = PlanPlacement(f.gguf, f.arch, f.wm, r);
-  ASSERT_TRUE(p.best());
-  EXPECT_EQ(p.best()->n_cpu_moe, n);
-  ASSERT_EQ(p.fine_fill.size(), 1u);
-  EXPECT_EQ(p.fine_fill_n_cpu_moe, n - 1);
-  EXPECT_NE(p.fine_fill[0].pattern.find("blk\\." + std::to_string(n - 1) + "\\."),
-            std::string::npos);
-  EXPECT_GT(p.fine_fill[0].bytes_on_gpu_gained, 0);
-  EXPECT_LE(p.fine_fill[0].bytes_on_gpu_gained, p.best()->headroom);
-  const auto args = ServerArgs("m.gguf", p, r);
-  const std::string cmd = ShellJoin(args);
-  EXPECT_NE(cmd.find("--n-cpu-moe " + std::to_string(n - 1)), std::string::npos) << cmd;
-  EXPECT_NE(cmd.find("-ot 'blk"), std::string::npos) << cmd;
+  r.vram_free -= b.headroom - layer_experts * 4 / 10;
+  Plan p = MustPlan(f, r);
+  ASSERT_TRUE(p.fine_filled());
+  const PlacementOption& chosen = *p.best();
+  EXPECT_EQ(p.options[*p.smallest_fitting].n_cpu_moe, n);
+  EXPECT_EQ(chosen.n_cpu_moe, n - 1);
+  EXPECT_EQ(chosen.placement.override_layer, n - 1);
+  EXPECT_TRUE(chosen.fits);
+  EXPECT_GT(p.gpu_bytes_gained, 0);
+  EXPECT_EQ(chosen.gpu.weights_total(),
+            p.options[*p.smallest_fitting].gpu.weights_total() + p.gpu_bytes_gained);
+  // The breakdown is that of the exact placement, evaluated on its own (for
+  // llama-server, which reserves one output per sequence).
+  ContextParams server = r.ctx;
+  server.reserve_outputs = ReserveOutputs::kPerSequence;
+  auto again = EvaluatePlacement(f.gguf, f.arch, f.wm, server, chosen.placement, r.device_kind);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->gpu.total(), chosen.gpu.total());
+  ASSERT_TRUE(p.launch);
+  const std::string cmd = ShellJoin(ServerArgs("m.gguf", *p.launch));
+  EXPECT_NE(cmd.find("--n-cpu-moe " + std::to_string(n - 1) + " "), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("-ot 'blk\\." + std::to_string(n - 1) + "\\."), std::string::npos) << cmd;
 }
 
 TEST(PlanPlacement, DenseModelPlansNgl) {
   Fixture f = Load("llama");
   ASSERT_FALSE(f.arch.is_moe());
   const int64_t total = f.wm.total;
-  Plan p = PlanPlacement(f.gguf, f.arch, f.wm, Req(total / 2 + (1LL << 30), 4096));
+  Plan p = MustPlan(f, Req(total / 2 + (1LL << 30), 4096));
   ASSERT_FALSE(p.moe);
   ASSERT_TRUE(p.best());
   EXPECT_GT(p.best()->ngl, 0);
   EXPECT_LT(p.best()->ngl, p.n_layer + 1);
-  const std::string cmd = ShellJoin(ServerArgs("m.gguf", p, Req(0, 4096)));
+  const std::string cmd = ShellJoin(ServerArgs("m.gguf", *p.launch));
   EXPECT_NE(cmd.find("-ngl " + std::to_string(p.best()->ngl)), std::string::npos);
   EXPECT_EQ(cmd.find("n-cpu-moe"), std::string::npos);
 }
 
-TEST(ServerArgs, ExactCommand) {
+// Issue 8: compute with an absurd micro-batch is clamped like llama.cpp does.
+TEST(PlanPlacement, MicroBatchIsClampedToTheContext) {
   Fixture f = Load("qwen3moe", "tiny");
-  PlanRequest r = Req(8LL << 30, 32768);
-  r.ctx.type_k = r.ctx.type_v = 8;  // q8_0
-  Plan p = PlanPlacement(f.gguf, f.arch, f.wm, r);
-  EXPECT_EQ(
-      ShellJoin(ServerArgs("/models/my model.gguf", p, r)),
-      "llama-server -m '/models/my model.gguf' -ngl 99 --n-cpu-moe 0 -c 32768 -ub 512 -b 2048 "
-      "-fa on -ctk q8_0 -ctv q8_0 -np 1 -fit off");
+  PlanRequest big = Req(8LL << 30, 512);
+  big.ctx.n_ubatch = 4096;
+  big.ctx.n_batch = 4096;
+  PlanRequest same = Req(8LL << 30, 512);
+  Plan a = MustPlan(f, big), b = MustPlan(f, same);
+  ASSERT_TRUE(a.best() && b.best());
+  EXPECT_EQ(a.best()->gpu.compute, b.best()->gpu.compute);
+  EXPECT_EQ(a.layout.n_ubatch, 512);
+}
+
+// Issue 8: a header of many layers is planned in linear time: one pass of
+// prefix sums per option, and a bounded number of compute simulations.
+TEST(PlanPlacement, DeepModelsNeedABoundedNumberOfSimulations) {
+  SynthSpec spec = ScaleSynthSpec(*SynthPreset("llama"), *ParseSynthScale("tiny"));
+  spec.n_layer = 20000;
+  SynthOptions o;
+  o.spec = spec;
+  auto w = BuildSynthWriter(o);
+  ASSERT_TRUE(w.ok());
+  Fixture f;
+  GgufFile file;
+  file.metadata = w->metadata();
+  for (const auto& t : w->tensors()) {
+    TensorInfo ti;
+    ti.name = t.name;
+    ti.ne = t.ne;
+    ti.type = t.type;
+    ti.n_bytes = t.n_bytes;
+    f.gguf.tensors.push_back(ti);
+  }
+  f.gguf.parts.push_back(std::move(file));
+  auto a = AnalyzeArchitecture(f.gguf);
+  ASSERT_TRUE(a.ok());
+  f.arch = *a;
+  f.wm = ComputeWeightMap(f.gguf, f.arch);
+  Plan p = MustPlan(f, Req(8LL << 30, 4096));
+  EXPECT_EQ(p.options.size(), 20002u);
+  EXPECT_GT(p.compute_simulations, 0);
+  EXPECT_LE(p.compute_simulations, 64);
+  ASSERT_TRUE(p.best());
+  EXPECT_GT(p.best()->ngl, 0);
+}
+
+TEST(PlanPlacement, AbsurdRequestsAreErrorsNotOverflows) {
+  Fixture f = Load("qwen3moe", "tiny");
+  PlanRequest r = Req(8LL << 30, 1000000000);
+  r.ctx.n_ubatch = 2147483647;
+  r.ctx.n_batch = 2147483647;
+  auto p = PlanPlacement(f.gguf, f.arch, f.wm, r);
+  // A billion tokens of context fit in 64 bits; the plan must say what it costs, not wrap.
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_FALSE(p->best());
+  EXPECT_GT(p->options.front().gpu.kv, int64_t{1} << 40);
+  r.ctx.n_ctx = int64_t{1} << 36;
+  EXPECT_FALSE(PlanPlacement(f.gguf, f.arch, f.wm, r).ok());
 }
 
 TEST(ShellJoin, QuotesWhatTheShellWouldSplit) {

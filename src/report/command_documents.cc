@@ -112,12 +112,14 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
                   plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
                   FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)));
   doc.generator = GeneratorLine();
-  const auto command = ServerArgs(m.path, plan, req);
+  const auto command =
+      plan.launch ? ServerArgs(m.path, *plan.launch) : std::vector<std::string>{};
   const PlacementOption* best = plan.best();
   VerdictBlock v;
   if (best) {
-    const int n = plan.fine_fill.empty() ? best->n_cpu_moe : plan.fine_fill_n_cpu_moe;
-    v.headline = plan.moe ? fmt::format("Start llama-server with -ngl 99 --n-cpu-moe {}", n)
+    v.headline = plan.moe
+                     ? fmt::format("Start llama-server with -ngl 99 --n-cpu-moe {}{}",
+                                   best->n_cpu_moe, plan.fine_filled() ? " and one -ot" : "")
                           : fmt::format("Start llama-server with -ngl {}", best->ngl);
     v.command = command;
     v.reason = fmt::format(
@@ -126,16 +128,21 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
         plan.moe ? "N" : "offload", FormatBytes(Bytes(best->gpu.total())),
         FormatBytes(Bytes(plan.margin)), FormatBytes(Bytes(plan.budget)),
         FormatBytes(Bytes(best->headroom)));
-    if (plan.moe && best->n_cpu_moe < plan.n_layer)
-      v.facts.push_back(
-          fmt::format("one layer more conservative, if measurement shows the edge: "
-                      "--n-cpu-moe {}",
-                      best->n_cpu_moe + 1));
+    if (plan.moe && plan.smallest_fitting) {
+      // One step toward the CPU: without the fine fill's -ot, or one more layer.
+      const int n = plan.options[*plan.smallest_fitting].n_cpu_moe;
+      const int safer = plan.fine_filled() ? n : n + 1;
+      if (safer <= plan.n_layer)
+        v.facts.push_back(fmt::format(
+            "one step more conservative, if measurement shows the edge: --n-cpu-moe {}", safer));
+    }
     v.facts.push_back(
         "planned from the model file, not measured: moetune bench or tune confirms it");
   } else {
     v.headline = "Nothing fits this GPU budget";
-    v.reason = plan.notes.empty() ? "" : plan.notes.front();
+    v.reason = fmt::format("{} short for the least demanding placement. {}",
+                           FormatBytes(Bytes(plan.shortfall)),
+                           plan.notes.empty() ? "" : plan.notes.front());
   }
   doc.sections.push_back(Section{"verdict", "Verdict", {v}});
   if (best) {
@@ -172,12 +179,13 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
          fmt::format("GPU {} + margin {} <= budget {}", FormatBytes(Bytes(best->gpu.total())),
                      FormatBytes(Bytes(plan.margin)), FormatBytes(Bytes(plan.budget)))});
   }
-  for (const auto& o : plan.fine_fill) {
-    d.push_back(
-        {"fine fill",
-         "-ot " + o.pattern + " with --n-cpu-moe " + std::to_string(plan.fine_fill_n_cpu_moe),
-         "the headroom holds part of the next layer's experts",
-         fmt::format("{} more on the GPU", FormatBytes(Bytes(o.bytes_on_gpu_gained)))});
+  if (plan.fine_filled()) {
+    const WeightPlacement& wp = best->placement;
+    d.push_back({"fine fill",
+                 "-ot " + OverrideValue(wp.override_layer, wp.override_kinds) +
+                     " with --n-cpu-moe " + std::to_string(best->n_cpu_moe),
+                 "the headroom holds part of the next layer's experts",
+                 fmt::format("{} more on the GPU", FormatBytes(Bytes(plan.gpu_bytes_gained)))});
   }
   d.push_back({"server slots", fmt::format("-np {}", std::max(1, req.ctx.n_seq)),
                "memory is planned for exactly these slots (llama-server's default is 4)", ""});
@@ -209,7 +217,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
   all.numeric = {true, true, true, true, true, true, true, true, false};
   for (size_t i = 0; i < plan.options.size(); ++i) {
     const auto& o = plan.options[i];
-    const bool pick = plan.recommended && *plan.recommended == i;
+    const bool pick = plan.smallest_fitting && *plan.smallest_fitting == i;
     auto mib = [](int64_t b) { return FormatMiB(Bytes(b), 1); };
     all.AddRow({std::to_string(plan.moe ? o.n_cpu_moe : o.ngl), mib(o.gpu.weights_total()),
                 mib(o.gpu.kv), mib(o.gpu.state), mib(o.gpu.compute), mib(o.gpu.total()),
@@ -220,8 +228,13 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
   }
   doc.sections.push_back(Section{
       "raw", "Every placement", {Collapsible{"Memory of every placement", all, std::nullopt}}});
-  doc.sections.push_back(ReproduceSection({extras.invocation, command},
-                                          "The plan, then the server command it gives."));
+  if (command.empty()) {
+    doc.sections.push_back(
+        ReproduceSection({extras.invocation}, "The plan (nothing fits, so no server command)."));
+  } else {
+    doc.sections.push_back(ReproduceSection({extras.invocation, command},
+                                            "The plan, then the server command it gives."));
+  }
   return doc;
 }
 

@@ -193,15 +193,16 @@ const char* EmitFormatName(EmitFormat format) {
 }
 
 const std::vector<ServerFlag>& KnownServerFlags() {
-  // Order: the order moetune's plan writes them (plan/placement.h ServerArgs).
+  // Order: the order moetune's plan writes them (plan/launch.h MemoryShapingFlags).
   // Environment names: llama.cpp common/arg.cpp, set_env() of each option, as
   // listed by `llama-server --help` ("(env: LLAMA_ARG_...)").
   static const std::vector<ServerFlag> kFlags = {
       {"-m", "--model", "LLAMA_ARG_MODEL", false, {}},
       {"-ngl", "--n-gpu-layers", "LLAMA_ARG_N_GPU_LAYERS", false, {"--gpu-layers"}},
-      {"-ot", "--override-tensor", "LLAMA_ARG_OVERRIDE_TENSOR", true, {}},
       {"--n-cpu-moe", "--n-cpu-moe", "LLAMA_ARG_N_CPU_MOE", false, {"-ncmoe"}},
+      {"-ot", "--override-tensor", "LLAMA_ARG_OVERRIDE_TENSOR", true, {}},
       {"-c", "--ctx-size", "LLAMA_ARG_CTX_SIZE", false, {}},
+      {"-np", "--parallel", "LLAMA_ARG_N_PARALLEL", false, {}},
       {"-ub", "--ubatch-size", "LLAMA_ARG_UBATCH", false, {}},
       {"-b", "--batch-size", "LLAMA_ARG_BATCH", false, {}},
       {"-fa", "--flash-attn", "LLAMA_ARG_FLASH_ATTN", false, {}},
@@ -210,7 +211,6 @@ const std::vector<ServerFlag>& KnownServerFlags() {
       {"-t", "--threads", "LLAMA_ARG_THREADS", false, {}},
       // -tb has no environment variable (llama.cpp 0.7.0 and upstream).
       {"-tb", "--threads-batch", nullptr, false, {}},
-      {"-np", "--parallel", "LLAMA_ARG_N_PARALLEL", false, {}},
       {"-fit", "--fit", "LLAMA_ARG_FIT", false, {}},
       {"-fitt", "--fit-target", "LLAMA_ARG_FIT_TARGET", false, {}},
       {"-lm", "--load-mode", "LLAMA_ARG_LOAD_MODE", false, {}},

@@ -145,7 +145,7 @@ std::optional<Figure> PlanOptionsFigure(const Plan& plan, const PlanRequest& req
     ChartPoint p;
     p.x = x;
     p.y = static_cast<double>(o.gpu.total());
-    const bool pick = plan.recommended && *plan.recommended == i;
+    const bool pick = plan.smallest_fitting && *plan.smallest_fitting == i;
     p.note = fmt::format("{}={}: GPU {} ({}), headroom {}", plan.moe ? "N" : "ngl", x,
                          FormatBytes(Bytes(o.gpu.total())), o.fits ? "fits" : "does not fit",
                          FormatBytes(Bytes(o.headroom)));
@@ -162,11 +162,11 @@ std::optional<Figure> PlanOptionsFigure(const Plan& plan, const PlanRequest& req
   panel.series.push_back(std::move(s));
   spec.panels.push_back(std::move(panel));
   if (const PlacementOption* best = plan.best()) {
-    const int x = plan.moe ? best->n_cpu_moe : best->ngl;
+    const int x = plan.moe ? plan.options[*plan.smallest_fitting].n_cpu_moe : best->ngl;
     spec.markers.push_back({static_cast<double>(x),
-                            plan.fine_fill.empty() ? fmt::format("pick {}", x)
-                                                   : fmt::format("pick {} (run as {} with -ot)", x,
-                                                                 plan.fine_fill_n_cpu_moe),
+                            plan.fine_filled() ? fmt::format("pick {} (run as {} with -ot)", x,
+                                                             best->n_cpu_moe)
+                                               : fmt::format("pick {}", x),
                             VerticalMarker::Kind::kPick});
   }
   f.caption = fmt::format(

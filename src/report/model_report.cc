@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "gguf/ggml_type.h"
+#include "model/compute_buffers.h"
 #include "util/table.h"
 #include "util/units.h"
 
@@ -37,6 +40,26 @@ ContextParams CtxAt(int64_t n_ctx) {
   ContextParams cp;
   cp.n_ctx = n_ctx;
   return cp;
+}
+
+// Context memory and the all-host compute buffer of one context (null fields
+// when the context is invalid or the sizes overflow).
+struct CtxFigures {
+  std::optional<ContextMemory> memory;
+  std::optional<int64_t> compute;
+};
+
+CtxFigures Figures(const ModelInfo& m, int64_t n_ctx) {
+  CtxFigures f;
+  const ContextParams cp = CtxAt(n_ctx);
+  if (auto cm = ComputeContextMemory(m.arch, cp); cm.ok()) f.memory = std::move(cm).value();
+  if (auto c = EstimateHostOnlyCompute(m.gguf, m.arch, cp); c.ok()) f.compute = *c;
+  return f;
+}
+
+int64_t StatePerSequence(const ModelInfo& m) {
+  auto cm = ComputeContextMemory(m.arch, CtxAt(256));
+  return cm.ok() ? cm->state_bytes : 0;
 }
 
 }  // namespace
@@ -103,16 +126,15 @@ json InspectJson(const ModelInfo& m, const std::vector<int64_t>& contexts) {
   }
   j["layers"] = layers;
   j["kv_bytes_per_token_f16"] = KvBytesPerToken(m.arch);
-  j["recurrent_state_bytes_per_sequence"] = ComputeContextMemory(m.arch, CtxAt(256)).state_bytes;
+  j["recurrent_state_bytes_per_sequence"] = StatePerSequence(m);
   json ctx = json::array();
   for (int64_t c : contexts) {
-    const ContextParams cp = CtxAt(c);
-    const ContextMemory cm = ComputeContextMemory(m.arch, cp);
+    const CtxFigures f = Figures(m, c);
     ctx.push_back({{"n_ctx", c},
-                   {"n_ctx_padded", cm.n_ctx_padded},
-                   {"kv_bytes", cm.kv_bytes},
-                   {"state_bytes", cm.state_bytes},
-                   {"compute_bytes_estimate", EstimateCompute(m.arch, cp).total()}});
+                   {"n_ctx_padded", f.memory ? json(f.memory->n_ctx_padded) : json(nullptr)},
+                   {"kv_bytes", f.memory ? json(f.memory->kv_bytes) : json(nullptr)},
+                   {"state_bytes", f.memory ? json(f.memory->state_bytes) : json(nullptr)},
+                   {"compute_bytes_estimate", f.compute ? json(*f.compute) : json(nullptr)}});
   }
   j["contexts"] = ctx;
   return j;
@@ -168,17 +190,15 @@ std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts
       FormatBytes(Bytes(m.weights.bytes_per_token)));
   o += fmt::format(
       "KV cache:     {} per token (f16, growing layers); recurrent state {} per sequence\n",
-      FormatBytes(Bytes(KvBytesPerToken(m.arch))),
-      FormatBytes(Bytes(ComputeContextMemory(m.arch, CtxAt(256)).state_bytes)));
+      FormatBytes(Bytes(KvBytesPerToken(m.arch))), FormatBytes(Bytes(StatePerSequence(m))));
   for (const auto& w : m.arch.warnings) o += "warning:      " + w + "\n";
 
   o += "\nContext memory (f16 KV, 1 sequence, ubatch 512):\n\n";
-  MarkdownTable ct({{"context"}, {"KV MiB"}, {"state MiB"}, {"compute MiB (est.)"}});
+  MarkdownTable ct({{"context"}, {"KV MiB"}, {"state MiB"}, {"compute MiB"}});
   for (int64_t c : contexts) {
-    const ContextParams cp = CtxAt(c);
-    const ContextMemory cm = ComputeContextMemory(m.arch, cp);
-    ct.AddRow({std::to_string(c), Mib(cm.kv_bytes), Mib(cm.state_bytes),
-               Mib(EstimateCompute(m.arch, cp).total())});
+    const CtxFigures f = Figures(m, c);
+    ct.AddRow({std::to_string(c), f.memory ? Mib(f.memory->kv_bytes) : "-",
+               f.memory ? Mib(f.memory->state_bytes) : "-", f.compute ? Mib(*f.compute) : "-"});
   }
   o += ct.Render();
 
@@ -232,31 +252,39 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
                   {"type_k", GgmlTypeName(req.ctx.type_k)},
                   {"type_v", GgmlTypeName(req.ctx.type_v)},
                   {"n_parallel", req.ctx.n_seq},
+                  {"kv_unified", req.ctx.kv_unified},
                   {"flash_attn", req.ctx.flash_attn},
                   {"host_ram_available_bytes", req.host_ram_available}};
+  // What llama.cpp makes of the request (src/llama-context.cpp).
+  j["context"] = {{"n_ctx_cells", plan.layout.n_ctx},  {"n_ctx_per_slot", plan.layout.n_ctx_seq},
+                  {"n_slots", plan.layout.n_seq},      {"kv_streams", plan.layout.n_stream},
+                  {"kv_unified", plan.layout.unified}, {"n_batch", plan.layout.n_batch},
+                  {"n_ubatch", plan.layout.n_ubatch},  {"slots", SlotContextText(req.ctx)}};
   j["budget_bytes"] = plan.budget;
   const PlacementOption* best = plan.best();
   j["fits"] = best != nullptr;
   if (plan.moe) {
-    j["n_cpu_moe"] = best
-                         ? json(plan.fine_fill.empty() ? best->n_cpu_moe : plan.fine_fill_n_cpu_moe)
-                         : json(nullptr);
-    j["n_cpu_moe_without_fine_fill"] = best ? json(best->n_cpu_moe) : json(nullptr);
-    j["ngl"] = std::max(99, plan.n_layer + 1);
-  } else {
-    j["ngl"] = best ? json(best->ngl) : json(nullptr);
+    j["n_cpu_moe"] = best ? json(best->n_cpu_moe) : json(nullptr);
+    j["n_cpu_moe_without_fine_fill"] = plan.smallest_fitting
+                                           ? json(plan.options[*plan.smallest_fitting].n_cpu_moe)
+                                           : json(nullptr);
   }
+  j["ngl"] = best ? json(best->ngl) : json(nullptr);
   json ot = json::array();
-  for (const auto& o : plan.fine_fill)
-    ot.push_back({{"pattern", o.pattern},
-                  {"buffer", o.buffer},
-                  {"gpu_bytes_gained", o.bytes_on_gpu_gained}});
-  j["override_tensors"] = ot;
-  if (best) {
-    j["gpu"] = DeviceJson(best->gpu);
-    j["host"] = DeviceJson(best->host);
-    j["headroom_bytes"] = best->headroom;
+  if (plan.fine_filled()) {
+    const WeightPlacement& wp = best->placement;
+    ot.push_back({{"pattern", OverrideValue(wp.override_layer, wp.override_kinds)},
+                  {"layer", wp.override_layer},
+                  {"cpu_tensors", wp.override_kinds},
+                  {"buffer", "CPU"},
+                  {"gpu_bytes_gained", plan.gpu_bytes_gained}});
   }
+  j["override_tensors"] = ot;
+  // The recommended configuration, exactly as the command runs it.
+  j["gpu"] = best ? DeviceJson(best->gpu) : json(nullptr);
+  j["host"] = best ? DeviceJson(best->host) : json(nullptr);
+  j["headroom_bytes"] = best ? json(best->headroom) : json(nullptr);
+  j["shortfall_bytes"] = best ? json(nullptr) : json(plan.shortfall);
   j["host_ram_needed_bytes"] = plan.host_ram_needed;
   j["host_ram_fits"] = plan.host_ram_fits;
   json opts = json::array();
@@ -269,18 +297,23 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
                     {"host", DeviceJson(o.host)}});
   }
   j["options"] = opts;
-  const auto args = ServerArgs(m.path, plan, req);
-  j["command"] = ShellJoin(args);
-  j["command_argv"] = args;
+  if (plan.launch) {
+    const auto args = ServerArgs(CommandModelPath(m), *plan.launch);
+    j["command"] = ShellJoin(args);
+    j["command_argv"] = args;
+  } else {
+    j["command"] = nullptr;
+    j["command_argv"] = nullptr;
+  }
   j["notes"] = plan.notes;
   return j;
 }
 
 std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   std::string o;
-  o += fmt::format("model {} ({}, {} layers{}), context {} ({} parallel), ubatch {}, KV {}/{}\n",
-                   m.path, m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense",
-                   req.ctx.n_ctx, req.ctx.n_seq, req.ctx.n_ubatch, GgmlTypeName(req.ctx.type_k),
+  o += fmt::format("model {} ({}, {} layers{}), context {}: {}, ubatch {}, KV {}/{}\n", m.path,
+                   m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
+                   SlotContextText(req.ctx), plan.layout.n_ubatch, GgmlTypeName(req.ctx.type_k),
                    GgmlTypeName(req.ctx.type_v));
   o += fmt::format("GPU budget: {} free - {} reserved = {}; safety margin {}\n\n",
                    FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)),
@@ -294,38 +327,61 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
                    {"headroom"},
                    {"host"},
                    {"fits", MarkdownTable::Align::kLeft}});
+  auto row = [&](const PlacementOption& p, const std::string& label, const std::string& fit) {
+    t.AddRow({label, Mib(p.gpu.weights_total()), Mib(p.gpu.kv), Mib(p.gpu.state),
+              Mib(p.gpu.compute), Mib(p.gpu.total()), Mib(p.headroom), Mib(p.host.total()), fit});
+  };
   for (size_t i = 0; i < plan.options.size(); ++i) {
     const auto& p = plan.options[i];
+    const bool is_best = plan.smallest_fitting && *plan.smallest_fitting == i;
     std::string fit = p.fits ? "yes" : "no";
-    if (plan.recommended && *plan.recommended == i) fit += "  <- recommended";
-    t.AddRow({std::to_string(plan.moe ? p.n_cpu_moe : p.ngl), Mib(p.gpu.weights_total()),
-              Mib(p.gpu.kv), Mib(p.gpu.state), Mib(p.gpu.compute), Mib(p.gpu.total()),
-              Mib(p.headroom), Mib(p.host.total()), fit});
+    if (is_best) fit += plan.fine_filled() ? "  (fine fill above)" : "  <- recommended";
+    const std::string label = std::to_string(plan.moe ? p.n_cpu_moe : p.ngl);
+    if (is_best && plan.fine_filled())
+      row(*plan.best(), std::to_string(plan.best()->n_cpu_moe) + " + -ot", "yes  <- recommended");
+    row(p, label, fit);
   }
   o += "All sizes in MiB.\n\n" + t.Render() + "\n";
   if (const PlacementOption* best = plan.best()) {
-    o += fmt::format("Recommended: {}\n",
-                     plan.moe ? fmt::format("-ngl 99 --n-cpu-moe {}", best->n_cpu_moe)
-                              : fmt::format("-ngl {}", best->ngl));
+    std::vector<std::string> placement = {"-ngl", std::to_string(best->ngl)};
+    if (plan.moe)
+      placement.insert(placement.end(), {"--n-cpu-moe", std::to_string(best->n_cpu_moe)});
+    if (plan.fine_filled())
+      placement.insert(placement.end(), {"-ot", OverrideValue(best->placement.override_layer,
+                                                              best->placement.override_kinds)});
+    o += fmt::format("Recommended: {}\n", ShellJoin(placement));
     o += fmt::format(
         "  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the margin)\n",
         FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
         FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
         FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
     o += fmt::format(
-        "  host: weights {} + compute {} = {}{}\n", FormatBytes(Bytes(best->host.weights_total())),
+        "  host: weights {} + KV {} + compute {} = {}{}\n",
+        FormatBytes(Bytes(best->host.weights_total())),
+        FormatBytes(Bytes(best->host.kv + best->host.state)),
         FormatBytes(Bytes(best->host.compute)), FormatBytes(Bytes(best->host.total())),
         req.host_ram_available > 0
             ? fmt::format(" of {} available{}", FormatBytes(Bytes(req.host_ram_available)),
                           plan.host_ram_fits ? "" : "  (DOES NOT FIT)")
             : "");
-    if (plan.moe && best->n_cpu_moe + 1 <= plan.n_layer)
-      o += fmt::format(
-          "  One layer more conservative (if measurement shows the edge): --n-cpu-moe {}\n",
-          best->n_cpu_moe + 1);
+    if (plan.moe) {
+      // One step toward the CPU: without the fine fill's -ot, or one more layer.
+      const int n = plan.options[*plan.smallest_fitting].n_cpu_moe;
+      const int safer = plan.fine_filled() ? n : n + 1;
+      if (safer <= plan.n_layer)
+        o += fmt::format(
+            "  One step more conservative (if measurement shows the edge): --n-cpu-moe {}\n",
+            safer);
+    }
   }
   for (const auto& n : plan.notes) o += "note: " + n + "\n";
-  o += "\nllama-server command:\n  " + ShellJoin(ServerArgs(m.path, plan, req)) + "\n";
+  if (plan.launch) {
+    o += "\nllama-server command:\n  " + ShellJoin(ServerArgs(CommandModelPath(m), *plan.launch)) +
+         "\n";
+  } else {
+    o +=
+        fmt::format("\nNo command: nothing fits ({} short).\n", FormatBytes(Bytes(plan.shortfall)));
+  }
   return o;
 }
 

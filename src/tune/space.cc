@@ -21,19 +21,28 @@ class PlanCache {
     if (it != plans_.end()) return it->second;
     PlanRequest r = base_;
     r.ctx.n_ubatch = ubatch;
-    r.ctx.n_batch = std::max(r.ctx.n_batch, ubatch);
+    r.ctx.n_batch = std::max<int64_t>(r.ctx.n_batch, ubatch);
     if (auto t = GgmlTypeByName(kv)) {
       r.ctx.type_k = t->id;
       r.ctx.type_v = t->id;
     }
     r.fine_fill = false;
-    return plans_.emplace(key, PlanPlacement(m_->gguf, m_->arch, m_->weights, r)).first->second;
+    auto plan = PlanPlacement(m_->gguf, m_->arch, m_->weights, r);
+    if (!plan.ok()) {
+      // No memory figures for this variant: nothing is known to fit.
+      if (error_.empty()) error_ = plan.error().message();
+      return plans_.emplace(key, Plan{}).first->second;
+    }
+    return plans_.emplace(key, std::move(plan).value()).first->second;
   }
+  /// The first planning error, "" when every plan succeeded.
+  const std::string& error() const { return error_; }
 
  private:
   const ModelInfo* m_;
   PlanRequest base_;
   std::map<std::pair<int, std::string>, Plan> plans_;
+  std::string error_;
 };
 
 const PlacementOption* OptionFor(const Plan& p, int n) {
@@ -124,8 +133,11 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
     };
     if (!p.best() && notes != nullptr) {
       notes->push_back(
-          "the memory plan finds no placement that fits this GPU at the target context; tune "
-          "starts from all experts on the CPU");
+          cache->error().empty()
+              ? "the memory plan finds no placement that fits this GPU at the target context; "
+                "tune starts from all experts on the CPU"
+              : "the memory plan failed (" + cache->error() +
+                    "); tune starts from all experts on the CPU");
     }
   } else {
     s.predicted_boundary = 0;

@@ -242,21 +242,18 @@ TEST_F(EngineTest, MissingEngine) {
 }
 
 TEST_F(EngineTest, FitParamsOracleReportsHostSizes) {
-  PlacementArgs p;
-  p.ctx_size = 4096;
-  auto r = RunFitParams(*info_, model_, p);
+  auto r = RunFitParams(*info_, model_, {"-c", "4096"});
   ASSERT_TRUE(r.ok()) << r.error().message();
   const FitParamsDevice* host = r->Find("Host");
   ASSERT_NE(host, nullptr);
   EXPECT_GT(host->model_bytes.count(), 0);
   EXPECT_GT(host->context_bytes.count(), 0);
   // A larger context needs a larger KV cache.
-  p.ctx_size = 16384;
-  auto big = RunFitParams(*info_, model_, p);
+  auto big = RunFitParams(*info_, model_, {"-c", "16384"});
   ASSERT_TRUE(big.ok());
   EXPECT_GT(big->Find("Host")->context_bytes, host->context_bytes);
 
-  auto bad = RunFitParams(*info_, dir_->File("missing.gguf"), p);
+  auto bad = RunFitParams(*info_, dir_->File("missing.gguf"), {"-c", "4096"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("missing.gguf"), std::string::npos) << bad.error().message();
 }

@@ -1,5 +1,8 @@
 #include "support.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,6 +133,49 @@ bool ProcessGone(pid_t pid, double wait_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   return false;
+}
+
+namespace {
+
+// True when something accepts TCP connections on 127.0.0.1:port.
+bool Accepts(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+RpcServer::RpcServer(const fs::path& engine_dir) {
+  const std::string exe = (engine_dir / "ggml-rpc-server").string();
+  if (!fs::exists(exe)) return;
+  for (int attempt = 0; attempt < 3 && endpoint_.empty(); ++attempt) {
+    auto free_port = FindFreeLoopbackPort();
+    if (!free_port.ok()) continue;
+    const int port = *free_port;
+    process_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{exe, "-H", "127.0.0.1", "-p", std::to_string(port), "-t", "1"},
+        dir_.File("rpc.log"));
+    for (int i = 0; i < 200 && process_->Running(); ++i) {
+      if (Accepts(port)) {
+        endpoint_ = "127.0.0.1:" + std::to_string(port);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (endpoint_.empty()) process_.reset();  // the port was taken, or it died: stop, retry
+  }
+}
+
+std::string RpcServer::Log() const {
+  std::ifstream in(dir_.path() / "rpc.log", std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace moetune::itest

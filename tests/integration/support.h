@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/engine_info.h"
+#include "engine/server.h"
 #include "util/subprocess.h"
 
 namespace moetune::itest {
@@ -40,6 +41,13 @@ struct CommandResult {
 /// which is killed on timeout.
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s = 300,
                          const std::vector<std::pair<std::string, std::string>>& env = {});
+
+/// A loopback TCP port that was free a moment ago: the library's own
+/// FindFreeLoopbackPort; -1 when none could be found.
+inline int FreePort() {
+  auto port = FindFreeLoopbackPort();
+  return port.ok() ? *port : -1;
+}
 
 /// A fresh temporary folder, removed with everything in it on destruction.
 class TempDir {
@@ -96,5 +104,27 @@ std::vector<pid_t> LeftoverDescendants();
 
 /// True when `pid` is gone (or a zombie) within `wait_s` seconds.
 bool ProcessGone(pid_t pid, double wait_s = 5);
+
+/// The engine's ggml-rpc-server (<engine>/ggml-rpc-server -H 127.0.0.1 -p PORT
+/// -t 1) on a free loopback port: a second device for llama.cpp's tools
+/// without a GPU. Started in the constructor (retrying another port when the
+/// chosen one is taken meanwhile), ready when endpoint() is non-empty, and
+/// always stopped (its process group killed and reaped) by the destructor.
+class RpcServer {
+ public:
+  explicit RpcServer(const std::filesystem::path& engine_dir);
+  ~RpcServer() = default;
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+  /// "127.0.0.1:PORT", or empty when the server did not come up.
+  const std::string& endpoint() const { return endpoint_; }
+  /// Its log (stdout and stderr), for failure messages.
+  std::string Log() const;
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<BackgroundProcess> process_;
+  std::string endpoint_;
+};
 
 }  // namespace moetune::itest

@@ -1,0 +1,58 @@
+#include "model/compute_buffers.h"
+
+#include "model/graph_alloc_sim.h"
+#include "model/reserve_graph.h"
+
+namespace moetune {
+
+namespace {
+
+// ggml's TENSOR_ALIGNMENT for CPU and RPC (a remote CPU) buffers; CUDA
+// buffers align to 128 bytes (ggml_backend_cuda_buffer_type_get_alignment).
+constexpr int64_t kCpuAlignment = 32;
+constexpr int64_t kCudaAlignment = 128;
+// GGML_OP_OFFLOAD_MIN_BATCH's default (ggml-cuda.cu).
+constexpr int64_t kCudaOffloadMinBatch = 32;
+
+}  // namespace
+
+ComputeEstimator::ComputeEstimator(const GgufModel& model, const ModelArch& arch)
+    : model_(model), arch_(arch), index_(IndexTensors(model)) {}
+
+Result<ComputeBuffers> EstimateComputeBuffers(const GgufModel& model, const ModelArch& arch,
+                                              const ContextParams& cp,
+                                              const WeightPlacement& placement, DeviceKind kind) {
+  return ComputeEstimator(model, arch).Estimate(cp, placement, kind);
+}
+
+Result<ComputeBuffers> ComputeEstimator::Estimate(const ContextParams& cp,
+                                                  const WeightPlacement& placement,
+                                                  DeviceKind kind) const {
+  MOETUNE_ASSIGN_OR_RETURN(const ContextLayout layout, LayoutContext(cp));
+  MOETUNE_ASSIGN_OR_RETURN(SimGraph graph,
+                           BuildReserveGraph(model_, arch_, index_, cp, layout, placement));
+  std::vector<SimBackend> backends;
+  if (placement.has_device) {
+    SimBackend dev;
+    dev.name = kind == DeviceKind::kCuda ? "CUDA0" : "RPC0";
+    dev.offload_min_batch = kind == DeviceKind::kCuda ? kCudaOffloadMinBatch : 0;
+    dev.alignment = kind == DeviceKind::kCuda ? kCudaAlignment : kCpuAlignment;
+    backends.push_back(dev);
+  }
+  backends.push_back({"CPU", 0, kCpuAlignment});
+  const SimBufferSizes sizes = SimulateComputeBuffers(graph, backends);
+  ComputeBuffers out;
+  out.n_splits = sizes.n_splits;
+  out.host = sizes.bytes.back();
+  if (placement.has_device) out.device = sizes.bytes.front();
+  return out;
+}
+
+Result<int64_t> EstimateHostOnlyCompute(const GgufModel& model, const ModelArch& arch,
+                                        const ContextParams& cp) {
+  MOETUNE_ASSIGN_OR_RETURN(const ComputeBuffers b,
+                           EstimateComputeBuffers(model, arch, cp, WeightPlacement{}));
+  return b.host;
+}
+
+}  // namespace moetune

@@ -1,0 +1,60 @@
+#pragma once
+/// llama.cpp's compute buffers, predicted per device: the worst-case reserve
+/// graph (model/reserve_graph.h) scheduled over the devices and allocated as
+/// ggml does (model/graph_alloc_sim.h). No fitted constants: the sizes come
+/// from the graph's tensors and ggml's allocation rules.
+///
+/// The device kind matters for ops whose weights stay in host memory: CUDA
+/// computes them on the GPU for batches of at least 32 tokens and copies the
+/// weights into its compute buffer (op offload, GGML_OP_OFFLOAD_MIN_BATCH);
+/// the RPC backend does not offload, so those ops run on the CPU and their
+/// activations are copied across instead.
+
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+
+#include "gguf/gguf.h"
+#include "model/arch.h"
+#include "model/memory_map.h"
+#include "model/weight_placement.h"
+#include "util/result.h"
+
+namespace moetune {
+
+enum class DeviceKind { kCuda, kRpc };
+
+struct ComputeBuffers {
+  int64_t device = 0;  // the device's compute buffer (0 without a device)
+  int64_t host = 0;    // the CPU's compute buffer
+  int n_splits = 0;    // graph splits of the reserve graph
+  int64_t total() const { return device + host; }
+};
+
+/// Estimates for one model: indexes its tensors once, so that planners that
+/// try many placements pay for the index once (keep the model alive).
+class ComputeEstimator {
+ public:
+  ComputeEstimator(const GgufModel& model, const ModelArch& arch);
+  /// Compute buffers for `cp` with the weights placed as `placement` says.
+  /// Errors: an invalid context, or tensor sizes that overflow 64 bits.
+  Result<ComputeBuffers> Estimate(const ContextParams& cp, const WeightPlacement& placement,
+                                  DeviceKind kind = DeviceKind::kCuda) const;
+
+ private:
+  const GgufModel& model_;
+  const ModelArch& arch_;
+  std::unordered_map<std::string_view, size_t> index_;
+};
+
+/// One-off ComputeEstimator(model, arch).Estimate(cp, placement, kind).
+Result<ComputeBuffers> EstimateComputeBuffers(const GgufModel& model, const ModelArch& arch,
+                                              const ContextParams& cp,
+                                              const WeightPlacement& placement,
+                                              DeviceKind kind = DeviceKind::kCuda);
+
+/// All on the CPU (no device): the host compute buffer alone.
+Result<int64_t> EstimateHostOnlyCompute(const GgufModel& model, const ModelArch& arch,
+                                        const ContextParams& cp);
+
+}  // namespace moetune

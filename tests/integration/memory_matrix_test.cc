@@ -1,0 +1,374 @@
+// Integration: moetune's memory predictions against llama.cpp's own dry run
+// (llama-fit-params -fitp on -fit off -lm none --no-repack), on the host and
+// per device through the engine's ggml-rpc-server (RPC0 and Host), for every
+// synth preset at full scale (header-only sparse files: the dry run reads no
+// weights). Tolerances: weights and context 1%, compute 15% (plus the engine's
+// whole-MiB truncation). The flags passed to the engine come from
+// MemoryShapingFlags, the source of the commands `plan` prints.
+//
+// CI runs a subset (every preset once, every flag combination for three
+// presets, device splits for five); MOETUNE_MEMORY_MATRIX=full runs the whole
+// matrix, and MOETUNE_MEMORY_MATRIX_OUT=FILE writes the table of
+// docs/memory.md to FILE (scripts/memory-matrix.sh).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+#include "engine/engine_info.h"
+#include "engine/fit_params.h"
+#include "gguf/ggml_type.h"
+#include "model/model_info.h"
+#include "plan/check.h"
+#include "plan/launch.h"
+#include "support.h"
+
+namespace moetune::itest {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+bool FullMatrix() {
+  const char* v = std::getenv("MOETUNE_MEMORY_MATRIX");
+  return v != nullptr && std::string(v) == "full";
+}
+
+const std::vector<std::string>& Presets() {
+  static const std::vector<std::string> p = {
+      "qwen3moe",  "qwen35moe", "qwen3next", "gpt-oss-20b", "gpt-oss-120b", "glm4moe",
+      "deepseek2", "mixtral",   "llama4",    "llama",       "qwen2",        "qwen3"};
+  return p;
+}
+
+// One compared cell.
+struct Cell {
+  double predicted_mib = 0, engine_mib = 0;
+  double error = 0;  // relative, beyond the engine's rounding
+  bool ok = false;
+};
+
+struct Row {
+  std::string preset, side, device, config;
+  Cell model, context, compute;
+};
+
+// Relative distance of `predicted` from the engine's figure: from the exact
+// value when the log gave it, else from the window [e, e + 1 MiB) that the
+// engine's truncated MiB stands for.
+double RelError(int64_t predicted, int64_t engine, std::optional<double> precise_mib) {
+  const double p = static_cast<double>(predicted);
+  if (precise_mib && *precise_mib > 0) return (p / kMiB - *precise_mib) / *precise_mib;
+  const double lo = static_cast<double>(engine), hi = lo + kMiB;
+  if (p >= lo && p < hi) return 0.0;
+  const double ref = std::max(lo, 1.0 * kMiB);
+  return p < lo ? (p - lo) / ref : (p - hi) / ref;
+}
+
+// Shared state of one test process: the models, the engine, the RPC server
+// and the rows for the report.
+class Matrix : public ::testing::Environment {
+ public:
+  static Matrix* Get();
+
+  void TearDown() override {
+    rpc_.reset();
+    const char* out = std::getenv("MOETUNE_MEMORY_MATRIX_OUT");
+    if (out == nullptr || rows_.empty()) return;
+    std::ofstream f(out, std::ios::trunc);
+    f << Summary();
+  }
+
+  // The table of docs/memory.md: per preset and compared side, how many
+  // configurations and the worst relative error of each column.
+  std::string Summary() const {
+    struct Worst {
+      int n = 0;
+      double model = 0, context = 0, compute = 0, compute_lo = 1e18, compute_hi = 0;
+    };
+    std::map<std::pair<std::string, std::string>, Worst> w;
+    for (const Row& r : rows_) {
+      const std::string side = r.side == "all-host" ? "Host (no device)"
+                               : r.side == "gpu"    ? r.device + " (device)"
+                                                    : "Host (beside " + std::string("RPC0") + ")";
+      Worst& x = w[{r.preset, side}];
+      ++x.n;
+      x.model = std::max(x.model, std::abs(r.model.error));
+      x.context = std::max(x.context, std::abs(r.context.error));
+      x.compute = std::max(x.compute, std::abs(r.compute.error));
+      x.compute_lo = std::min(x.compute_lo, r.compute.engine_mib);
+      x.compute_hi = std::max(x.compute_hi, r.compute.engine_mib);
+    }
+    std::string o =
+        "| preset | side | configurations | weights, worst | context, worst | compute, worst | "
+        "engine compute (MiB) |\n|---|---|---:|---:|---:|---:|---|\n";
+    for (const std::string& p : Presets()) {
+      for (const auto& [key, x] : w) {
+        if (key.first != p) continue;
+        o += fmt::format("| {} | {} | {} | {:.2f}% | {:.2f}% | {:.2f}% | {:.0f} - {:.0f} |\n", p,
+                         key.second, x.n, 100 * x.model, 100 * x.context, 100 * x.compute,
+                         x.compute_lo, x.compute_hi);
+      }
+    }
+    return o;
+  }
+
+  const EngineInfo* Engine() {
+    if (!engine_) {
+      const auto dir = EngineDir();
+      if (!dir) return nullptr;
+      DiscoveryOptions o;
+      o.llama_dir = dir->string();
+      auto e = DiscoverEngine(o);
+      if (!e.ok()) return nullptr;
+      engine_ = std::move(e).value();
+    }
+    return &*engine_;
+  }
+
+  const std::string& RpcEndpoint() {
+    if (!rpc_) {
+      const auto dir = EngineDir();
+      if (dir) rpc_ = std::make_unique<RpcServer>(*dir);
+    }
+    static const std::string none;
+    return rpc_ ? rpc_->endpoint() : none;
+  }
+
+  // The preset's real shape as a header-only (sparse) file.
+  const ModelInfo* Model(const std::string& preset) {
+    auto it = models_.find(preset);
+    if (it != models_.end()) return &it->second;
+    const std::string path = dir_.File(preset + ".gguf");
+    auto r = RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--scale", "full", "--quant",
+                         "q4_k_m", "--sparse", "-o", path},
+                        120);
+    if (r.exit_code != 0) return nullptr;
+    auto info = LoadModelInfo(path);
+    if (!info.ok()) return nullptr;
+    return &models_.emplace(preset, std::move(info).value()).first->second;
+  }
+
+  void Add(Row r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rows_.push_back(std::move(r));
+  }
+
+ private:
+  TempDir dir_;
+  std::optional<EngineInfo> engine_;
+  std::unique_ptr<RpcServer> rpc_;
+  std::map<std::string, ModelInfo> models_;
+  std::mutex mu_;
+  std::vector<Row> rows_;
+};
+
+Matrix* Matrix::Get() {
+  static Matrix* m = static_cast<Matrix*>(::testing::AddGlobalTestEnvironment(new Matrix));
+  return m;
+}
+
+// Registered before the tests run, so that TearDown writes the report.
+[[maybe_unused]] const Matrix* const kRegistered = Matrix::Get();
+
+std::string Describe(const LaunchConfig& c) { return ShellJoin(MemoryShapingFlags(c)); }
+
+// Runs the engine's dry run for `launch` and compares every device line.
+void CheckCase(const std::string& preset, const LaunchConfig& launch, bool rpc) {
+  Matrix* m = Matrix::Get();
+  const EngineInfo* engine = m->Engine();
+  ASSERT_NE(engine, nullptr) << "llama.cpp not found: run scripts/setup-engine.sh";
+  const ModelInfo* model = m->Model(preset);
+  ASSERT_NE(model, nullptr) << "synth of " << preset << " failed";
+  FitParamsOptions fo;
+  fo.count_host_weights = true;
+  if (rpc) {
+    fo.rpc = m->RpcEndpoint();
+    ASSERT_FALSE(fo.rpc.empty()) << "ggml-rpc-server did not start";
+  }
+  std::vector<std::string> argv =
+      FitParamsArgv(*engine, CommandModelPath(*model), MemoryShapingFlags(launch), fo);
+  argv.push_back("-v");
+  // The engine's logger is asynchronous and can drop the tail of its verbose
+  // log at exit; rerun until the compute lines (the last ones needed) arrive.
+  CommandResult r;
+  std::map<std::string, double> precise;  // device -> compute MiB from the log
+  static const std::regex kCompute(R"(sched_reserve: +(\S+) compute buffer size = +([0-9.]+) MiB)");
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    r = RunCommand(argv, 300);
+    ASSERT_EQ(r.exit_code, 0) << ShellJoin(argv) << "\n"
+                              << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
+    precise.clear();
+    std::istringstream e(r.err);
+    std::string line;
+    while (std::getline(e, line)) {
+      std::smatch mm;
+      if (std::regex_search(line, mm, kCompute)) {
+        const std::string dev =
+            mm[1].str().rfind("RPC", 0) == 0 ? mm[1].str().substr(0, 4) : "Host";
+        precise[dev] = std::stod(mm[2]);
+      }
+    }
+    if (precise.count("Host") && (!rpc || precise.count("RPC0"))) break;
+  }
+  auto devices = ParseFitParamsOutput(r.out);
+  ASSERT_TRUE(devices.ok()) << r.out;
+  std::vector<EngineDeviceSizes> sizes;
+  for (const auto& d : *devices)
+    sizes.push_back(
+        {d.name, d.model_bytes.count(), d.context_bytes.count(), d.compute_bytes.count()});
+  auto check = ComparePlanWithEngine(model->gguf, model->arch, model->weights, launch, sizes);
+  ASSERT_TRUE(check.ok()) << check.error().message();
+  ASSERT_EQ(check->rows.size(), rpc ? 2u : 1u) << r.out;
+  for (const CheckRow& row : check->rows) {
+    Row out;
+    out.preset = preset;
+    out.side = row.side;
+    out.device = row.device;
+    out.config = Describe(launch);
+    auto cell = [](int64_t p, int64_t e, bool ok, std::optional<double> precise_mib) {
+      Cell c;
+      c.predicted_mib = static_cast<double>(p) / kMiB;
+      c.engine_mib = precise_mib ? *precise_mib : static_cast<double>(e) / kMiB;
+      c.error = RelError(p, e, precise_mib);
+      c.ok = ok;
+      return c;
+    };
+    std::optional<double> pc;
+    if (auto it = precise.find(row.device == "Host" ? "Host" : row.device.substr(0, 4));
+        it != precise.end())
+      pc = it->second;
+    out.model = cell(row.predicted_model, row.engine_model, row.model_ok, std::nullopt);
+    out.context = cell(row.predicted_context, row.engine_context, row.context_ok, std::nullopt);
+    out.compute = cell(row.predicted_compute, row.engine_compute, row.compute_ok, pc);
+    const std::string where = preset + " " + row.device + " " + out.config;
+    EXPECT_TRUE(row.model_ok) << where << ": weights " << out.model.predicted_mib << " vs "
+                              << row.engine_model / kMiB << " MiB";
+    EXPECT_TRUE(row.context_ok) << where << ": context " << out.context.predicted_mib << " vs "
+                                << row.engine_context / kMiB << " MiB";
+    EXPECT_TRUE(row.compute_ok) << where << ": compute " << out.compute.predicted_mib << " vs "
+                                << row.engine_compute / kMiB << " MiB";
+    EXPECT_LT(std::abs(out.compute.error), 0.15)
+        << where << ": compute " << out.compute.predicted_mib << " vs " << out.compute.engine_mib
+        << " MiB";
+    m->Add(std::move(out));
+  }
+}
+
+LaunchConfig Launch(const ModelInfo& m, int64_t ctx, int64_t ub, bool fa, int np) {
+  LaunchConfig c;
+  c.moe = m.arch.is_moe() && m.weights.expert_total() > 0;
+  c.placement.n_gpu_layers = static_cast<int>(m.weights.layers.size()) + 1;
+  c.ctx.n_ctx = ctx;
+  c.ctx.n_ubatch = ub;
+  c.ctx.n_batch = std::max<int64_t>(ub, 2048);
+  c.ctx.flash_attn = fa;
+  c.ctx.n_seq = np;
+  return c;
+}
+
+// Presets whose device split is checked: five in CI, every one in the full matrix.
+std::vector<std::string> DeviceSplitPresets() {
+  if (FullMatrix()) return Presets();
+  return {"qwen3moe", "qwen35moe", "gpt-oss-20b", "deepseek2", "llama"};
+}
+
+class MemoryMatrix : public ::testing::TestWithParam<std::string> {};
+class MemoryMatrixRpc : public ::testing::TestWithParam<std::string> {};
+
+// The host side: with no device, the engine keeps everything in host memory.
+TEST_P(MemoryMatrix, HostSizesMatchTheEngine) {
+  const std::string preset = GetParam();
+  const ModelInfo* m = Matrix::Get()->Model(preset);
+  ASSERT_NE(m, nullptr);
+  const bool grid =
+      FullMatrix() || preset == "qwen3moe" || preset == "qwen35moe" || preset == "gpt-oss-20b";
+  std::vector<int64_t> ctxs = {4096};
+  std::vector<int64_t> ubs = {512};
+  std::vector<bool> fas = {true};
+  std::vector<int> nps = {1};
+  if (grid) {
+    ctxs = FullMatrix() ? std::vector<int64_t>{4096, 32768, 131072}
+                        : std::vector<int64_t>{4096, 32768};
+    ubs = {512, 2048};
+    fas = {true, false};
+    nps = {1, 4};
+  }
+  for (int64_t c : ctxs)
+    for (int64_t u : ubs)
+      for (bool fa : fas)
+        for (int np : nps) CheckCase(preset, Launch(*m, c, u, fa, np), false);
+  if (grid) {
+    // Quantized cache, a batch below the micro-batch, a micro-batch beyond the context.
+    LaunchConfig q = Launch(*m, 32768, 512, true, 1);
+    q.ctx.type_k = q.ctx.type_v = ggml_type::kQ8_0;
+    CheckCase(preset, q, false);
+    LaunchConfig b = Launch(*m, 8192, 1024, true, 1);
+    b.ctx.n_batch = 256;
+    CheckCase(preset, b, false);
+    LaunchConfig tiny_ctx = Launch(*m, 512, 4096, true, 1);
+    tiny_ctx.ctx.n_batch = 4096;
+    CheckCase(preset, tiny_ctx, false);
+    // Slots that do not divide the micro-batch (the reserve rounds the tokens up).
+    CheckCase(preset, Launch(*m, 4000, 512, false, 3), false);
+    CheckCase(preset, Launch(*m, 5000, 512, true, 7), false);
+  }
+}
+
+// The device/host split, through a real second device (ggml-rpc-server).
+TEST_P(MemoryMatrixRpc, DeviceSplitMatchesTheEngineThroughRpc) {
+  const std::string preset = GetParam();
+  const bool sampled = preset == "qwen3moe" || preset == "qwen35moe" || preset == "gpt-oss-20b" ||
+                       preset == "deepseek2" || preset == "llama";
+  if (!FullMatrix() && !sampled)
+    GTEST_SKIP() << "device splits of " << preset << ": full matrix only";
+  const ModelInfo* m = Matrix::Get()->Model(preset);
+  ASSERT_NE(m, nullptr);
+  const int n = static_cast<int>(m->weights.layers.size());
+  const bool moe = m->arch.is_moe() && m->weights.expert_total() > 0;
+  std::vector<bool> fas = FullMatrix() ? std::vector<bool>{true, false} : std::vector<bool>{true};
+  for (bool fa : fas) {
+    for (int k : {0, 1, n / 2, n}) {
+      LaunchConfig c = Launch(*m, 4096, 512, fa, 1);
+      if (moe) {
+        c.placement.n_gpu_layers = 99;
+        c.placement.n_cpu_moe = k;
+      } else {
+        c.placement.n_gpu_layers = k + 1;  // the output head first, then the last k layers
+      }
+      CheckCase(preset, c, true);
+    }
+  }
+  if (moe) {
+    // A fine fill: --n-cpu-moe N-1 plus -ot keeping one expert tensor of layer N-1 on the CPU.
+    LaunchConfig c = Launch(*m, 4096, 512, true, 1);
+    c.placement.n_gpu_layers = 99;
+    c.placement.n_cpu_moe = n / 2 - 1;
+    c.placement.override_layer = n / 2 - 1;
+    c.placement.override_kinds = {"ffn_down_exps"};
+    CheckCase(preset, c, true);
+    // Four slots, one cache each, no flash attention.
+    LaunchConfig s = Launch(*m, 32768, 512, false, 4);
+    s.placement.n_gpu_layers = 99;
+    s.placement.n_cpu_moe = n / 2;
+    CheckCase(preset, s, true);
+  }
+}
+
+std::string PresetName(const ::testing::TestParamInfo<std::string>& param_info) {
+  std::string s = param_info.param;
+  for (auto& ch : s) ch = ch == '-' ? '_' : ch;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, MemoryMatrix, ::testing::ValuesIn(Presets()), PresetName);
+INSTANTIATE_TEST_SUITE_P(Presets, MemoryMatrixRpc, ::testing::ValuesIn(DeviceSplitPresets()),
+                         PresetName);
+
+}  // namespace
+}  // namespace moetune::itest

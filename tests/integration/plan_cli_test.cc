@@ -1,0 +1,245 @@
+// Integration: `moetune plan` as a user runs it: what it prints is one
+// configuration, the command carries exactly the planned memory-shaping flags
+// (the same ones plan --check passes to llama-fit-params), nothing runnable is
+// printed when nothing fits, and the exit codes say what happened
+// (0 planned, 1 error, 3 nothing fits, 4 the check disagrees).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "model/model_info.h"
+#include "plan/placement.h"
+#include "support.h"
+
+namespace moetune::itest {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+class PlanCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_ = EngineDir();
+    ASSERT_TRUE(engine_.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh";
+  }
+  // A preset's real shape, header only (the dry run reads no weights).
+  std::string Model(const std::string& preset, const std::string& scale = "full") {
+    const std::string path = dir_.File(preset + "-" + scale + ".gguf");
+    if (!fs::exists(path)) {
+      auto r = RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--scale", scale,
+                           "--quant", "q4_k_m", "--sparse", "-o", path},
+                          120);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    return path;
+  }
+  CommandResult Plan(std::vector<std::string> args) {
+    args.insert(args.begin(), {MoetuneBinary(), "plan"});
+    args.insert(args.end(), {"--host-ram", "1TiB", "--llama-dir", engine_->string()});
+    return RunCommand(args, 300);
+  }
+  static json Json(const CommandResult& r) {
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+  std::optional<fs::path> engine_;
+  TempDir dir_;
+};
+
+TEST_F(PlanCliTest, NothingFitsPrintsNoCommandAndExits3) {
+  const std::string m = Model("qwen3moe");
+  auto r = Plan({m, "--vram", "2GiB", "--ctx", "256K", "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const json j = Json(r);
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_TRUE(j["command"].is_null());
+  EXPECT_TRUE(j["command_argv"].is_null());
+  EXPECT_GT(j["shortfall_bytes"].get<int64_t>(), 0);
+  EXPECT_NE(r.err.find("nothing fits"), std::string::npos) << r.err;
+  auto t = Plan({m, "--vram", "2GiB", "--ctx", "256K"});
+  EXPECT_EQ(t.exit_code, 3);
+  EXPECT_EQ(t.out.find("llama-server -m"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("No command: nothing fits"), std::string::npos) << t.out;
+  // A dense model: layers, not experts.
+  auto d = Plan({Model("llama"), "--vram", "64MiB", "--margin", "0"});
+  EXPECT_EQ(d.exit_code, 3) << d.err;
+  EXPECT_EQ(d.out.find("expert"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("layers"), std::string::npos) << d.out;
+}
+
+// The command and the dry run come from one set of memory-shaping flags.
+TEST_F(PlanCliTest, CheckPassesExactlyTheCommandsMemoryFlags) {
+  const std::string m = Model("qwen35moe");
+  auto r = Plan({m, "--vram", "12GiB", "--ctx", "16K", "--parallel", "4", "--ubatch", "1024",
+                 "--batch", "4096", "--ctk", "q8_0", "--ctv", "q8_0", "--check", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = Json(r);
+  const auto cmd = j["command_argv"].get<std::vector<std::string>>();
+  const auto engine = j["check"]["engine_command"].get<std::vector<std::string>>();
+  ASSERT_GT(cmd.size(), 5u);
+  // llama-server -m MODEL <flags> -fit off
+  const std::vector<std::string> flags(cmd.begin() + 3, cmd.end() - 2);
+  EXPECT_NE(std::search(engine.begin(), engine.end(), flags.begin(), flags.end()), engine.end())
+      << "server: " << j["command"] << "\nengine: " << json(engine).dump();
+  for (const char* f : {"-c", "-np", "-ub", "-b", "-ctk", "-ctv", "-fa", "-ngl", "--n-cpu-moe"})
+    EXPECT_NE(std::find(flags.begin(), flags.end(), f), flags.end()) << f;
+  EXPECT_TRUE(j["check"]["agrees"].get<bool>()) << j["check"].dump(2);
+  // Four slots without -kvu: one cache of ctx/4 per slot, said so.
+  EXPECT_EQ(std::find(cmd.begin(), cmd.end(), "-kvu"), cmd.end());
+  EXPECT_EQ(j["context"]["n_ctx_per_slot"].get<int64_t>(), 4096);
+  EXPECT_EQ(j["context"]["slots"], "4 slots x 4096 tokens, one cache per slot (no -kvu)");
+}
+
+TEST_F(PlanCliTest, SharedCacheIsPlannedAndItsCheckRefusedClearly) {
+  const std::string m = Model("gpt-oss-20b");
+  auto r = Plan({m, "--vram", "12GiB", "--ctx", "32K", "--parallel", "4", "--kvu", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = Json(r);
+  const auto cmd = j["command_argv"].get<std::vector<std::string>>();
+  auto np = std::find(cmd.begin(), cmd.end(), "-np");
+  ASSERT_NE(np, cmd.end());
+  EXPECT_EQ(*(np + 1), "4");
+  EXPECT_NE(std::find(cmd.begin(), cmd.end(), "-kvu"), cmd.end());
+  EXPECT_EQ(j["context"]["n_ctx_per_slot"].get<int64_t>(), 32768);
+  auto t = Plan({m, "--vram", "12GiB", "--ctx", "32K", "--parallel", "4", "--kvu"});
+  EXPECT_NE(t.out.find("4 slots sharing one 32768-token cache (-kvu)"), std::string::npos) << t.out;
+  // This engine's llama-fit-params has no -kvu: the check says so instead of
+  // checking another layout.
+  auto c = Plan({m, "--vram", "12GiB", "--ctx", "32K", "--parallel", "4", "--kvu", "--check"});
+  EXPECT_EQ(c.exit_code, 1) << c.out;
+  EXPECT_NE(c.err.find("-kvu"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("llama-fit-params"), std::string::npos) << c.err;
+}
+
+// An engine whose dry run reports a different context: the check disagrees
+// and plan exits 4 (issue 8).
+TEST_F(PlanCliTest, DisagreementExits4) {
+  TempDir fake;
+  for (const char* tool : {"llama-bench", "llama-server", "llama-cli"}) {
+    std::ofstream f(fake.File(tool));
+    f << "#!/bin/sh\nexec '" << (*engine_ / tool).string() << "' \"$@\"\n";
+  }
+  {
+    std::ofstream f(fake.File("llama-fit-params"));
+    f << "#!/bin/sh\n'" << (*engine_ / "llama-fit-params").string()
+      << "' \"$@\" | awk 'NF == 4 { $3 = $3 * 2 + 64 } { print }'\n";
+  }
+  for (const auto& e : fs::directory_iterator(fake.path()))
+    fs::permissions(e.path(), fs::perms::owner_all);
+  auto r = RunCommand({MoetuneBinary(), "plan", Model("qwen3moe"), "--vram", "12GiB", "--check",
+                       "--json", "--llama-dir", fake.path().string()},
+                      300);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  const json j = Json(r);
+  EXPECT_FALSE(j["check"]["agrees"].get<bool>());
+}
+
+// Given part 2 of a split model, the command names part 1 (the engine loads
+// the other parts from it).
+TEST_F(PlanCliTest, SplitModelCommandNamesPartOne) {
+  const std::string m = dir_.File("tiny.gguf");
+  auto s = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", m}, 120);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const std::string prefix = dir_.File("split");
+  auto sp = RunCommand(
+      {(*engine_ / "llama-gguf-split").string(), "--split", "--split-max-tensors", "40", m, prefix},
+      120);
+  ASSERT_EQ(sp.exit_code, 0) << sp.err;
+  const std::string part1 = prefix + "-00001-of-00003.gguf";
+  const std::string part2 = prefix + "-00002-of-00003.gguf";
+  ASSERT_TRUE(fs::exists(part2)) << sp.out;
+  auto r = Plan({part2, "--vram", "8GiB", "--check", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = Json(r);
+  EXPECT_EQ(j["command_argv"][2], part1);
+  const auto engine = j["check"]["engine_command"].get<std::vector<std::string>>();
+  EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "-m") + 1), part1);
+}
+
+// plan --check --rpc: the engine's dry run with a real second device (the
+// engine's ggml-rpc-server on loopback) checks the device/host split of the
+// printed placement, for several --n-cpu-moe and a fine fill.
+TEST_F(PlanCliTest, CheckWithRpcComparesTheSplitPerDevice) {
+  RpcServer rpc(*engine_);
+  ASSERT_FALSE(rpc.endpoint().empty()) << rpc.Log();
+  const std::string m = Model("qwen3moe");
+  auto info = LoadModelInfo(m);
+  ASSERT_TRUE(info.ok());
+  // A budget whose headroom holds part of the next layer's experts: a fine fill.
+  PlanRequest req;
+  req.vram_free = 12LL << 30;
+  req.ctx.n_ctx = 8192;
+  auto base = PlanPlacement(info->gguf, info->arch, info->weights, req);
+  ASSERT_TRUE(base.ok() && base->smallest_fitting);
+  const PlacementOption& b = base->options[*base->smallest_fitting];
+  const int64_t fine_vram =
+      req.vram_free - b.headroom +
+      info->weights.layers[static_cast<size_t>(b.n_cpu_moe - 1)].experts() * 4 / 10;
+  std::set<int> seen;
+  bool fine_filled = false;
+  for (const std::string& vram : {std::string("6GiB"), std::string("12GiB"),
+                                  std::to_string(fine_vram), std::string("40GiB")}) {
+    auto r =
+        Plan({m, "--vram", vram, "--ctx", "8192", "--check", "--rpc", rpc.endpoint(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << vram << ": " << r.err;
+    const json j = Json(r);
+    const json& c = j["check"];
+    EXPECT_TRUE(c["agrees"].get<bool>()) << vram << ": " << c.dump(2);
+    ASSERT_EQ(c["devices"].size(), 2u) << c.dump(2);
+    EXPECT_EQ(c["devices"][0]["device"], "RPC0");
+    EXPECT_EQ(c["devices"][1]["device"], "Host");
+    EXPECT_EQ(c["compute_rule"], "RPC");
+    seen.insert(j["n_cpu_moe"].get<int>());
+    const auto engine = c["engine_command"].get<std::vector<std::string>>();
+    EXPECT_NE(std::find(engine.begin(), engine.end(), "--rpc"), engine.end());
+    if (!j["override_tensors"].empty()) {
+      fine_filled = true;
+      EXPECT_NE(std::find(engine.begin(), engine.end(), "-ot"), engine.end());
+    }
+  }
+  EXPECT_GE(seen.size(), 3u);
+  EXPECT_TRUE(fine_filled);
+}
+
+TEST_F(PlanCliTest, ReserveBeyondTheVramNamesBothValues) {
+  auto r = Plan({Model("qwen3moe"), "--vram", "4GiB", "--reserve", "6GiB"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("6.00 GiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("4.00 GiB"), std::string::npos) << r.err;
+}
+
+TEST_F(PlanCliTest, RefusesWhatTheEngineRefusesWithItsReason) {
+  auto mla = Plan({Model("deepseek2"), "--vram", "24GiB", "--ctk", "q8_0", "--ctv", "f16"});
+  EXPECT_EQ(mla.exit_code, 1);
+  EXPECT_NE(mla.err.find("does not support different K and V cache types"), std::string::npos)
+      << mla.err;
+  auto v = Plan({Model("qwen3moe"), "--vram", "24GiB", "--fa", "off", "--ctv", "q8_0"});
+  EXPECT_EQ(v.exit_code, 1);
+  EXPECT_NE(v.err.find("quantized V cache requires flash_attn"), std::string::npos) << v.err;
+}
+
+// Issue 8: the micro-batch is clamped to the context as llama.cpp does, and
+// absurd sizes are computed without wrapping.
+TEST_F(PlanCliTest, MicroBatchIsClampedAndHugeValuesDoNotWrap) {
+  const std::string m = Model("qwen3moe");
+  auto big =
+      Plan({m, "--vram", "24GiB", "--ctx", "512", "--ubatch", "4096", "--batch", "4096", "--json"});
+  auto same = Plan({m, "--vram", "24GiB", "--ctx", "512", "--json"});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(Json(big)["gpu"]["compute_bytes"], Json(same)["gpu"]["compute_bytes"]);
+  EXPECT_EQ(Json(big)["context"]["n_ubatch"], 512);
+  auto huge =
+      Plan({m, "--vram", "24GiB", "--ctx", "1000000000", "--ubatch", "2147483647", "--json"});
+  EXPECT_EQ(huge.exit_code, 3) << huge.err;
+  const json h = Json(huge);
+  EXPECT_GT(h["options"][0]["gpu"]["kv_bytes"].get<int64_t>(), int64_t{1} << 40);
+}
+
+}  // namespace
+}  // namespace moetune::itest
