@@ -112,14 +112,12 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
                   plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
                   FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)));
   doc.generator = GeneratorLine();
-  const auto command =
-      plan.launch ? ServerArgs(m.path, *plan.launch) : std::vector<std::string>{};
+  const auto command = plan.launch ? ServerArgs(m.path, *plan.launch) : std::vector<std::string>{};
   const PlacementOption* best = plan.best();
   VerdictBlock v;
   if (best) {
-    v.headline = plan.moe
-                     ? fmt::format("Start llama-server with -ngl 99 --n-cpu-moe {}{}",
-                                   best->n_cpu_moe, plan.fine_filled() ? " and one -ot" : "")
+    v.headline = plan.moe ? fmt::format("Start llama-server with -ngl 99 --n-cpu-moe {}{}",
+                                        best->n_cpu_moe, plan.fine_filled() ? " and one -ot" : "")
                           : fmt::format("Start llama-server with -ngl {}", best->ngl);
     v.command = command;
     v.reason = fmt::format(

@@ -19,12 +19,14 @@ std::vector<std::string> PlanArgv() {
           "/models dir/Qwen3 30B's.gguf",
           "-ngl",
           "99",
-          "-ot",
-          "blk\\.(1[0-9])\\.ffn_.*_exps=CPU",
           "--n-cpu-moe",
           "10",
+          "-ot",
+          "blk\\.(1[0-9])\\.ffn_.*_exps=CPU",
           "-c",
           "32768",
+          "-np",
+          "1",
           "-ub",
           "512",
           "-b",
@@ -33,8 +35,6 @@ std::vector<std::string> PlanArgv() {
           "on",
           "-ctk",
           "q8_0",
-          "-np",
-          "1",
           "-fit",
           "off"};
 }
@@ -55,8 +55,8 @@ TEST(Emit, CanonicalOrderJoinsRepeatedOverrides) {
   auto c = CanonicalServerArgv({"llama-server", "-fit", "off", "--ctx-size", "4096", "-m", "m.gguf",
                                 "-ot", "a=CPU", "--override-tensor", "b=CPU", "-ncmoe", "3"});
   ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_EQ(*c, (std::vector<std::string>{"llama-server", "-m", "m.gguf", "-ot", "a=CPU,b=CPU",
-                                          "--n-cpu-moe", "3", "-c", "4096", "-fit", "off"}));
+  EXPECT_EQ(*c, (std::vector<std::string>{"llama-server", "-m", "m.gguf", "--n-cpu-moe", "3", "-ot",
+                                          "a=CPU,b=CPU", "-c", "4096", "-fit", "off"}));
   // The plan's own order is already canonical.
   auto p = CanonicalServerArgv(PlanArgv());
   ASSERT_TRUE(p.ok());

@@ -164,9 +164,9 @@ std::optional<Figure> PlanOptionsFigure(const Plan& plan, const PlanRequest& req
   if (const PlacementOption* best = plan.best()) {
     const int x = plan.moe ? plan.options[*plan.smallest_fitting].n_cpu_moe : best->ngl;
     spec.markers.push_back({static_cast<double>(x),
-                            plan.fine_filled() ? fmt::format("pick {} (run as {} with -ot)", x,
-                                                             best->n_cpu_moe)
-                                               : fmt::format("pick {}", x),
+                            plan.fine_filled()
+                                ? fmt::format("pick {} (run as {} with -ot)", x, best->n_cpu_moe)
+                                : fmt::format("pick {}", x),
                             VerticalMarker::Kind::kPick});
   }
   f.caption = fmt::format(
