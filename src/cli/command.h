@@ -33,5 +33,7 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run);
 void RegisterEngineCommand(CLI::App& app, CommandRun* run);
 void RegisterDemoCommand(CLI::App& app, CommandRun* run);
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
+void RegisterCalibrateCommand(CLI::App& app, CommandRun* run);
+void RegisterMachinesCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

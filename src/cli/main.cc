@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   moetune::RegisterEngineCommand(app, &run);
   moetune::RegisterDemoCommand(app, &run);
   moetune::RegisterDoctorCommand(app, &run);
+  moetune::RegisterCalibrateCommand(app, &run);
+  moetune::RegisterMachinesCommand(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/plan_predict.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "gguf/ggml_type.h"
@@ -16,6 +17,7 @@
 #include "plan/check.h"
 #include "plan/placement.h"
 #include "report/model_report.h"
+#include "report/prediction_report.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -41,6 +43,9 @@ struct PlanOpts {
   bool check = false;
   std::string llama_dir;
   std::string output;
+  bool predict = false;
+  int threads = 0;
+  MachineFlags machine;
 };
 
 Result<uint32_t> CacheType(const std::string& s, const char* flag) {
@@ -189,10 +194,17 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
   cmd->add_option("--llama-dir", o->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_flag(
+      "--predict", o->predict,
+      "Predict prefill/decode speed of every N with the speed model (docs/speed-model.md)");
+  cmd->add_option("-t,--threads", o->threads, "Threads for --predict (default: performance cores)");
+  AddMachineFlags(cmd, &o->machine, /*with_vram=*/false, /*with_profile=*/false);
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
   cmd->callback([o, run] {
     *run = [o]() -> int {
+      o->machine.profile = o->profile;
+      if (o->vram.empty()) o->vram = WhatIfVram(o->machine);
       auto req = BuildRequest(*o);
       if (!req.ok()) return ReportError(req.error());
       auto m = LoadModelInfo(o->model);
@@ -204,13 +216,21 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
         if (!c.ok()) return ReportError(c.error());
         check = std::move(c).value();
       }
+      std::optional<PlanPrediction> pred;
+      if (o->predict) {
+        auto p = PredictForPlan(*m, plan, *req, o->machine, o->threads);
+        if (!p.ok()) return ReportError(p.error());
+        pred = std::move(p).value();
+      }
       std::string text;
       if (o->json) {
         nlohmann::json j = PlanJson(*m, plan, *req);
         if (check) j["check"] = PlanCheckJson(*check);
+        if (pred) AddPlanPredictionJson(plan, *pred, &j);
         text = j.dump(2) + "\n";
       } else {
-        text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "");
+        text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "") +
+               (pred ? PlanPredictionText(plan, *pred) : "");
       }
       auto st = WriteOutput(o->output, text);
       return st.ok() ? kExitOk : ReportError(st.error());

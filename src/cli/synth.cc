@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "model/synth_sparse.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -24,6 +25,7 @@ struct SynthArgs {
   int64_t ctx_train = 0;
   std::string out;
   bool dry_run = false;
+  bool sparse = false;
 };
 
 Result<SynthSpec> LoadSpec(const SynthArgs& a) {
@@ -70,7 +72,12 @@ int Run(const SynthArgs& a) {
     return kExitOk;
   }
   if (a.out.empty()) return ReportError(Error(ErrorKind::kInvalidArgument, "missing -o OUT.gguf"));
-  std::cerr << "moetune synth: writing " << a.out << ": " << desc << "\n";
+  std::cerr << "moetune synth: writing " << a.out << (a.sparse ? " (sparse)" : "") << ": " << desc
+            << "\n";
+  if (a.sparse) {
+    auto r = WriteSparseSynthModel(o, a.out);
+    return r.ok() ? kExitOk : ReportError(r.error());
+  }
   // Progress on stderr every ~1 GiB, for full-scale writes.
   auto next = std::make_shared<uint64_t>(uint64_t{1} << 30);
   o.progress = [next](uint64_t done, uint64_t total) -> Status {
@@ -104,6 +111,9 @@ void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--ctx-train", args->ctx_train, "Override the training context length");
   cmd->add_option("-o,--output", args->out, "Output .gguf path");
   cmd->add_flag("--dry-run", args->dry_run, "Print the shape and sizes without writing");
+  cmd->add_flag("--sparse", args->sparse,
+                "Write the header and a hole for the data (full-scale shapes for plan and the "
+                "simulated engine; the weights read as zeros)");
   cmd->callback([args, run] { *run = [args] { return Run(*args); }; });
 }
 
