@@ -160,7 +160,7 @@ FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement
       const auto& b = FitBounds().at(fields[i].first);
       const double z = b.linear ? (*fields[i].second - *pfields[i].second)
                                 : std::log(*fields[i].second / *pfields[i].second);
-      s += 0.01 * z * z;
+      s += 1e-4 * z * z;
     }
     return s;
   };

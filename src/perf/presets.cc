@@ -352,7 +352,9 @@ Status ParseCpuShape(std::string_view text, CpuSpec* cpu) {
   };
   if (!number(&p)) return bad();
   if (i < t.size() && (t[i] == 'p' || t[i] == 'c')) ++i;
-  if (i < t.size() && t[i] == '+') ++i;
+  const bool plus = i < t.size() && t[i] == '+';
+  if (plus) ++i;
+  if (plus && (i >= t.size() || t[i] < '0' || t[i] > '9')) return bad();
   if (i < t.size() && t[i] >= '0' && t[i] <= '9') {
     int n = 0;
     if (!number(&n) || i >= t.size()) return bad();
