@@ -5,10 +5,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
@@ -84,6 +88,45 @@ Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, Measu
   return out;
 }
 
+// Predictions beside measurements. Records of another model file than MODEL
+// are predicted with that file, looked up beside MODEL.
+Result<std::vector<CalibrationPoint>> ValidateAcrossModels(const std::string& path,
+                                                           const ModelInfo& model,
+                                                           const MachineSpec& spec,
+                                                           const CalibrationConstants& c,
+                                                           const std::vector<Measurement>& ms) {
+  const std::filesystem::path main(path);
+  std::map<std::string, std::vector<Measurement>> by_file;
+  std::vector<std::string> order;
+  for (const auto& m : ms) {
+    const std::string f = m.model_file.empty() ? main.filename().string() : m.model_file;
+    if (!by_file.count(f)) order.push_back(f);
+    by_file[f].push_back(m);
+  }
+  std::vector<CalibrationPoint> out;
+  for (const auto& f : order) {
+    std::optional<ModelInfo> other;
+    const ModelInfo* info = &model;
+    if (f != main.filename().string()) {
+      const std::string sibling = (main.parent_path() / f).string();
+      auto o = LoadModelInfo(sibling);
+      if (!o.ok()) {
+        return o.take_error().Context(
+            fmt::format("results of model '{}': put that file beside {} to validate it", f, path));
+      }
+      other = std::move(o).value();
+      info = &*other;
+    }
+    const SpeedModel sm(*info, spec, c);
+    auto pts = ComparePredictions(sm, by_file[f]);
+    for (auto& p : pts) {
+      if (order.size() > 1) p.label = f + " " + p.label;
+    }
+    out.insert(out.end(), pts.begin(), pts.end());
+  }
+  return out;
+}
+
 int Run(const CalibrateArgs& a) {
   auto resolved = ResolveMachine(a.machine);
   if (!resolved.ok()) return ReportError(resolved.error());
@@ -108,18 +151,20 @@ int Run(const CalibrateArgs& a) {
   }
 
   if (!a.validate.empty()) {
-    const SpeedModel sm(*model, spec, resolved->constants);
     std::cerr << fmt::format("moetune: predicting with {} constants\n",
                              resolved->calibration
                                  ? "calibrated (" + resolved->calibration->created_at + ")"
                                  : std::string("default"));
-    const auto pts = ComparePredictions(sm, ms);
-    const std::string text = a.json ? ValidationJson(pts).dump(2) + "\n" : ValidationText(pts);
+    auto pts = ValidateAcrossModels(a.model, *model, spec, resolved->constants, ms);
+    if (!pts.ok()) return ReportError(pts.error());
+    const std::string text = a.json ? ValidationJson(*pts).dump(2) + "\n" : ValidationText(*pts);
     auto st = WriteOutput(a.output, text);
     return st.ok() ? kExitOk : ReportError(st.error());
   }
 
-  const SpeedModel sm(*model, spec, CalibrationConstants{});
+  // Start from the stored calibration: runs that pin only some constants (RPC
+  // runs pin the link) keep the others.
+  const SpeedModel sm(*model, spec, resolved->constants);
   CalibrationRecord rec;
   EngineInfo engine;
   if (!ms.empty()) {
@@ -160,6 +205,16 @@ int Run(const CalibrateArgs& a) {
     rec = std::move(r).value();
     rec.engine_version = engine.version_line;
     rec.engine_build = engine.build_number;
+  }
+  if (resolved->calibration) {
+    for (const auto& name : resolved->calibration->fitted) {
+      if (std::find(rec.fitted.begin(), rec.fitted.end(), name) == rec.fitted.end())
+        rec.fitted.push_back(name);
+    }
+    if (rec.engine_version.empty()) {
+      rec.engine_version = resolved->calibration->engine_version;
+      rec.engine_build = resolved->calibration->engine_build;
+    }
   }
   rec.created_at = NowUtc();
   rec.model_path = a.model;

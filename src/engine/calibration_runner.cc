@@ -28,10 +28,11 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
   };
   const int n_layer = static_cast<int>(model.shape().layers.size());
   std::vector<RunConfig> out;
-  // Placement first (one model load each); threads and depth vary inside it.
+  // Every layer on the CPU (-ngl 0) pins the CPU constants; threads and depth
+  // vary inside one model load.
   for (int t : threads) {
     for (int d : {0, o.depth}) {
-      for (bool pp : {true, false}) out.push_back(make(99, 0, t, d, pp));
+      for (bool pp : {true, false}) out.push_back(make(0, 0, t, d, pp));
     }
   }
   if (m.accel && model.shape().n_expert > 0) {
@@ -63,7 +64,7 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
 
 CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
                                             const std::vector<Measurement>& ms) {
-  const FitResult fit = FitConstants(model, ms, CalibrationConstants{});
+  const FitResult fit = FitConstants(model, ms, model.constants());
   CalibrationRecord rec;
   rec.constants = fit.constants;
   rec.fitted = fit.fitted;

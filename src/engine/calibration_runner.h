@@ -3,10 +3,10 @@
 /// constants on this machine and engine, and the fit of their results.
 ///
 /// Default plan (one model load, about a minute on two cores for a small MoE):
-/// prefill pp256 and decode tg16 at ub 256, depth 0 and 2048, with one thread and
-/// with one thread per performance core; on a machine with an accelerator (a GPU,
-/// or the RPC device) also all experts on the CPU and the placement with the most
-/// layers that loads. The sizes deliberately differ from the validation grid
+/// prefill pp256 and decode tg16 at ub 256, depth 0 and 2048, every layer on the
+/// CPU (-ngl 0), with one thread and with one thread per performance core; on a
+/// machine with an accelerator (a GPU, or the RPC device) also -ngl 99 with all
+/// experts on the CPU and with the fewest expert layers on the CPU that load. The sizes deliberately differ from the validation grid
 /// (pp512/tg32, ub 128/512, depth 0/4096) so that validation measures other
 /// configurations than the ones fitted.
 
@@ -42,7 +42,8 @@ Result<CalibrationRecord> RunCalibration(Engine& engine, const std::vector<RunCo
                                          const ProgressCallback& progress = {},
                                          MeasurementStat stat = MeasurementStat::kBest);
 
-/// Fits a record from measurements made elsewhere.
+/// Fits a record from measurements made elsewhere, starting from the model's
+/// constants (a previous calibration, or the defaults).
 CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
                                             const std::vector<Measurement>& ms);
 

@@ -98,6 +98,8 @@ Result<Measurement> MeasurementFromRecord(const BenchRecord& rec, MeasurementSta
     if (ot != "none") r.override_tensor = ot;
   }
   m.rpc = rec.backends.find("RPC") != std::string::npos;
+  if (raw.contains("model_filename") && raw["model_filename"].is_string())
+    m.model_file = raw["model_filename"].get<std::string>();
   if (r.n_prompt <= 0 && r.n_gen <= 0)
     return Error(ErrorKind::kFormat, "llama-bench record with neither n_prompt nor n_gen");
   m.tokens_per_second = rec.samples_ts.empty() ? rec.avg_ts : Stat(rec.samples_ts, stat);

@@ -55,17 +55,20 @@ bool IsPrefill(const RunSettings& r) { return r.n_prompt > 0 && r.n_gen == 0; }
 
 std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& ms,
                                                const MachineSpec& machine) {
+  // CPU constants from runs where every layer is on the CPU (no accelerator, or
+  // -ngl 0); accelerator and link constants from runs with layers offloaded.
   std::set<int> threads;
-  bool pp = false, tg = false, pp_depth = false, tg_depth = false, on_accel = false,
-       cpu_experts = false;
+  bool pp = false, tg = false, pp_depth = false, tg_depth = false;
+  bool acc_pp = false, acc_tg = false, acc_pp_split = false, acc_tg_split = false;
   for (const auto& m : ms) {
-    threads.insert(m.run.threads);
     const bool prefill = IsPrefill(m.run);
-    (prefill ? pp : tg) = true;
-    if (m.run.n_depth > 0) (prefill ? pp_depth : tg_depth) = true;
-    if (machine.accel && m.run.n_gpu_layers > 0) {
-      on_accel = true;
-      if (m.run.n_cpu_moe > 0) cpu_experts = true;
+    if (!machine.accel || m.run.n_gpu_layers == 0) {
+      threads.insert(m.run.threads);
+      (prefill ? pp : tg) = true;
+      if (m.run.n_depth > 0) (prefill ? pp_depth : tg_depth) = true;
+    } else {
+      (prefill ? acc_pp : acc_tg) = true;
+      if (m.run.n_cpu_moe > 0) (prefill ? acc_pp_split : acc_tg_split) = true;
     }
   }
   std::vector<std::string> out;
@@ -77,15 +80,13 @@ std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& m
     if (pp) out.push_back("thread_efficiency_prefill");
     if (tg) out.push_back("thread_efficiency_decode");
   }
-  if (on_accel) {
-    if (machine.accel->kind == AcceleratorKind::kRpcCpu) {
-      if (cpu_experts) out.insert(out.end(), {"rpc_link_gbps", "rpc_handover_us"});
-    } else {
-      if (tg) out.insert(out.end(), {"gpu_bw_efficiency", "gpu_layer_overhead_us"});
-      if (pp) out.push_back("gpu_compute_efficiency");
-      if (cpu_experts && pp) out.push_back("link_efficiency");
-      if (cpu_experts && tg) out.push_back("handover_us");
-    }
+  if (machine.accel && machine.accel->kind == AcceleratorKind::kRpcCpu) {
+    if (acc_pp_split || acc_tg_split) out.insert(out.end(), {"rpc_link_gbps", "rpc_handover_us"});
+  } else if (machine.accel) {
+    if (acc_tg) out.insert(out.end(), {"gpu_bw_efficiency", "gpu_layer_overhead_us"});
+    if (acc_pp) out.push_back("gpu_compute_efficiency");
+    if (acc_pp_split) out.push_back("link_efficiency");
+    if (acc_tg_split) out.push_back("handover_us");
   }
   return out;
 }

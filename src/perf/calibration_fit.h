@@ -18,11 +18,16 @@ struct Measurement {
   double tokens_per_second = 0;  // mean (or median) over repetitions
   std::string label;             // "pp256 t=2 ub=256 d=2048"
   bool rpc = false;              // measured with the RPC device
+  std::string model_file;        // the record's model file name ("" = unknown)
 };
 
 /// Which constants the measurements can pin: CPU efficiencies from CPU tests,
 /// thread efficiencies only when the thread count varies, attention only with
 /// depth > 0, GPU/link/RPC constants only when layers ran on the accelerator.
+/// When every measurement ran on the accelerator, only its constants are
+/// fitted: the CPU's come from a CPU calibration.
+/// When every measurement ran on the accelerator, only its constants are
+/// fitted: the CPU's come from a CPU calibration.
 std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& ms,
                                                const MachineSpec& machine);
 
