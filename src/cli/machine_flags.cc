@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "hw/cpu_topology.h"
 #include "hw/machine_profile.h"
+#include "hw/system_memory.h"
 #include "perf/presets.h"
 #include "util/units.h"
 
@@ -71,8 +73,17 @@ Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
     }
   }
   if (!r.profile_found) {
-    r.spec = DefaultMachineSpec();
-    r.spec.notes.push_back("no machine profile: run `moetune doctor` to describe this machine");
+    // This machine's CPU and RAM as the kernel describes them (no probing); its
+    // GPUs and RAM bandwidth are unknown until `moetune doctor` runs.
+    MachineProfile live;
+    live.hostname = "this machine";
+    live.created_at = "now, without a doctor profile";
+    live.cpu = ReadCpuTopology(SysRoot("/"), /*use_hwloc=*/false);
+    live.memory = ReadSystemMemory(SysRoot("/"));
+    r.spec = live.cpu.physical_cores > 0 ? MachineSpecFromProfile(live) : DefaultMachineSpec();
+    r.spec.notes.push_back(
+        "no machine profile: CPU from the kernel, no GPU, RAM bandwidth assumed 40 GB/s; run "
+        "`moetune doctor` to describe this machine");
   }
   const std::string base = r.spec.label;
   const CpuSpec cpu_before = r.spec.cpu;

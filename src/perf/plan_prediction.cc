@@ -75,8 +75,9 @@ Result<PlanPrediction> PredictPlan(const ModelInfo& model, const Plan& plan, con
   if (plan.recommended && out.best && *out.best != *plan.recommended) {
     const auto& b = out.options[*out.best];
     out.notes.push_back(fmt::format(
-        "the predicted best safe placement ({}) differs from the memory plan's smallest fit: "
-        "the faster one is within {:.0f}% and more conservative",
+        "the predicted best safe placement ({}) is more conservative than the memory plan's "
+        "smallest fit: it answers within {:.0f}% of the fastest safe one (a tie goes to the "
+        "safer placement)",
         plan.moe ? fmt::format("--n-cpu-moe {}", b.n_cpu_moe) : fmt::format("-ngl {}", b.ngl),
         o.tie * 100));
   }

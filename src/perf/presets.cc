@@ -135,6 +135,7 @@ void ApplyGpu(const GpuRow& g, int count, MachineSpec* spec) {
 
 void ApplyRam(const RamRow& r, MachineSpec* spec) {
   spec->ram.name = r.title;
+  spec->ram.available = 0;  // a memory kind says nothing about its size: unknown
   spec->ram.theoretical_gbps = r.mts * 8.0 * r.channels / 1000.0;
   spec->ram.read_gbps = spec->ram.theoretical_gbps * r.typical_fraction;
   spec->ram.source = fmt::format(
