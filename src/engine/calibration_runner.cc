@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "perf/plan_prediction.h"
+
 namespace moetune {
 
 std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const SpeedModel& model,
@@ -37,22 +39,10 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
   }
   if (m.accel && model.shape().n_expert > 0) {
     // All experts on the CPU, and the fewest CPU layers that load (strict).
-    MachineSpec strict = m;
-    strict.spill = SpillMode::kStrict;
-    SpeedModel probe(model.model(), strict, model.constants());
-    int n_fit = n_layer;
-    for (int n = 0; n <= n_layer; ++n) {
-      RunSettings r;
-      r.n_cpu_moe = n;
-      r.n_ubatch = o.n_ubatch;
-      r.n_prompt = o.n_prompt;
-      r.n_depth = 0;
-      auto p = probe.Predict(r);
-      if (p.ok() && p->loads) {
-        n_fit = n;
-        break;
-      }
-    }
+    RunSettings proto;
+    proto.n_ubatch = o.n_ubatch;
+    proto.n_prompt = o.n_prompt;
+    const int n_fit = FirstLoadingNCpuMoe(model, proto).value_or(n_layer);
     std::vector<int> splits = {n_layer};
     if (n_fit < n_layer) splits.push_back(n_fit);
     for (int n : splits) {

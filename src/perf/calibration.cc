@@ -27,7 +27,8 @@ std::vector<std::pair<std::string, double*>> CalibrationConstants::Fields() {
           {"spill_latency_us", &spill_latency_us},
           {"activation_traffic", &activation_traffic},
           {"rpc_link_gbps", &rpc_link_gbps},
-          {"rpc_handover_us", &rpc_handover_us}};
+          {"rpc_handover_us", &rpc_handover_us},
+          {"rpc_layer_overhead_us", &rpc_layer_overhead_us}};
 }
 
 std::vector<std::pair<std::string, double>> CalibrationConstants::Values() const {

@@ -35,8 +35,10 @@ struct CalibrationConstants {
   double spill_latency_us = 40;          // per layer and token when activations spilled
   double activation_traffic = 10;        // times prefill reads/writes a layer's activations
   // RPC device (ggml-rpc-server over TCP).
-  double rpc_link_gbps = 2.0;    // tensor copies over the socket
-  double rpc_handover_us = 250;  // per switch: one graph_compute round trip
+  double rpc_link_gbps = 2.0;          // tensor copies over the socket
+  double rpc_handover_us = 250;        // per switch: one graph_compute round trip
+  double rpc_layer_overhead_us = 400;  // per layer on the RPC device and token: graph sent over
+                                       // the socket, server-side graph build
 
   /// Each constant by name (stable JSON keys), for JSON, fitting and docs.
   std::vector<std::pair<std::string, double*>> Fields();

@@ -39,6 +39,7 @@ const std::map<std::string, Bounds>& FitBounds() {
       {"activation_traffic", {1, 30, false}},
       {"rpc_link_gbps", {0.05, 50, false}},
       {"rpc_handover_us", {10, 20000, false}},
+      {"rpc_layer_overhead_us", {1, 20000, false}},
   };
   return kBounds;
 }
@@ -81,6 +82,7 @@ std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& m
     if (tg) out.push_back("thread_efficiency_decode");
   }
   if (machine.accel && machine.accel->kind == AcceleratorKind::kRpcCpu) {
+    if (acc_tg) out.push_back("rpc_layer_overhead_us");
     if (acc_pp_split || acc_tg_split) out.insert(out.end(), {"rpc_link_gbps", "rpc_handover_us"});
   } else if (machine.accel) {
     if (acc_tg) out.insert(out.end(), {"gpu_bw_efficiency", "gpu_layer_overhead_us"});

@@ -6,6 +6,19 @@
 
 namespace moetune {
 
+std::optional<int> FirstLoadingNCpuMoe(const SpeedModel& model, RunSettings proto) {
+  MachineSpec strict = model.machine();
+  strict.spill = SpillMode::kStrict;
+  const SpeedModel sm(model.model(), strict, model.constants());
+  const int n_layer = static_cast<int>(sm.shape().layers.size());
+  for (int n = 0; n <= n_layer; ++n) {
+    proto.n_cpu_moe = n;
+    auto p = sm.Predict(proto);
+    if (p.ok() && p->loads) return n;
+  }
+  return std::nullopt;
+}
+
 Result<PlanPrediction> PredictPlan(const ModelInfo& model, const Plan& plan, const PlanRequest& req,
                                    const MachineSpec& machine,
                                    const CalibrationConstants& constants,

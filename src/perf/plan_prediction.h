@@ -45,6 +45,11 @@ struct PlanPrediction {
   std::vector<std::string> notes;
 };
 
+/// The smallest --n-cpu-moe that loads for `proto` on `model`'s machine in strict
+/// mode (the predicted boundary a tuner measures around); nullopt when even
+/// every expert on the CPU does not load.
+std::optional<int> FirstLoadingNCpuMoe(const SpeedModel& model, RunSettings proto);
+
 /// Predicts every option of `plan` (for `request`'s context) on `machine`.
 Result<PlanPrediction> PredictPlan(const ModelInfo& model, const Plan& plan,
                                    const PlanRequest& request, const MachineSpec& machine,

@@ -65,3 +65,27 @@ TEST(PlanPrediction, CpuOnlyMachineSaysPlacementDoesNotMatter) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+TEST(PlanPrediction, FirstLoadingNMatchesThePlansBoundary) {
+  const ModelInfo m = SynthModelInfo("qwen35moe");
+  MachineSpec spec = PresetMachine("rtx4070-12g,ddr5-6000-2ch,8c16t");
+  spec.spill = SpillMode::kSilent;  // the boundary is a strict-mode notion either way
+  RunSettings proto = Prefill(0);
+  proto.n_ctx = 32768;
+  const auto n = FirstLoadingNCpuMoe(SpeedModel(m, spec), proto);
+  ASSERT_TRUE(n.has_value());
+  PlanRequest req = Request(spec.accel->vram_free, 32768);
+  req.margin = 0;
+  const Plan plan = PlanPlacement(m.gguf, m.arch, m.weights, req);
+  ASSERT_TRUE(plan.recommended.has_value());
+  EXPECT_EQ(*n, plan.options[*plan.recommended].n_cpu_moe);
+  // A card too small for even the non-expert weights: nothing loads.
+  spec.accel->vram_free = int64_t{256} << 20;
+  EXPECT_FALSE(FirstLoadingNCpuMoe(SpeedModel(m, spec), proto).has_value());
+}
+
+}  // namespace
+}  // namespace moetune

@@ -34,7 +34,11 @@ Rates HostRates(const MachineSpec& m, const CalibrationConstants& c, const Threa
 Rates AccelRates(const PhaseInputs& in) {
   const AcceleratorSpec& a = *in.machine->accel;
   const CalibrationConstants& c = *in.c;
-  if (a.kind == AcceleratorKind::kRpcCpu) return HostRates(*in.machine, c, in.device);
+  if (a.kind == AcceleratorKind::kRpcCpu) {
+    Rates r = HostRates(*in.machine, c, in.device);
+    r.layer_overhead = c.rpc_layer_overhead_us * 1e-6;
+    return r;
+  }
   Rates r;
   r.gpu = true;
   r.bw = std::max(1.0, a.mem_bw_gbps) * 1e9 * c.gpu_bw_efficiency;
@@ -107,16 +111,16 @@ struct Work {
   int layers = 0;
 };
 
-// Adds `w` on a device to `split`, attributing each max() to its binding side.
+// Adds `w` on a device to `split`. Memory traffic and arithmetic overlap: the
+// time is a smooth maximum of the two (cube root of the sum of cubes: the
+// slower side dominates, the other still costs a little where they are close),
+// attributed to the slower side.
 void AddWork(const Work& w, const Rates& r, bool decode, TimeSplit* split) {
   const Resource mem = r.gpu ? Resource::kVramBandwidth : Resource::kRamBandwidth;
   const Resource cmp = r.gpu ? Resource::kGpuCompute : Resource::kCpuCompute;
   auto add_max = [&](double mem_s, double cmp_s) {
-    if (mem_s >= cmp_s) {
-      split->at(mem) += mem_s;
-    } else {
-      split->at(cmp) += cmp_s;
-    }
+    const double t = std::cbrt(mem_s * mem_s * mem_s + cmp_s * cmp_s * cmp_s);
+    split->at(mem_s >= cmp_s ? mem : cmp) += t;
   };
   add_max(w.weight_bytes / r.bw, w.matmul_flops / (decode ? r.matvec : r.matmul));
   add_max(w.kv_bytes / r.bw, w.attn_flops / (decode ? r.attn_decode : r.attn_prefill));
