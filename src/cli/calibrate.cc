@@ -143,6 +143,8 @@ int Run(const CalibrateArgs& a) {
     if (!part.ok()) return ReportError(part.error());
     ms.insert(ms.end(), part->begin(), part->end());
   }
+  // Rounds of the same tests (bench/speed/validate.sh interleaves them) count as one.
+  ms = MergeMeasurements(ms, *stat);
   const bool any_rpc = std::any_of(ms.begin(), ms.end(), [](const auto& m) { return m.rpc; });
   if (any_rpc && !spec.accel) {
     (void)ApplyMachinePreset("rpc-cpu", &spec);

@@ -103,8 +103,30 @@ Result<Measurement> MeasurementFromRecord(const BenchRecord& rec, MeasurementSta
   if (r.n_prompt <= 0 && r.n_gen <= 0)
     return Error(ErrorKind::kFormat, "llama-bench record with neither n_prompt nor n_gen");
   m.tokens_per_second = rec.samples_ts.empty() ? rec.avg_ts : Stat(rec.samples_ts, stat);
+  m.samples = rec.samples_ts.empty() ? std::vector<double>{rec.avg_ts} : rec.samples_ts;
   m.label = MeasurementLabel(r);
   return m;
+}
+
+std::vector<Measurement> MergeMeasurements(const std::vector<Measurement>& ms,
+                                           MeasurementStat stat) {
+  std::vector<Measurement> out;
+  for (const auto& m : ms) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const Measurement& o) {
+      return o.label == m.label && o.model_file == m.model_file && o.rpc == m.rpc &&
+             o.run.override_tensor == m.run.override_tensor && o.run.pinned == m.run.pinned &&
+             o.run.op_offload == m.run.op_offload && o.run.n_batch == m.run.n_batch &&
+             o.run.type_k == m.run.type_k && o.run.type_v == m.run.type_v &&
+             o.run.flash_attn == m.run.flash_attn;
+    });
+    if (same == out.end()) {
+      out.push_back(m);
+      continue;
+    }
+    same->samples.insert(same->samples.end(), m.samples.begin(), m.samples.end());
+    if (!same->samples.empty()) same->tokens_per_second = Stat(same->samples, stat);
+  }
+  return out;
 }
 
 std::vector<Measurement> MeasurementsFromRun(const BenchRun& run, MeasurementStat stat) {
@@ -116,6 +138,7 @@ std::vector<Measurement> MeasurementsFromRun(const BenchRun& run, MeasurementSta
     Measurement m;
     m.run = *s;
     m.tokens_per_second = Stat(res.samples_ts, stat);
+    m.samples = res.samples_ts;
     m.label = MeasurementLabel(m.run);
     if (res.record.is_object() && res.record.contains("backends") &&
         res.record["backends"].is_string())

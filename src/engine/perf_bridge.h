@@ -36,6 +36,13 @@ Result<Measurement> MeasurementFromRecord(const BenchRecord& record,
 std::vector<Measurement> MeasurementsFromRun(const BenchRun& run,
                                              MeasurementStat stat = MeasurementStat::kBest);
 
+/// Merges measurements of the same test (same model file, RPC or not, and
+/// label) made in several rounds: their samples are pooled and the figure taken
+/// again, so a test measured in rounds interleaved with others sees the same
+/// load as they do. Order of first appearance is kept.
+std::vector<Measurement> MergeMeasurements(const std::vector<Measurement>& ms,
+                                           MeasurementStat stat = MeasurementStat::kBest);
+
 /// "pp256 t=2 ub=256 d=2048 ncmoe=0".
 std::string MeasurementLabel(const RunSettings& run);
 

@@ -50,3 +50,25 @@ TEST(PerfBridge, RecordsGiveTheBestRepetitionByDefault) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+TEST(PerfBridge, RoundsOfTheSameTestArePooled) {
+  Measurement a;
+  a.label = "pp512 t=1";
+  a.samples = {100, 120};
+  a.tokens_per_second = 120;
+  Measurement b = a;
+  b.samples = {90, 150};
+  Measurement other = a;
+  other.label = "tg32 t=1";
+  const auto merged = MergeMeasurements({a, other, b});
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_EQ(merged[0].samples.size(), 4u);
+  EXPECT_DOUBLE_EQ(merged[0].tokens_per_second, 150);
+  EXPECT_DOUBLE_EQ(MergeMeasurements({a, b}, MeasurementStat::kMedian)[0].tokens_per_second, 110);
+}
+
+}  // namespace
+}  // namespace moetune

@@ -15,7 +15,8 @@ namespace moetune {
 /// One real measurement of a test.
 struct Measurement {
   RunSettings run;
-  double tokens_per_second = 0;  // mean (or median) over repetitions
+  double tokens_per_second = 0;  // the chosen figure of the repetitions (best by default)
+  std::vector<double> samples;   // tokens/s of every repetition
   std::string label;             // "pp256 t=2 ub=256 d=2048"
   bool rpc = false;              // measured with the RPC device
   std::string model_file;        // the record's model file name ("" = unknown)
