@@ -15,7 +15,8 @@
 #   NICE=-10          niceness of the measured processes: on a machine shared with
 #                     other busy tenants they would otherwise measure the neighbours
 #                     (a negative value needs root; falls back to 0)
-#   MAX_LOAD=2.5      wait (up to 10 min) until the 1-minute load average is below this
+#   MAX_LOAD=2.5      before each round, wait until the 1-minute load average is below
+#   WAIT_MINUTES=10   this (at most WAIT_MINUTES), so that the neighbours are quiet
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +34,7 @@ export MOETUNE_LLAMA_DIR="$bin"
 
 wait_quiet() {
   [ -n "${MAX_LOAD:-}" ] || return 0
-  for _ in $(seq 60); do
+  for _ in $(seq $((${WAIT_MINUTES:-10} * 6))); do
     load=$(cut -d' ' -f1 /proc/loadavg)
     awk -v l="$load" -v m="$MAX_LOAD" 'BEGIN { exit !(l < m) }' && return 0
     echo "validate: load average $load >= $MAX_LOAD, waiting" >&2

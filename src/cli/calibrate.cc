@@ -55,7 +55,9 @@ std::string NowUtc() {
 }
 
 // Records from llama-bench JSONL, a llama-bench JSON array, or `moetune bench --json`.
-Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, MeasurementStat stat) {
+// `engine` receives the engine build named by the first record ("" when none).
+Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, MeasurementStat stat,
+                                                  std::string* engine) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Error(ErrorKind::kIo, fmt::format("cannot read measurements '{}'", path));
   std::stringstream ss;
@@ -76,6 +78,10 @@ Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, Measu
   }
   std::vector<Measurement> out;
   for (const auto& r : records) {
+    if (engine->empty() && r.raw.contains("build_number") && r.raw["build_number"].is_number()) {
+      *engine = fmt::format("llama-bench build {} ({})", r.raw["build_number"].dump(),
+                            r.raw.value("build_commit", std::string("?")));
+    }
     auto m = MeasurementFromRecord(r, stat);
     if (m.ok()) out.push_back(std::move(m).value());
   }
@@ -138,8 +144,9 @@ int Run(const CalibrateArgs& a) {
   auto stat = ParseMeasurementStat(a.stat);
   if (!stat.ok()) return ReportError(stat.error());
   std::vector<Measurement> ms;
+  std::string measured_engine;
   for (const auto& path : a.validate.empty() ? a.measurements : a.validate) {
-    auto part = ReadMeasurements(path, *stat);
+    auto part = ReadMeasurements(path, *stat, &measured_engine);
     if (!part.ok()) return ReportError(part.error());
     ms.insert(ms.end(), part->begin(), part->end());
   }
@@ -171,6 +178,7 @@ int Run(const CalibrateArgs& a) {
   EngineInfo engine;
   if (!ms.empty()) {
     rec = CalibrateFromMeasurements(sm, ms);
+    rec.engine_version = measured_engine;
   } else {
     DiscoveryOptions d;
     d.llama_dir = a.llama_dir;
