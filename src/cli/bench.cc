@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/bench_sim.h"
 #include "cli/command.h"
 #include "cli/report_output.h"
 #include "engine/bench_report.h"
@@ -47,6 +48,7 @@ struct BenchArgs {
   bool no_progress = false;
   bool dry_run = false;
   bool verbose = false;
+  SimBenchOptions sim;
 };
 
 Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
@@ -158,6 +160,8 @@ int Run(const BenchArgs& a) {
     ReportError(configs.error());
     return kExitUsage;
   }
+  if (a.sim.engine == "sim")
+    return RunSimBench(*configs, a.sim, a.json, a.output, a.threads.empty());
   DiscoveryOptions dopt;
   dopt.llama_dir = a.llama_dir;
   auto info = DiscoverEngine(dopt);
@@ -261,6 +265,7 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--dry-run", a->dry_run,
                 "Print the llama-bench command lines without running them");
   cmd->add_flag("-v,--verbose", a->verbose, "Echo the engine's log on stderr");
+  AddSimBenchFlags(cmd, &a->sim);
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
 }
 

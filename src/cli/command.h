@@ -46,5 +46,7 @@ void RegisterDemoCommand(CLI::App& app, CommandRun* run);
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
 void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run);
 void RegisterTuneCommand(CLI::App& app, CommandRun* run);
+void RegisterCalibrateCommand(CLI::App& app, CommandRun* run);
+void RegisterMachinesCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
     moetune::RegisterDoctorCommand(app, &run);
     moetune::RegisterAnalyzeCommand(app, &run);
     moetune::RegisterTuneCommand(app, &run);
+    moetune::RegisterCalibrateCommand(app, &run);
+    moetune::RegisterMachinesCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

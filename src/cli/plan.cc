@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/plan_predict.h"
 #include "cli/report_output.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
@@ -21,6 +22,7 @@
 #include "report/command_documents.h"
 #include "report/emit.h"
 #include "report/model_report.h"
+#include "report/prediction_report.h"
 #include "report/report_blocks.h"
 #include "util/units.h"
 
@@ -51,6 +53,9 @@ struct PlanOpts {
   std::string output;
   std::string report;
   std::string emit;
+  bool predict = false;
+  int threads = 0;
+  MachineFlags machine;
 };
 
 Result<uint32_t> CacheType(const std::string& s, const char* flag) {
@@ -254,6 +259,11 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
                   "join the engine's dry run, to check the device/host split without a GPU");
   cmd->add_option("--llama-dir", o->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_flag(
+      "--predict", o->predict,
+      "Predict prefill/decode speed of every N with the speed model (docs/speed-model.md)");
+  cmd->add_option("-t,--threads", o->threads, "Threads for --predict (default: performance cores)");
+  AddMachineFlags(cmd, &o->machine, /*with_vram=*/false, /*with_profile=*/false);
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
   cmd->add_option("--report", o->report,
@@ -268,6 +278,8 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   emit->excludes(cmd->get_option("--json"));
   cmd->callback([o, run] {
     *run = [o]() -> int {
+      o->machine.profile = o->profile;
+      if (o->vram.empty()) o->vram = WhatIfVram(o->machine);
       auto req = BuildRequest(*o);
       if (!req.ok()) return ReportError(req.error());
       if (!o->rpc.empty() && !o->check) {
@@ -286,12 +298,28 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
         if (!c.ok()) return ReportError(c.error());
         check = std::move(c).value();
       }
+      std::optional<PlanPrediction> pred;
+      if (o->predict) {
+        auto p = PredictForPlan(*m, plan, *req, o->machine, o->threads);
+        if (!p.ok()) return ReportError(p.error());
+        pred = std::move(p).value();
+      }
       std::optional<EngineInfo> engine;
       if (!o->emit.empty() || !o->report.empty()) engine = FindEngineQuietly(o->llama_dir);
       if (!o->report.empty()) {
         PlanDocumentExtras extras;
         extras.invocation = OwnCommandLine();
         extras.engine = engine;
+        if (pred) {
+          // The predicted curve at the target depth, for the options that load.
+          for (size_t i = 0; i < pred->options.size(); ++i) {
+            const OptionPrediction& op = pred->options[i];
+            if (!op.target.loads) continue;
+            extras.predicted.push_back({plan.moe ? op.n_cpu_moe : op.ngl,
+                                        op.target.prefill.tokens_per_second,
+                                        op.target.decode.tokens_per_second});
+          }
+        }
         auto st = WriteReportFile(o->report, PlanDocument(*m, plan, *req, extras), {o->model});
         if (!st.ok()) return ReportError(st.error());
       }
@@ -303,9 +331,11 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       } else if (o->json) {
         nlohmann::json j = PlanJson(*m, plan, *req);
         if (check) j["check"] = PlanCheckJson(*check);
+        if (pred) AddPlanPredictionJson(plan, *pred, &j);
         text = j.dump(2) + "\n";
       } else {
-        text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "");
+        text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "") +
+               (pred ? PlanPredictionText(plan, *pred) : "");
       }
       auto st = WriteOutput(o->output, text);
       if (!st.ok()) return ReportError(st.error());

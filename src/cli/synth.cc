@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "model/synth_sparse.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -71,7 +72,12 @@ int Run(const SynthArgs& a) {
     return kExitOk;
   }
   if (a.out.empty()) return ReportError(Error(ErrorKind::kInvalidArgument, "missing -o OUT.gguf"));
-  std::cerr << "moetune synth: writing " << a.out << ": " << desc << "\n";
+  std::cerr << "moetune synth: writing " << a.out << (a.sparse ? " (sparse)" : "") << ": " << desc
+            << "\n";
+  if (a.sparse) {
+    auto r = WriteSparseSynthModel(o, a.out);
+    return r.ok() ? kExitOk : ReportError(r.error());
+  }
   // Progress on stderr every ~1 GiB, for full-scale writes.
   auto next = std::make_shared<uint64_t>(uint64_t{1} << 30);
   o.progress = [next](uint64_t done, uint64_t total) -> Status {
@@ -82,7 +88,7 @@ int Run(const SynthArgs& a) {
     }
     return OkStatus();
   };
-  auto r = a.sparse ? WriteSynthHeaderOnly(o, a.out) : WriteSynthModel(o, a.out);
+  auto r = WriteSynthModel(o, a.out);
   if (!r.ok()) return ReportError(r.error());
   return kExitOk;
 }

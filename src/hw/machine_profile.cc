@@ -244,6 +244,7 @@ Result<MachineProfile> MachineProfileFromJson(const json& j) {
     p.cpu = CpuFromJson(j.at("cpu"));
     MemoryFromJson(j.at("memory"), &p);
     p.notes = j.value("notes", std::vector<std::string>{});
+    if (j.contains("calibration")) p.calibration = j["calibration"];
   } catch (const json::exception& e) {
     return Error(ErrorKind::kFormat, fmt::format("not a moetune machine profile ({}); run `moetune "
                                                  "doctor` to write a new one",
@@ -303,7 +304,9 @@ Status SaveMachineProfile(const MachineProfile& profile, const std::string& path
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << MachineProfileToJson(profile).dump(2) << "\n";
+    json j = MachineProfileToJson(profile);
+    if (!profile.calibration.is_null()) j["calibration"] = profile.calibration;
+    f << j.dump(2) << "\n";
     f.flush();
     if (!f) {
       std::filesystem::remove(tmp, ec);

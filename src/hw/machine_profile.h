@@ -31,6 +31,9 @@ struct MachineProfile {
   SystemMemory memory;
   std::optional<BandwidthResult> bandwidth;  // absent when not measured
   std::vector<std::string> notes;
+  /// `moetune calibrate`'s record (perf/calibration.h), kept opaque here: null
+  /// when the machine was never calibrated. Saved by SaveMachineProfile.
+  nlohmann::json calibration;
 
   /// Free bytes summed over all GPUs: the VRAM `plan` may use when the user
   /// gives no --vram. 0 without GPUs.

@@ -223,46 +223,4 @@ Result<SynthSummary> WriteSynthModel(const SynthOptions& o, const std::string& p
   return sum;
 }
 
-Result<SynthSummary> WriteSynthHeaderOnly(const SynthOptions& o, const std::string& path) {
-  SynthSummary sum;
-  MOETUNE_ASSIGN_OR_RETURN(GgufWriter w, BuildSynthWriter(o, &sum));
-  MOETUNE_ASSIGN_OR_RETURN(std::vector<uint8_t> header, w.HeaderBytes());
-  // The data section: every tensor padded to the alignment (gguf.cpp, gguf_write).
-  std::optional<uint64_t> size = header.size();
-  for (const auto& t : w.tensors()) {
-    const auto padded = CheckedAlignUp(t.n_bytes, w.alignment());
-    size = padded && size ? CheckedAdd(*size, *padded) : std::nullopt;
-  }
-  if (!size || *size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()))
-    return Error(ErrorKind::kInvalidArgument, "the model's data section overflows a file size");
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Error(ErrorKind::kIo, fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  auto fail = [&](const char* what) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Error(ErrorKind::kIo, fmt::format("{}: {} failed: {}", tmp, what, why));
-  };
-  for (size_t done = 0; done < header.size();) {
-    const ssize_t n = ::write(fd, header.data() + done, header.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write");
-    done += static_cast<size_t>(n);
-  }
-  if (::ftruncate(fd, static_cast<off_t>(*size)) != 0) return fail("ftruncate");
-  if (::fsync(fd) != 0) return fail("fsync");
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Error(ErrorKind::kIo, fmt::format("{}: close failed: {}", tmp, std::strerror(errno)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return Error(ErrorKind::kIo, fmt::format("cannot rename {} to {}: {}", tmp, path, why));
-  }
-  return sum;
-}
-
 }  // namespace moetune

@@ -41,12 +41,6 @@ Result<SynthSummary> SummarizeSynth(const SynthSpec& spec, SynthQuant quant);
 /// Writes the model to `path` atomically (temp file + rename).
 Result<SynthSummary> WriteSynthModel(const SynthOptions& options, const std::string& path);
 
-/// Writes only the header; the tensor data is a hole (a sparse file of zeros
-/// that takes no disk space), so full-scale shapes cost nothing to create. The
-/// engine loads such a file (all weights zero); meant for memory dry runs
-/// (llama-fit-params), which read no weights. Atomic like WriteSynthModel.
-Result<SynthSummary> WriteSynthHeaderOnly(const SynthOptions& options, const std::string& path);
-
 /// The hyperparameter keys written for `spec` (the {arch}.* part), for tests and docs.
 void AddSynthHparams(const SynthSpec& spec, GgufWriter& writer);
 

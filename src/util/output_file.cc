@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "util/temp_files.h"
 
@@ -164,6 +165,27 @@ Status OutputFile::Write(std::span<const uint8_t> bytes) {
 Status OutputFile::Write(std::string_view text) {
   return Write(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+Status OutputFile::ExtendTo(uint64_t size) {
+  if (special_) {
+    Abandon();
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}' is not a regular file, so it cannot hold a sparse file's hole; "
+                             "write to a file",
+                             path_));
+  }
+  if (size > static_cast<uint64_t>(std::numeric_limits<off_t>::max())) {
+    Abandon();
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}': {} bytes is more than a file can hold", path_, size));
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    const int err = errno;
+    Abandon();
+    return IoError(fmt::format("cannot extend '{}'", path_), err);
+  }
+  return OkStatus();
 }
 
 Status OutputFile::Commit() {

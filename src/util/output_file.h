@@ -44,6 +44,10 @@ class OutputFile {
 
   Status Write(std::span<const uint8_t> bytes);
   Status Write(std::string_view text);
+  /// Makes the file `size` bytes long, the bytes past what was written a hole
+  /// that reads as zeros (a sparse file). Only for regular files: a device or
+  /// pipe cannot hold a hole. `size` must not be less than what was written.
+  Status ExtendTo(uint64_t size);
   /// Flushes to disk and renames the temporary over the target (no-op rename for
   /// special files). After an error nothing is left behind.
   Status Commit();

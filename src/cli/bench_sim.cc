@@ -1,0 +1,70 @@
+#include "cli/bench_sim.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "cli/command.h"
+#include "engine/bench_report.h"
+#include "engine/sim_engine.h"
+
+namespace moetune {
+
+void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* o) {
+  cmd->add_option("--engine", o->engine,
+                  "llama (the real llama-bench, default) or sim (the speed model on a what-if "
+                  "machine; results are simulated)")
+      ->check(CLI::IsMember({"llama", "sim"}));
+  cmd->add_option("--seed", o->seed,
+                  "Seed of the simulated engine's noise (same seed, same output)");
+  AddMachineFlags(cmd, &o->machine, /*with_vram=*/true, /*with_profile=*/true);
+}
+
+int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool json,
+                const std::string& output, bool default_threads) {
+  auto machine = ResolveMachine(o.machine);
+  if (!machine.ok()) return ReportError(machine.error());
+  for (const auto& n : machine->spec.notes) std::cerr << "moetune: note: " << n << "\n";
+  if (default_threads) {
+    for (auto& c : configs) c.threads = std::max(1, machine->spec.cpu.p_cores);
+  }
+  SimEngineOptions so;
+  so.machine = machine->spec;
+  so.constants = machine->constants;
+  so.seed = o.seed;
+  SimEngine engine(so);
+  const auto t0 = std::chrono::steady_clock::now();
+  BenchRun run = engine.Run(configs);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double simulated = 0;
+  for (const auto& inv : run.invocations) simulated += inv.wall_seconds;
+  std::string text;
+  if (json) {
+    nlohmann::json j = BenchRunToJson(run, engine.Info(), wall);
+    j["simulated"] = true;
+    j["simulated_seconds"] = simulated;
+    j["machine"] = {{"label", machine->spec.label},
+                    {"description", machine->spec.Describe()},
+                    {"spill", SpillModeName(machine->spec.spill)},
+                    {"calibrated", machine->calibration.has_value()},
+                    {"seed", o.seed}};
+    text = j.dump(2) + "\n";
+  } else {
+    text = fmt::format(
+        "SIMULATED by the speed model (not measured): {}\nseed {}, {} constants; the real engine "
+        "would have taken about {:.0f} s\n\n",
+        machine->spec.label, o.seed, machine->calibration ? "calibrated" : "default", simulated);
+    text += FormatBenchMarkdown(run);
+  }
+  if (auto st = WriteOutput(output, text); !st.ok()) return ReportError(st.error());
+  if (run.FailureCount() > 0) {
+    std::cerr << fmt::format(
+        "moetune: {} of {} simulated configuration(s) failed (see the table)\n", run.FailureCount(),
+        run.results.size());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace moetune

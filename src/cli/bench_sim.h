@@ -1,0 +1,30 @@
+#pragma once
+/// `moetune bench --engine sim`: the same configurations and output formats as
+/// the real bench, answered by the simulated engine on a (what-if) machine and
+/// marked as simulated everywhere.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/machine_flags.h"
+#include "engine/run_config.h"
+
+namespace moetune {
+
+struct SimBenchOptions {
+  std::string engine = "llama";  // llama | sim
+  uint64_t seed = 1;
+  MachineFlags machine;
+};
+
+/// Adds --engine, --seed and the what-if machine flags to `bench`.
+void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* options);
+
+/// Runs `configs` on the simulated engine and writes the bench output.
+/// `default_threads`: the user gave no -t, so use the machine's performance cores.
+int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& options, bool json,
+                const std::string& output, bool default_threads);
+
+}  // namespace moetune

@@ -1,0 +1,284 @@
+// `moetune calibrate MODEL`: a few short real llama-bench runs that pin the
+// speed model's free constants on this machine and engine, stored in the
+// machine profile; `--measurements FILE` fits from runs made elsewhere and
+// `--validate FILE` compares predictions with measurements without fitting.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/machine_flags.h"
+#include "engine/bench_report.h"
+#include "engine/calibration_runner.h"
+#include "engine/engine_info.h"
+#include "engine/llama_bench.h"
+#include "hw/machine_profile.h"
+#include "model/model_info.h"
+#include "perf/presets.h"
+#include "report/calibration_report.h"
+
+namespace moetune {
+namespace {
+
+struct CalibrateArgs {
+  std::string model;
+  MachineFlags machine;
+  bool quick = false;
+  std::string stat = "best";
+  int repetitions = 3;
+  int depth = 2048;
+  std::vector<std::string> measurements;
+  std::vector<std::string> validate;
+  bool no_save = false;
+  bool json = false;
+  bool dry_run = false;
+  std::string output;
+  std::string llama_dir;
+};
+
+std::string NowUtc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Records from llama-bench JSONL, a llama-bench JSON array, or `moetune bench --json`.
+// `engine` receives the engine build named by the first record ("" when none).
+Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, MeasurementStat stat,
+                                                  std::string* engine) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Error(ErrorKind::kIo, fmt::format("cannot read measurements '{}'", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  std::vector<BenchRecord> records;
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded() && (j.is_array() || j.contains("results"))) {
+    const auto& items = j.is_array() ? j : j["results"];
+    for (const auto& item : items) {
+      const auto& rec = item.contains("engine_record") ? item["engine_record"] : item;
+      if (!rec.is_object()) continue;
+      auto r = ParseBenchRecord(rec.dump());
+      if (r.ok()) records.push_back(std::move(r).value());
+    }
+  } else {
+    records = ParseBenchJsonl(text);
+  }
+  std::vector<Measurement> out;
+  for (const auto& r : records) {
+    if (engine->empty() && r.raw.contains("build_number") && r.raw["build_number"].is_number()) {
+      *engine = fmt::format("llama-bench build {} ({})", r.raw["build_number"].dump(),
+                            r.raw.value("build_commit", std::string("?")));
+    }
+    auto m = MeasurementFromRecord(r, stat);
+    if (m.ok()) out.push_back(std::move(m).value());
+  }
+  if (out.empty()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("'{}' holds no llama-bench results (expected -o jsonl or -o json "
+                             "output, or `moetune bench --json`)",
+                             path));
+  }
+  return out;
+}
+
+// Predictions beside measurements. Records of another model file than MODEL
+// are predicted with that file, looked up beside MODEL.
+Result<std::vector<CalibrationPoint>> ValidateAcrossModels(const std::string& path,
+                                                           const ModelInfo& model,
+                                                           const MachineSpec& spec,
+                                                           const CalibrationConstants& c,
+                                                           const std::vector<Measurement>& ms) {
+  const std::filesystem::path main(path);
+  std::map<std::string, std::vector<Measurement>> by_file;
+  std::vector<std::string> order;
+  for (const auto& m : ms) {
+    const std::string f = m.model_file.empty() ? main.filename().string() : m.model_file;
+    if (!by_file.count(f)) order.push_back(f);
+    by_file[f].push_back(m);
+  }
+  std::vector<CalibrationPoint> out;
+  for (const auto& f : order) {
+    std::optional<ModelInfo> other;
+    const ModelInfo* info = &model;
+    if (f != main.filename().string()) {
+      const std::string sibling = (main.parent_path() / f).string();
+      auto o = LoadModelInfo(sibling);
+      if (!o.ok()) {
+        return o.take_error().Context(
+            fmt::format("results of model '{}': put that file beside {} to validate it", f, path));
+      }
+      other = std::move(o).value();
+      info = &*other;
+    }
+    const SpeedModel sm(*info, spec, c);
+    auto pts = ComparePredictions(sm, by_file[f]);
+    for (auto& p : pts) {
+      if (order.size() > 1) p.label = f + " " + p.label;
+    }
+    out.insert(out.end(), pts.begin(), pts.end());
+  }
+  return out;
+}
+
+int Run(const CalibrateArgs& a) {
+  auto resolved = ResolveMachine(a.machine);
+  if (!resolved.ok()) return ReportError(resolved.error());
+  auto model = LoadModelInfo(a.model);
+  if (!model.ok()) return ReportError(model.error());
+  MachineSpec spec = resolved->spec;
+  for (const auto& n : spec.notes) std::cerr << "moetune: note: " << n << "\n";
+
+  auto stat = ParseMeasurementStat(a.stat);
+  if (!stat.ok()) return ReportError(stat.error());
+  std::vector<Measurement> ms;
+  std::string measured_engine;
+  for (const auto& path : a.validate.empty() ? a.measurements : a.validate) {
+    auto part = ReadMeasurements(path, *stat, &measured_engine);
+    if (!part.ok()) return ReportError(part.error());
+    ms.insert(ms.end(), part->begin(), part->end());
+  }
+  // Rounds of the same tests (bench/speed/validate.sh interleaves them) count as one.
+  ms = MergeMeasurements(ms, *stat);
+  const bool any_rpc = std::any_of(ms.begin(), ms.end(), [](const auto& m) { return m.rpc; });
+  if (any_rpc && !spec.accel) {
+    (void)ApplyMachinePreset("rpc-cpu", &spec);
+    std::cerr << "moetune: note: results measured with the RPC device: modelling it as "
+                 "--machine rpc-cpu\n";
+  }
+
+  if (!a.validate.empty()) {
+    std::cerr << fmt::format("moetune: predicting with {} constants\n",
+                             resolved->calibration
+                                 ? "calibrated (" + resolved->calibration->created_at + ")"
+                                 : std::string("default"));
+    auto pts = ValidateAcrossModels(a.model, *model, spec, resolved->constants, ms);
+    if (!pts.ok()) return ReportError(pts.error());
+    const std::string text = a.json ? ValidationJson(*pts).dump(2) + "\n" : ValidationText(*pts);
+    auto st = WriteOutput(a.output, text);
+    return st.ok() ? kExitOk : ReportError(st.error());
+  }
+
+  // Start from the stored calibration: runs that pin only some constants (RPC
+  // runs pin the link) keep the others.
+  const SpeedModel sm(*model, spec, resolved->constants);
+  CalibrationRecord rec;
+  EngineInfo engine;
+  if (!ms.empty()) {
+    rec = CalibrateFromMeasurements(sm, ms);
+    rec.engine_version = measured_engine;
+  } else {
+    DiscoveryOptions d;
+    d.llama_dir = a.llama_dir;
+    auto info = DiscoverEngine(d);
+    if (!info.ok()) return ReportError(info.error());
+    engine = *info;
+    CalibrationRunOptions o;
+    o.quick = a.quick;
+    o.repetitions = a.repetitions;
+    o.depth = a.depth;
+    const auto configs = CalibrationConfigs(a.model, sm, o);
+    LlamaBenchEngine bench(engine);
+    if (a.dry_run) {
+      for (const auto& inv : bench.PlanInvocations(configs)) {
+        std::string line;
+        for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
+        std::cout << line << "\n";
+      }
+      return kExitOk;
+    }
+    std::cerr << fmt::format("moetune: calibrating with {} short runs of {} (about a minute)...\n",
+                             configs.size(), a.model);
+    ProgressCallback progress;
+    if (::isatty(2)) {
+      progress = [](const BenchProgress& p) {
+        std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush;
+      };
+    }
+    std::vector<std::string> failures;
+    auto r = RunCalibration(bench, configs, sm, &failures, progress, *stat);
+    if (::isatty(2)) std::cerr << "\n";
+    for (const auto& f : failures) std::cerr << "moetune: run failed: " << f << "\n";
+    if (!r.ok()) return ReportError(r.error());
+    rec = std::move(r).value();
+    rec.engine_version = engine.version_line;
+    rec.engine_build = engine.build_number;
+  }
+  if (resolved->calibration) {
+    for (const auto& name : resolved->calibration->fitted) {
+      if (std::find(rec.fitted.begin(), rec.fitted.end(), name) == rec.fitted.end())
+        rec.fitted.push_back(name);
+    }
+    if (rec.engine_version.empty()) {
+      rec.engine_version = resolved->calibration->engine_version;
+      rec.engine_build = resolved->calibration->engine_build;
+    }
+  }
+  rec.created_at = NowUtc();
+  rec.model_path = a.model;
+  rec.model_name = model->arch.hp.name.empty() ? a.model : model->arch.hp.name;
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) == 0) rec.hostname = host;
+
+  if (!a.no_save) {
+    if (!resolved->profile_found) {
+      return ReportError(Error(ErrorKind::kNotFound,
+                               fmt::format("no machine profile at '{}' to store the calibration "
+                                           "in: run `moetune doctor` first, or pass --no-save",
+                                           resolved->profile_path)));
+    }
+    auto profile = LoadMachineProfile(resolved->profile_path);
+    if (!profile.ok()) return ReportError(profile.error());
+    profile->calibration = CalibrationRecordToJson(rec);
+    if (auto st = SaveMachineProfile(*profile, resolved->profile_path); !st.ok())
+      return ReportError(st.error());
+    std::cerr << "moetune: calibration saved in " << resolved->profile_path << "\n";
+  }
+  const std::string text =
+      a.json ? CalibrationRecordToJson(rec).dump(2) + "\n" : CalibrationText(rec);
+  auto st = WriteOutput(a.output, text);
+  return st.ok() ? kExitOk : ReportError(st.error());
+}
+
+}  // namespace
+
+void RegisterCalibrateCommand(CLI::App& app, CommandRun* run) {
+  auto a = std::make_shared<CalibrateArgs>();
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Pin the speed model's constants with a few short real runs on this machine");
+  cmd->add_option("model", a->model, "GGUF model file (a small MoE runs fastest)")->required();
+  cmd->add_flag("--quick", a->quick,
+                "One thread count and fewer repetitions (about half the time)");
+  cmd->add_option("--stat", a->stat,
+                  "Which repetition stands for a test: best (default; interference only slows "
+                  "runs down), median or mean");
+  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per run (default 3)")
+      ->check(CLI::Range(1, 50));
+  cmd->add_option("--depth", a->depth, "Context depth of the attention runs (default 2048)")
+      ->check(CLI::Range(64, 1 << 20));
+  cmd->add_option("--measurements", a->measurements,
+                  "Fit from llama-bench results (JSONL/JSON) instead of running");
+  cmd->add_option("--validate", a->validate,
+                  "Compare predictions with these results (no fitting, nothing saved)");
+  cmd->add_flag("--no-save", a->no_save, "Print the calibration without storing it");
+  cmd->add_flag("--dry-run", a->dry_run, "Print the llama-bench command lines and stop");
+  cmd->add_flag("--json", a->json, "JSON output");
+  cmd->add_option("-o,--output", a->output, "Write the output to this file");
+  cmd->add_option("--llama-dir", a->llama_dir, "Folder with llama.cpp's tools");
+  AddMachineFlags(cmd, &a->machine, /*with_vram=*/true, /*with_profile=*/true);
+  cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
+}
+
+}  // namespace moetune

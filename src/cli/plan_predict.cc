@@ -1,0 +1,36 @@
+#include "cli/plan_predict.h"
+
+#include <iostream>
+
+namespace moetune {
+
+std::string WhatIfVram(const MachineFlags& flags) {
+  if (!HasWhatIf(flags)) return "";
+  auto m = ResolveMachine(flags);
+  if (!m.ok() || !m->spec.accel) return "";
+  return std::to_string(m->spec.accel->vram_free);
+}
+
+Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
+                                      const PlanRequest& request, const MachineFlags& flags,
+                                      int threads) {
+  MOETUNE_ASSIGN_OR_RETURN(ResolvedMachine m, ResolveMachine(flags));
+  MachineSpec spec = m.spec;
+  if (spec.accel) {
+    // The plan's budget is the one the options were sized for.
+    spec.accel->vram_free = request.vram_free;
+    spec.accel->vram_total = std::max(spec.accel->vram_total, request.vram_free);
+    spec.reserve = request.reserve;
+  }
+  for (const auto& n : spec.notes) std::cerr << "moetune: note: " << n << "\n";
+  PlanPredictionOptions o;
+  o.threads = threads;
+  MOETUNE_ASSIGN_OR_RETURN(PlanPrediction p,
+                           PredictPlan(model, plan, request, spec, m.constants, o));
+  if (!m.calibration)
+    p.notes.push_back(
+        "default constants: run `moetune calibrate MODEL` to pin them on this machine");
+  return p;
+}
+
+}  // namespace moetune

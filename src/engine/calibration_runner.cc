@@ -1,0 +1,87 @@
+#include "engine/calibration_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "perf/plan_prediction.h"
+
+namespace moetune {
+
+std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const SpeedModel& model,
+                                          const CalibrationRunOptions& o) {
+  const MachineSpec& m = model.machine();
+  const int max_threads = std::max(1, m.cpu.p_cores);
+  std::vector<int> threads = {max_threads};
+  if (!o.quick && max_threads > 1) threads.insert(threads.begin(), 1);
+  const int reps = o.quick ? std::max(2, o.repetitions - 1) : o.repetitions;
+  auto make = [&](int ngl, int ncmoe, int t, int depth, bool prefill) {
+    RunConfig c;
+    c.model = model_path;
+    c.placement.n_gpu_layers = ngl;
+    c.placement.n_cpu_moe = ncmoe;
+    c.placement.n_ubatch = o.n_ubatch;
+    c.placement.n_batch = 2048;
+    c.threads = t;
+    c.n_depth = depth;
+    (prefill ? c.n_prompt : c.n_gen) = prefill ? o.n_prompt : o.n_gen;
+    c.repetitions = reps;
+    return c;
+  };
+  const int n_layer = static_cast<int>(model.shape().layers.size());
+  std::vector<RunConfig> out;
+  // Every layer on the CPU (-ngl 0) pins the CPU constants; threads and depth
+  // vary inside one model load.
+  for (int t : threads) {
+    for (int d : {0, o.depth}) {
+      for (bool pp : {true, false}) out.push_back(make(0, 0, t, d, pp));
+    }
+  }
+  if (m.accel && model.shape().n_expert > 0) {
+    // All experts on the CPU, and the fewest CPU layers that load (strict).
+    RunSettings proto;
+    proto.n_ubatch = o.n_ubatch;
+    proto.n_prompt = o.n_prompt;
+    const int n_fit = FirstLoadingNCpuMoe(model, proto).value_or(n_layer);
+    std::vector<int> splits = {n_layer};
+    if (n_fit < n_layer) splits.push_back(n_fit);
+    for (int n : splits) {
+      for (bool pp : {true, false}) out.push_back(make(99, n, max_threads, 0, pp));
+    }
+  }
+  return out;
+}
+
+CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
+                                            const std::vector<Measurement>& ms) {
+  const FitResult fit = FitConstants(model, ms, model.constants());
+  CalibrationRecord rec;
+  rec.constants = fit.constants;
+  rec.fitted = fit.fitted;
+  rec.points = fit.points;
+  rec.median_error_default = fit.median_error_default;
+  rec.median_error = fit.median_error;
+  return rec;
+}
+
+Result<CalibrationRecord> RunCalibration(Engine& engine, const std::vector<RunConfig>& configs,
+                                         const SpeedModel& model,
+                                         std::vector<std::string>* failures,
+                                         const ProgressCallback& progress, MeasurementStat stat) {
+  BenchRun run = engine.Run(configs, progress);
+  for (const auto& r : run.results) {
+    if (r.ok() || failures == nullptr) continue;
+    failures->push_back(fmt::format("{} t={} ncmoe={}: {} ({})", r.config.test_name(),
+                                    r.config.threads, r.config.placement.n_cpu_moe,
+                                    FailureKindName(r.failure->kind), r.failure->message));
+  }
+  const auto ms = MeasurementsFromRun(run, stat);
+  if (ms.empty()) {
+    return Error(ErrorKind::kEngine,
+                 "no calibration run succeeded; see the failures above (`moetune engine` checks "
+                 "the engine)");
+  }
+  return CalibrateFromMeasurements(model, ms);
+}
+
+}  // namespace moetune

@@ -1,0 +1,50 @@
+#pragma once
+/// The short real runs `moetune calibrate` makes to pin the speed model's free
+/// constants on this machine and engine, and the fit of their results.
+///
+/// Default plan (one model load, about a minute on two cores for a small MoE):
+/// prefill pp256 and decode tg16 at ub 256, depth 0 and 2048, every layer on the
+/// CPU (-ngl 0), with one thread and with one thread per performance core; on a
+/// machine with an accelerator (a GPU, or the RPC device) also -ngl 99 with all
+/// experts on the CPU and with the fewest expert layers on the CPU that load. The sizes
+/// deliberately differ from the validation grid (pp512/tg32, ub 128/512, depth 0/4096) so that
+/// validation measures other configurations than the ones fitted.
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/perf_bridge.h"
+#include "perf/calibration_fit.h"
+#include "perf/speed_model.h"
+
+namespace moetune {
+
+struct CalibrationRunOptions {
+  bool quick = false;  // one thread count, fewer repetitions (about half the time)
+  int repetitions = 3;
+  int depth = 2048;
+  int n_ubatch = 256;
+  int n_prompt = 256;
+  int n_gen = 16;
+};
+
+/// The configurations to run for `model_path` (whose speed model is `model`).
+std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const SpeedModel& model,
+                                          const CalibrationRunOptions& options);
+
+/// Runs the configurations through `engine`, fits, and returns the record (its
+/// engine/model/date fields are left for the caller). Configurations that fail
+/// are reported in `failures` and left out of the fit.
+Result<CalibrationRecord> RunCalibration(Engine& engine, const std::vector<RunConfig>& configs,
+                                         const SpeedModel& model,
+                                         std::vector<std::string>* failures,
+                                         const ProgressCallback& progress = {},
+                                         MeasurementStat stat = MeasurementStat::kBest);
+
+/// Fits a record from measurements made elsewhere, starting from the model's
+/// constants (a previous calibration, or the defaults).
+CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
+                                            const std::vector<Measurement>& ms);
+
+}  // namespace moetune

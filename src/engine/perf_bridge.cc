@@ -1,0 +1,151 @@
+#include "engine/perf_bridge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gguf/ggml_type.h"
+
+namespace moetune {
+namespace {
+
+Result<uint32_t> CacheTypeId(const std::string& name) {
+  if (name.empty()) return ggml_type::kF16;
+  auto t = GgmlTypeByName(name);
+  if (!t) {
+    return Error(
+        ErrorKind::kInvalidArgument,
+        fmt::format("cache type '{}' is unknown to the speed model; use f16, q8_0, ...", name));
+  }
+  return t->id;
+}
+
+double Stat(std::vector<double> v, MeasurementStat stat) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  switch (stat) {
+    case MeasurementStat::kBest:
+      return v.back();
+    case MeasurementStat::kMedian:
+      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    case MeasurementStat::kMean:
+      break;
+  }
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(n);
+}
+
+}  // namespace
+
+Result<MeasurementStat> ParseMeasurementStat(std::string_view text) {
+  if (text == "best") return MeasurementStat::kBest;
+  if (text == "median") return MeasurementStat::kMedian;
+  if (text == "mean") return MeasurementStat::kMean;
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("--stat '{}': use best, median or mean", text));
+}
+
+std::string MeasurementLabel(const RunSettings& r) {
+  std::string test = r.n_prompt > 0 && r.n_gen == 0 ? fmt::format("pp{}", r.n_prompt)
+                                                    : fmt::format("tg{}", r.n_gen);
+  return fmt::format("{} t={} ub={} d={} ngl={} ncmoe={}", test, r.threads, r.n_ubatch, r.n_depth,
+                     r.n_gpu_layers, r.n_cpu_moe);
+}
+
+Result<RunSettings> RunSettingsFromConfig(const RunConfig& c) {
+  RunSettings r;
+  r.n_gpu_layers = c.placement.n_gpu_layers;
+  r.n_cpu_moe = c.placement.n_cpu_moe;
+  r.override_tensor = c.placement.override_tensor;
+  r.threads = c.threads;
+  r.n_ubatch = c.placement.n_ubatch;
+  r.n_batch = c.placement.n_batch;
+  MOETUNE_ASSIGN_OR_RETURN(r.type_k, CacheTypeId(c.placement.type_k));
+  MOETUNE_ASSIGN_OR_RETURN(r.type_v, CacheTypeId(c.placement.type_v));
+  // -fa auto turns flash attention on for the CPU and CUDA backends.
+  r.flash_attn = c.placement.flash_attn != "off";
+  r.pinned = LoadModeIsPinned(c.load_mode);
+  r.n_prompt = c.n_prompt;
+  r.n_gen = c.n_gen;
+  r.n_depth = c.n_depth;
+  if (c.placement.ctx_size) r.n_ctx = *c.placement.ctx_size;
+  return r;
+}
+
+Result<Measurement> MeasurementFromRecord(const BenchRecord& rec, MeasurementStat stat) {
+  Measurement m;
+  RunSettings& r = m.run;
+  r.n_prompt = rec.n_prompt;
+  r.n_gen = rec.n_gen;
+  r.n_depth = rec.n_depth;
+  r.threads = rec.n_threads;
+  r.n_batch = rec.n_batch > 0 ? rec.n_batch : 2048;
+  r.n_ubatch = rec.n_ubatch > 0 ? rec.n_ubatch : 512;
+  r.n_gpu_layers = rec.n_gpu_layers;
+  r.n_cpu_moe = rec.n_cpu_moe;
+  MOETUNE_ASSIGN_OR_RETURN(r.type_k, CacheTypeId(rec.type_k));
+  MOETUNE_ASSIGN_OR_RETURN(r.type_v, CacheTypeId(rec.type_v));
+  r.flash_attn = rec.flash_attn != "off";
+  const auto& raw = rec.raw;
+  if (raw.contains("load_mode") && raw["load_mode"].is_string())
+    r.pinned = LoadModeIsPinned(raw["load_mode"].get<std::string>());
+  if (raw.contains("no_op_offload") && raw["no_op_offload"].is_number())
+    r.op_offload = raw["no_op_offload"].get<double>() == 0;
+  if (raw.contains("tensor_buft_overrides") && raw["tensor_buft_overrides"].is_string()) {
+    const std::string ot = raw["tensor_buft_overrides"].get<std::string>();
+    if (ot != "none") r.override_tensor = ot;
+  }
+  m.rpc = rec.backends.find("RPC") != std::string::npos;
+  if (raw.contains("model_filename") && raw["model_filename"].is_string())
+    m.model_file = raw["model_filename"].get<std::string>();
+  if (r.n_prompt <= 0 && r.n_gen <= 0)
+    return Error(ErrorKind::kFormat, "llama-bench record with neither n_prompt nor n_gen");
+  m.tokens_per_second = rec.samples_ts.empty() ? rec.avg_ts : Stat(rec.samples_ts, stat);
+  m.samples = rec.samples_ts.empty() ? std::vector<double>{rec.avg_ts} : rec.samples_ts;
+  m.label = MeasurementLabel(r);
+  return m;
+}
+
+std::vector<Measurement> MergeMeasurements(const std::vector<Measurement>& ms,
+                                           MeasurementStat stat) {
+  std::vector<Measurement> out;
+  for (const auto& m : ms) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const Measurement& o) {
+      return o.label == m.label && o.model_file == m.model_file && o.rpc == m.rpc &&
+             o.run.override_tensor == m.run.override_tensor && o.run.pinned == m.run.pinned &&
+             o.run.op_offload == m.run.op_offload && o.run.n_batch == m.run.n_batch &&
+             o.run.type_k == m.run.type_k && o.run.type_v == m.run.type_v &&
+             o.run.flash_attn == m.run.flash_attn;
+    });
+    if (same == out.end()) {
+      out.push_back(m);
+      continue;
+    }
+    same->samples.insert(same->samples.end(), m.samples.begin(), m.samples.end());
+    if (!same->samples.empty()) same->tokens_per_second = Stat(same->samples, stat);
+  }
+  return out;
+}
+
+std::vector<Measurement> MeasurementsFromRun(const BenchRun& run, MeasurementStat stat) {
+  std::vector<Measurement> out;
+  for (const auto& res : run.results) {
+    if (!res.ok() || res.samples_ts.empty()) continue;
+    auto s = RunSettingsFromConfig(res.config);
+    if (!s.ok()) continue;
+    Measurement m;
+    m.run = *s;
+    m.tokens_per_second = Stat(res.samples_ts, stat);
+    m.samples = res.samples_ts;
+    m.label = MeasurementLabel(m.run);
+    if (res.record.is_object() && res.record.contains("backends") &&
+        res.record["backends"].is_string())
+      m.rpc = res.record["backends"].get<std::string>().find("RPC") != std::string::npos;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace moetune

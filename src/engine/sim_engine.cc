@@ -1,0 +1,269 @@
+#include "engine/sim_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "engine/perf_bridge.h"
+#include "perf/speed_model.h"
+
+namespace moetune {
+namespace {
+
+uint64_t Fnv(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// splitmix64: small, fast, and the same on every platform (std:: distributions
+// are implementation-defined, which would break --seed reproducibility).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) / 9007199254740992.0; }
+  double Normal() {
+    const double u1 = Uniform(), u2 = Uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+std::string ConfigKey(const RunConfig& c) {
+  const auto k = c.ContextKey();
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.ModelKey(), std::get<0>(k),
+                     std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k),
+                     std::get<6>(k), c.n_prompt, c.n_gen, c.n_depth);
+}
+
+EngineFailure LoadFailure(const std::string& message, FailureKind kind) {
+  EngineFailure f;
+  f.kind = kind;
+  f.exit = "exit code 1";
+  size_t start = 0;
+  while (start < message.size()) {
+    size_t nl = message.find('\n', start);
+    if (nl == std::string::npos) nl = message.size();
+    f.stderr_tail.push_back(message.substr(start, nl - start));
+    start = nl + 1;
+  }
+  f.message = f.stderr_tail.empty() ? message : f.stderr_tail.front();
+  return f;
+}
+
+nlohmann::json SplitJson(const TimeSplit& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int r = 0; r < kResourceCount; ++r) {
+    const double v = t.seconds[static_cast<size_t>(r)];
+    if (v > 0) j[ResourceName(static_cast<Resource>(r))] = v;
+  }
+  return j;
+}
+
+}  // namespace
+
+SimEngine::SimEngine(SimEngineOptions options) : options_(std::move(options)) {}
+
+std::string SimEngine::BackendsLabel() const {
+  const auto& a = options_.machine.accel;
+  if (!a) return "SIM CPU";
+  return fmt::format("SIM {} ({}{})", a->kind == AcceleratorKind::kRpcCpu ? "RPC" : "CUDA",
+                     a->count > 1 ? fmt::format("{}x ", a->count) : "", a->name);
+}
+
+EngineInfo SimEngine::Info() const {
+  EngineInfo e;
+  e.dir = "(simulated)";
+  e.origin = "simulated";
+  e.version_line = fmt::format("moetune simulated engine (speed model), seed {}", options_.seed);
+  e.version = MOETUNE_VERSION;
+  e.backends = {"SIM"};
+  return e;
+}
+
+Result<const ModelInfo*> SimEngine::Model(const std::string& path) {
+  auto it = models_.find(path);
+  if (it != models_.end()) return it->second.get();
+  MOETUNE_ASSIGN_OR_RETURN(ModelInfo m, LoadModelInfo(path));
+  auto owned = std::make_unique<ModelInfo>(std::move(m));
+  const ModelInfo* raw = owned.get();
+  models_[path] = std::move(owned);
+  return raw;
+}
+
+BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCallback& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  BenchRun run;
+  run.backends = BackendsLabel();
+  run.results.resize(configs.size());
+  // One simulated process per model key, in first-appearance order (as llama-bench).
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::string k = configs[i].ModelKey();
+    if (!groups.count(k)) keys.push_back(k);
+    groups[k].push_back(i);
+  }
+  BenchProgress p;
+  p.tests_total = configs.size();
+  p.invocations_total = keys.size();
+  for (size_t g = 0; g < keys.size(); ++g) {
+    const auto& members = groups[keys[g]];
+    InvocationReport inv;
+    inv.configs = members;
+    const RunConfig& first = configs[members.front()];
+    inv.argv = {"moetune-sim",
+                "-m",
+                first.model,
+                "-ngl",
+                std::to_string(first.placement.n_gpu_layers),
+                "-ncmoe",
+                std::to_string(first.placement.n_cpu_moe),
+                "--seed",
+                std::to_string(options_.seed)};
+    inv.exit = "exit code 0";
+    const int inv_index = static_cast<int>(run.invocations.size());
+    p.invocation = g + 1;
+    auto model = Model(first.model);
+    int loads = 0;
+    double wall = 0;
+    std::optional<SpeedModel> sm;
+    if (model.ok()) {
+      sm.emplace(**model, options_.machine, options_.constants);
+      wall += static_cast<double>((*model)->weights.total) / (options_.load_gbps * 1e9);
+      loads = 1;
+    }
+    for (size_t i : members) {
+      const RunConfig& c = configs[i];
+      RunResult& res = run.results[i];
+      res.config = c;
+      res.invocation = inv_index;
+      p.current = fmt::format("{} t={} (simulated)", c.test_name(), c.threads);
+      if (progress) progress(p);
+      ++p.tests_done;
+      if (!model.ok()) {
+        res.failure =
+            LoadFailure("llama_model_load: error loading model: " + model.error().message() +
+                            "\nllama_model_load_from_file_impl: failed to load model",
+                        FailureKind::kModelLoad);
+        inv.exit = "exit code 1";
+        inv.failure = res.failure;
+        continue;
+      }
+      auto settings = RunSettingsFromConfig(c);
+      if (!settings.ok()) {
+        res.failure = LoadFailure(settings.error().message(), FailureKind::kInvalidConfig);
+        continue;
+      }
+      auto pred = sm->Predict(*settings);
+      if (!pred.ok()) {
+        res.failure = LoadFailure(pred.error().message(), FailureKind::kInvalidConfig);
+        continue;
+      }
+      if (!pred->loads) {
+        res.failure = LoadFailure(pred->failure, FailureKind::kOutOfMemoryDevice);
+        inv.exit = "exit code 1";
+        inv.failure = res.failure;
+        continue;
+      }
+      // The ideal time of one repetition, then seeded noise around it.
+      const double tokens = c.n_prompt + c.n_gen;
+      const double ideal = tokens / std::max(1e-9, pred->tokens_per_second);
+      Rng rng(Fnv(ConfigKey(c), options_.seed * 0x9e3779b97f4a7c15ull + 1));
+      const double cv = pred->noise_cv;
+      for (int r = 0; r < std::max(1, c.repetitions); ++r) {
+        double t = ideal * std::exp(cv * rng.Normal() - 0.5 * cv * cv);
+        if (rng.Uniform() < options_.outlier_probability) {
+          t *= 1.25 + (options_.outlier_max_slowdown - 1.25) * rng.Uniform();
+        }
+        res.samples_ns.push_back(static_cast<int64_t>(t * 1e9));
+        res.samples_ts.push_back(tokens / t);
+        wall += t;
+      }
+      double mean = 0, sd = 0, mean_ns = 0;
+      for (double v : res.samples_ts) mean += v;
+      mean /= static_cast<double>(res.samples_ts.size());
+      for (double v : res.samples_ts) sd += (v - mean) * (v - mean);
+      sd = res.samples_ts.size() > 1
+               ? std::sqrt(sd / static_cast<double>(res.samples_ts.size() - 1))
+               : 0;
+      for (int64_t v : res.samples_ns) mean_ns += static_cast<double>(v);
+      mean_ns /= static_cast<double>(res.samples_ns.size());
+      res.avg_ts = mean;
+      res.stddev_ts = sd;
+      // Warm-up and the depth fill cost simulated time too.
+      wall += ideal;
+      if (c.n_depth > 0) {
+        RunSettings fill = *settings;
+        fill.n_prompt = c.n_depth;
+        fill.n_gen = 0;
+        fill.n_depth = 0;
+        auto fp = sm->Predict(fill);
+        if (fp.ok() && fp->loads) wall += c.n_depth / std::max(1e-9, fp->tokens_per_second);
+      }
+      const ModelInfo& m = **model;
+      res.record = {
+          {"build_commit", "simulated"},
+          {"build_number", 0},
+          {"cpu_info", options_.machine.cpu.name},
+          {"gpu_info", options_.machine.accel ? options_.machine.accel->name : ""},
+          {"backends", run.backends},
+          {"model_filename", std::filesystem::path(c.model).filename().string()},
+          {"model_type", m.arch.hp.arch},
+          {"model_size", m.weights.total},
+          {"n_batch", c.placement.n_batch},
+          {"n_ubatch", c.placement.n_ubatch},
+          {"n_threads", c.threads},
+          {"type_k", c.placement.type_k},
+          {"type_v", c.placement.type_v},
+          {"n_gpu_layers", c.placement.n_gpu_layers},
+          {"n_cpu_moe", c.placement.n_cpu_moe},
+          {"flash_attn", c.placement.flash_attn.empty() ? "auto" : c.placement.flash_attn},
+          {"tensor_buft_overrides",
+           c.placement.override_tensor.empty() ? "none" : c.placement.override_tensor},
+          {"load_mode", c.load_mode.empty() ? "auto" : c.load_mode},
+          {"n_prompt", c.n_prompt},
+          {"n_gen", c.n_gen},
+          {"n_depth", c.n_depth},
+          {"avg_ns", static_cast<int64_t>(mean_ns)},
+          {"avg_ts", mean},
+          {"stddev_ts", sd},
+          {"samples_ns", res.samples_ns},
+          {"samples_ts", res.samples_ts},
+          {"simulated", true},
+          {"sim_seed", options_.seed},
+          {"sim_machine", options_.machine.label},
+          {"predicted_tps", pred->tokens_per_second},
+          {"binding", ResourceName(c.n_gen > 0 && c.n_prompt == 0 ? pred->decode.binding
+                                                                  : pred->prefill.binding)},
+          {"time_split_per_token",
+           SplitJson(c.n_gen > 0 && c.n_prompt == 0 ? pred->decode.per_token
+                                                    : pred->prefill.per_token)},
+          {"spill_bytes", pred->spill_bytes},
+          {"gpu_bytes", pred->gpu_bytes},
+          {"notes", pred->notes}};
+    }
+    inv.model_loads = loads;
+    // Simulated seconds the real engine would have taken (tune budgets by them).
+    inv.wall_seconds = wall;
+    run.invocations.push_back(std::move(inv));
+  }
+  p.tests_done = configs.size();
+  p.current = "";
+  p.elapsed_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (progress) progress(p);
+  return run;
+}
+
+}  // namespace moetune

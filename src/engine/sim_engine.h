@@ -1,0 +1,56 @@
+#pragma once
+/// The simulated engine: the Engine interface answered by the speed model on a
+/// (what-if) machine, with seeded, realistic noise: repetitions spread by the
+/// thread placement's variance, occasional slow outliers, placements that fail
+/// to load in strict mode (the same failure kind the real engine reports for a
+/// device out-of-memory), and the slowdown of silent spill. Every result is
+/// marked simulated: its record carries "simulated": true and its backends field
+/// starts with "SIM".
+///
+/// Reproducible: the samples of a configuration depend only on the seed and the
+/// configuration, not on the order or the company it is run in.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/engine_info.h"
+#include "model/model_info.h"
+#include "perf/calibration.h"
+#include "perf/machine_spec.h"
+
+namespace moetune {
+
+struct SimEngineOptions {
+  MachineSpec machine;
+  CalibrationConstants constants;
+  uint64_t seed = 1;
+  double outlier_probability = 0.04;  // chance that a repetition is disturbed
+  double outlier_max_slowdown = 2.0;  // a disturbed repetition is 1.25x..this much slower
+  double load_gbps = 2.0;             // simulated model load rate (page cache / NVMe)
+};
+
+class SimEngine : public Engine {
+ public:
+  explicit SimEngine(SimEngineOptions options);
+
+  BenchRun Run(const std::vector<RunConfig>& configs,
+               const ProgressCallback& progress = {}) override;
+
+  /// How this engine presents itself in reports (`moetune bench --json`'s "engine").
+  EngineInfo Info() const;
+  /// "SIM CUDA (NVIDIA GeForce RTX 4070 12 GB)", "SIM CPU", "SIM RPC (...)".
+  std::string BackendsLabel() const;
+
+  const SimEngineOptions& options() const { return options_; }
+
+ private:
+  Result<const ModelInfo*> Model(const std::string& path);
+
+  SimEngineOptions options_;
+  std::map<std::string, std::unique_ptr<ModelInfo>> models_;
+};
+
+}  // namespace moetune

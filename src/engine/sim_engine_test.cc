@@ -1,0 +1,137 @@
+#include "engine/sim_engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "model/synth_sparse.h"
+#include "perf/presets.h"
+
+namespace moetune {
+namespace {
+
+// A full-scale Qwen3-30B-A3B shape as a sparse file (header only).
+const std::string& ModelPath() {
+  static const std::string path = [] {
+    const std::string p =
+        ::testing::TempDir() + "sim_qwen3moe_" + std::to_string(::getpid()) + ".gguf";
+    SynthOptions o;
+    o.spec = *SynthPreset("qwen3moe");
+    o.quant = SynthQuant::kQ4_K_M;
+    auto r = WriteSparseSynthModel(o, p);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+    return p;
+  }();
+  return path;
+}
+
+SimEngineOptions Options(const char* machine, uint64_t seed, SpillMode spill = SpillMode::kStrict) {
+  SimEngineOptions o;
+  o.machine = DefaultMachineSpec();
+  EXPECT_TRUE(ApplyMachinePresets(machine, &o.machine).ok());
+  o.machine.spill = spill;
+  o.seed = seed;
+  return o;
+}
+
+std::vector<RunConfig> Configs(std::initializer_list<int> ncmoe, int reps = 5) {
+  std::vector<RunConfig> out;
+  for (int n : ncmoe) {
+    for (bool pp : {true, false}) {
+      RunConfig c;
+      c.model = ModelPath();
+      c.placement.n_cpu_moe = n;
+      c.threads = 8;
+      (pp ? c.n_prompt : c.n_gen) = pp ? 512 : 128;
+      c.repetitions = reps;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+TEST(SimEngine, SameSeedSameSamplesWhateverTheOrder) {
+  SimEngine a(Options("rtx4090-24g,ddr5-6000-2ch,8c16t", 7));
+  SimEngine b(Options("rtx4090-24g,ddr5-6000-2ch,8c16t", 7));
+  SimEngine c(Options("rtx4090-24g,ddr5-6000-2ch,8c16t", 8));
+  auto configs = Configs({20, 30});
+  const BenchRun ra = a.Run(configs);
+  std::vector<RunConfig> reversed(configs.rbegin(), configs.rend());
+  const BenchRun rb = b.Run(reversed);
+  const BenchRun rc = c.Run(configs);
+  ASSERT_EQ(ra.results.size(), 4u);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_TRUE(ra.results[i].ok());
+    EXPECT_EQ(ra.results[i].samples_ns, rb.results[configs.size() - 1 - i].samples_ns);
+    EXPECT_NE(ra.results[i].samples_ns, rc.results[i].samples_ns);
+    EXPECT_EQ(ra.results[i].samples_ts.size(), 5u);
+  }
+}
+
+TEST(SimEngine, ResultsAreMarkedSimulatedAndGroupedLikeLlamaBench) {
+  SimEngine e(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 1));
+  const BenchRun r = e.Run(Configs({30, 40}));
+  EXPECT_EQ(r.invocations.size(), 2u);  // one "process" per placement
+  EXPECT_EQ(r.TotalModelLoads(), 2);
+  EXPECT_EQ(r.backends.rfind("SIM", 0), 0u);
+  for (const auto& res : r.results) {
+    ASSERT_TRUE(res.ok());
+    EXPECT_TRUE(res.record.at("simulated").get<bool>());
+    EXPECT_NE(res.record.at("backends").get<std::string>().find("RTX 4070"), std::string::npos);
+    EXPECT_GT(res.avg_ts, 0);
+  }
+  // Fewer experts on the CPU is faster here (everything fits).
+  EXPECT_GT(r.results[1].avg_ts, r.results[3].avg_ts);
+  EXPECT_EQ(e.Info().origin, "simulated");
+}
+
+TEST(SimEngine, StrictModeFailsLikeADeviceOutOfMemory) {
+  SimEngine e(Options("rtx4070-12g", 1));
+  const BenchRun r = e.Run(Configs({0, 40}));
+  ASSERT_FALSE(r.results[0].ok());
+  EXPECT_EQ(r.results[0].failure->kind, FailureKind::kOutOfMemoryDevice);
+  EXPECT_NE(r.results[0].failure->message.find("cudaMalloc failed: out of memory"),
+            std::string::npos);
+  EXPECT_TRUE(r.results[2].ok());
+  EXPECT_EQ(r.FailureCount(), 2u);
+}
+
+TEST(SimEngine, SilentSpillRunsButSlowsPrefillDown) {
+  SimEngine strict(Options("rtx4070-12g,ddr5-6000-2ch,8c16t", 3));
+  SimEngine silent(Options("rtx4070-12g,ddr5-6000-2ch,8c16t", 3, SpillMode::kSilent));
+  const BenchRun a = silent.Run(Configs({0, 40}));
+  ASSERT_TRUE(a.results[0].ok());
+  EXPECT_GT(a.results[0].record.at("spill_bytes").get<int64_t>(), 0);
+  EXPECT_LT(a.results[0].avg_ts, a.results[2].avg_ts);  // spilled prefill < healthy prefill
+  EXPECT_FALSE(strict.Run(Configs({0})).results[0].ok());
+}
+
+TEST(SimEngine, RepetitionsSpreadAndSometimesStandOut) {
+  SimEngineOptions o = Options("no-gpu,16c32t,ddr5-6000-2ch", 11);
+  o.outlier_probability = 0.1;
+  SimEngine e(o);
+  const BenchRun r = e.Run(Configs({0}, 200));
+  ASSERT_TRUE(r.results[1].ok());
+  const auto& s = r.results[1].samples_ts;
+  const double best = *std::max_element(s.begin(), s.end());
+  int slow = 0;
+  for (double v : s) slow += v < best / 1.25 ? 1 : 0;
+  EXPECT_GT(slow, 5);   // outliers exist
+  EXPECT_LT(slow, 60);  // but most repetitions do not stand out
+  EXPECT_GT(r.results[1].stddev_ts, 0);
+}
+
+TEST(SimEngine, MissingModelIsALoadFailure) {
+  SimEngine e(Options("rtx4090-24g", 1));
+  RunConfig c;
+  c.model = "/nonexistent/model.gguf";
+  c.n_gen = 16;
+  const BenchRun r = e.Run({c});
+  ASSERT_FALSE(r.results[0].ok());
+  EXPECT_EQ(r.results[0].failure->kind, FailureKind::kModelLoad);
+  EXPECT_EQ(r.TotalModelLoads(), 0);
+}
+
+}  // namespace
+}  // namespace moetune
