@@ -43,5 +43,7 @@ void RegisterEngineCommand(CLI::App& app, CommandRun* run);
 void RegisterDemoCommand(CLI::App& app, CommandRun* run);
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run);
 void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run);
+void RegisterWatchCommand(CLI::App& app, CommandRun* run);
+void RegisterServeCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
     moetune::RegisterDemoCommand(app, &run);
     moetune::RegisterDoctorCommand(app, &run);
     moetune::RegisterAnalyzeCommand(app, &run);
+    moetune::RegisterWatchCommand(app, &run);
+    moetune::RegisterServeCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
