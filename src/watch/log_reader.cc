@@ -271,10 +271,9 @@ Result<ServerLog> ReadServerLog(const std::string& path, const LogReadOptions& o
       const auto nl = chunk.find('\n', start);
       const std::string_view piece =
           chunk.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-      if (partial.size() < kMaxLine)
-        partial.append(piece.substr(0, kMaxLine - partial.size()));
-      else
-        cut = true;
+      const std::size_t room = kMaxLine - partial.size();
+      if (piece.size() > room) cut = true;
+      partial.append(piece.substr(0, room));
       if (nl == std::string_view::npos) break;
       parser.Feed(partial);
       partial.clear();

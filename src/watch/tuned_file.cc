@@ -29,16 +29,25 @@ Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& pat
   }
   TunedFile f;
   f.path = path;
-  if (auto it = j.find("command_argv"); it != j.end()) {
+  // plan --json: "command" is a string and "command_argv" the vector; tune
+  // --json: "command" is the vector itself.
+  auto it = j.find("command_argv");
+  std::string key = "command_argv";
+  if (it == j.end()) {
+    it = j.find("command");
+    key = "command";
+    if (it != j.end() && !it->is_array()) it = j.end();
+  }
+  if (it != j.end()) {
     if (!it->is_array() || it->empty()) {
       return Error(ErrorKind::kFormat,
-                   fmt::format("{}: 'command_argv' is not a non-empty array of strings", path));
+                   fmt::format("{}: '{}' is not a non-empty array of strings", path, key));
     }
     std::vector<std::string> argv;
     for (const auto& a : *it) {
       if (!a.is_string()) {
         return Error(ErrorKind::kFormat,
-                     fmt::format("{}: 'command_argv' holds a non-string element", path));
+                     fmt::format("{}: '{}' holds a non-string element", path, key));
       }
       argv.push_back(a.get<std::string>());
     }
@@ -54,7 +63,8 @@ Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& pat
   if (f.kind.empty()) f.kind = f.command_argv ? "plan" : "";
   if (!f.command_argv && !f.analysis) {
     return Error(ErrorKind::kFormat,
-                 fmt::format("{} has neither 'command_argv' (moetune plan/tune --json) nor "
+                 fmt::format("{} has neither a command ('command_argv' of moetune plan --json, "
+                             "'command' of tune --json) nor "
                              "'curves' (moetune analyze --json, or tune's 'analysis'): nothing to "
                              "serve or compare with",
                              path));

@@ -3,7 +3,8 @@
 /// moetune, from which two things are taken, each optional:
 ///
 /// - the llama-server command: the top-level `command_argv` array of strings
-///   (`moetune plan --json` has it; `moetune tune --json` carries the same key);
+///   (`moetune plan --json`), else a top-level `command` that is an array of
+///   strings (`moetune tune --json`);
 /// - the baseline: an analysis object with `curves[]` (the output of
 ///   `moetune analyze --json` itself, or the `analysis` object that
 ///   `moetune tune --json` embeds).
@@ -22,7 +23,7 @@ namespace moetune {
 
 struct TunedFile {
   std::string path;
-  /// The command, when the file has `command_argv`.
+  /// The command, when the file has one.
   std::optional<std::vector<std::string>> command_argv;
   /// The analysis object, when the file has `curves` or `analysis.curves`.
   std::optional<nlohmann::json> analysis;
