@@ -131,7 +131,15 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   so.session.expected = SettingsFromArgv(argv);
   so.session.n_layer = ModelLayerCount(o.model);
   so.session.baseline = BaselineFor(tuned, so.session.expected->NCpuMoe(), argv, &notes);
-  so.baseline_for = [tuned, argv](int n) { return BaselineFor(tuned, n, argv, nullptr); };
+  // After --apply: the measured curves at the new N or a more conservative
+  // one; never a less conservative N's (it would expect too much and apply
+  // again); else the session's own requests.
+  so.baseline_for = [tuned, argv](int n) -> std::shared_ptr<const Baseline> {
+    auto b = BaselineFor(tuned, n, argv, nullptr);
+    const auto* curve = dynamic_cast<const CurveBaseline*>(b.get());
+    if (curve != nullptr && curve->n_cpu_moe < n) return nullptr;
+    return b;
+  };
   for (const auto& n : notes) std::cerr << "moetune serve: note: " << n << "\n";
   std::cerr << "moetune serve: llama-server log: " << so.supervisor.log_file
             << " (moetune watch --log reads it later)\n";

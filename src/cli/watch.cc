@@ -77,8 +77,7 @@ int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   }
   const auto running = (*sampler)->settings();
   if (command.empty() && running) {
-    command = {running->program};
-    command.insert(command.end(), running->args.begin(), running->args.end());
+    command = running->Command();
   }
   std::optional<int> n = running ? running->NCpuMoe() : std::nullopt;
   if (!n && session.expected) n = session.expected->NCpuMoe();

@@ -72,9 +72,7 @@ json StartJson(const StartInfo& s) {
   json command = nullptr;
   if (s.settings) {
     for (const auto& [k, v] : s.settings->values) settings[k] = v;
-    std::vector<std::string> argv = {s.settings->program};
-    argv.insert(argv.end(), s.settings->args.begin(), s.settings->args.end());
-    command = argv;
+    command = s.settings->Command();
   }
   return {{"event", "start"},
           {"url", s.url},

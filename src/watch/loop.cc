@@ -162,6 +162,7 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
   for (const auto& e : m.Start()) sink.OnAlarm(e);
 
   auto last_ok = Clock::now();
+  int applies = 0;
   ServerEvent unreachable = Event(ServerEvent::Kind::kUnreachable, sup, port, 0);
   auto next = t0;
   while (true) {
@@ -206,7 +207,8 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
     if (o.loop.exit_on_alarm && raised) break;
     // --apply: the fix, when the alarm is an overflow with a command and nobody waits.
     const LiveSample& s = step->sample;
-    if (o.apply && s.slots_busy == 0 && s.requests_processing == 0 && s.requests_deferred == 0) {
+    if (o.apply && applies < o.max_applies && s.slots_busy == 0 && s.requests_processing == 0 &&
+        s.requests_deferred == 0) {
       for (const auto& a : step->active) {
         if (a.kind != AlarmKind::kOverflow || a.command.empty() || !a.n_cpu_moe_to) continue;
         ServerEvent e = Event(ServerEvent::Kind::kApplied, sup, port, Since(t0));
@@ -226,6 +228,7 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
         m.Reconnect(std::move(ns).value());
         m.session().Rebase(o.baseline_for ? o.baseline_for(*a.n_cpu_moe_to) : nullptr,
                            SettingsFromArgv(a.command));
+        ++applies;
         last_ok = Clock::now();
         break;
       }

@@ -83,6 +83,9 @@ struct ServeOptions {
   SessionOptions session;
   std::function<std::vector<GpuInfo>()> gpu_scan;
   bool apply = false;
+  /// --apply acts at most this often per run (a fix that does not help is
+  /// not repeated without end).
+  int max_applies = 3;
   /// The baseline for another --n-cpu-moe after --apply (may return null).
   std::function<std::shared_ptr<const Baseline>(int n_cpu_moe)> baseline_for;
 };

@@ -141,6 +141,8 @@ ServerSettings SettingsFromArgv(const std::vector<std::string>& argv) {
   }
   if (argv.empty()) return s;
   s.program = argv[std::min(first, argv.size()) - 1];
+  s.launcher.assign(argv.begin(),
+                    argv.begin() + static_cast<std::ptrdiff_t>(std::min(first, argv.size()) - 1));
   s.args.assign(argv.begin() + static_cast<std::ptrdiff_t>(std::min(first, argv.size())),
                 argv.end());
   for (std::size_t i = 0; i < s.args.size(); ++i) {
@@ -205,8 +207,16 @@ std::vector<SettingDifference> CompareSettings(const ServerSettings& expected,
   return out;
 }
 
+std::vector<std::string> ServerSettings::Command() const {
+  std::vector<std::string> c = launcher;
+  c.push_back(program);
+  c.insert(c.end(), args.begin(), args.end());
+  return c;
+}
+
 std::vector<std::string> WithNCpuMoe(const ServerSettings& settings, int n) {
-  std::vector<std::string> out = {settings.program};
+  std::vector<std::string> out = settings.launcher;
+  out.push_back(settings.program);
   bool replaced = false;
   for (std::size_t i = 0; i < settings.args.size(); ++i) {
     const std::string& a = settings.args[i];

@@ -22,6 +22,12 @@ struct ServerSettings {
   std::vector<std::string> args;
   /// The program as given (argv[0] of the tuned command, or llama-server's path).
   std::string program;
+  /// What ran the program, when a loader did (`ld-linux ... --library-path L`
+  /// in /proc/PID/cmdline of a server started through a wrapper script).
+  std::vector<std::string> launcher;
+
+  /// The whole command: launcher, program, arguments.
+  std::vector<std::string> Command() const;
 
   std::optional<std::string> Get(const std::string& key) const;
   /// --n-cpu-moe as a number; nullopt when absent or not a number. `--cpu-moe`
@@ -56,8 +62,8 @@ struct SettingDifference {
 std::vector<SettingDifference> CompareSettings(const ServerSettings& expected,
                                                const ServerSettings& actual);
 
-/// The same command with `--n-cpu-moe n` (replacing -ncmoe/--n-cpu-moe/--cpu-moe,
-/// or added when absent).
+/// The same command (launcher included) with `--n-cpu-moe n` (replacing
+/// -ncmoe/--n-cpu-moe/--cpu-moe, or added when absent).
 std::vector<std::string> WithNCpuMoe(const ServerSettings& settings, int n);
 
 }  // namespace moetune

@@ -29,6 +29,11 @@ TEST(ServerSettingsTest, ReadsALoaderCommandLine) {
   const auto s = SettingsFromArgv({"/e/ld-linux-x86-64.so.2", "--library-path", "/e/lib",
                                    "/e/usr/bin/llama-server", "-m", "m.gguf", "-t", "4"});
   EXPECT_EQ(s.program, "/e/usr/bin/llama-server");
+  EXPECT_EQ(s.launcher,
+            (std::vector<std::string>{"/e/ld-linux-x86-64.so.2", "--library-path", "/e/lib"}));
+  // The command to run again keeps the loader: the binary alone would not start.
+  EXPECT_EQ(WithNCpuMoe(s, 2).front(), "/e/ld-linux-x86-64.so.2");
+  EXPECT_EQ(s.Command().size(), 8u);
   EXPECT_EQ(s.Get("threads"), "4");
   EXPECT_FALSE(s.Get("n_cpu_moe").has_value());
   EXPECT_EQ(s.NUbatch(), 512);

@@ -209,8 +209,12 @@ Alarm WatchSession::OverflowAlarm(double time_s) const {
   a.evidence.push_back("baseline: " + overflow_->baseline().Describe());
   a.data = {{"observations", rows}, {"baseline", overflow_->baseline().Kind()}};
   const int extra = overflow_->ExtraLayers();
+  // N as it runs; the command the user knows (the tuned one, which names the
+  // wrapper rather than the loader /proc shows) when there is one.
   const ServerSettings* s = running_ ? &*running_ : (reference_ ? &*reference_ : nullptr);
   std::optional<int> n = s ? s->NCpuMoe() : std::nullopt;
+  if (!n && reference_) n = reference_->NCpuMoe();
+  const ServerSettings* base = reference_ && !reference_->program.empty() ? &*reference_ : s;
   if (s && s->all_cpu_moe()) {
     a.fix =
         "every expert layer is already on the CPU (--cpu-moe): shrink the context (-c), quantize "
@@ -224,20 +228,21 @@ Alarm WatchSession::OverflowAlarm(double time_s) const {
         extra, extra);
     return a;
   }
-  int to = *n + extra;
+  const int from = n.value_or(0);
+  int to = from + extra;
   if (options_.n_layer && to > *options_.n_layer) to = *options_.n_layer;
-  a.n_cpu_moe_from = *n;
+  a.n_cpu_moe_from = from;
   a.n_cpu_moe_to = to;
-  if (to == *n) {
+  if (to == from) {
     a.fix =
         "every expert layer is already on the CPU: shrink the context (-c), quantize the KV "
         "cache (-ctk/-ctv q8_0) or free GPU memory";
     return a;
   }
-  a.command = WithNCpuMoe(*s, to);
+  a.command = WithNCpuMoe(*base, to);
   a.fix = fmt::format("move {} more layer(s) of experts to the CPU: --n-cpu-moe {} (now {}): {}",
-                      to - *n, to, *n, ShellJoin(a.command));
-  a.data["n_cpu_moe_from"] = *n;
+                      to - from, to, from, ShellJoin(a.command));
+  a.data["n_cpu_moe_from"] = from;
   a.data["n_cpu_moe_to"] = to;
   return a;
 }
@@ -325,8 +330,7 @@ Alarm WatchSession::SettingsAlarm(const std::vector<SettingDifference>& diff, do
   }
   a.data = {{"differences", rows}};
   if (reference_ && !reference_->program.empty()) {
-    std::vector<std::string> cmd = {reference_->program};
-    cmd.insert(cmd.end(), reference_->args.begin(), reference_->args.end());
+    const std::vector<std::string> cmd = reference_->Command();
     a.command = cmd;
     a.fix = "restart the server with the " + std::string(tuned ? "tuned" : "previous") +
             " command: " + ShellJoin(cmd);
