@@ -200,7 +200,8 @@ std::string ViewText(const StartInfo& info, const MonitorStep& step) {
   v +=
       fmt::format("model {}, {} slot(s), context {} per slot\n", ForTerminal(info.props.model_path),
                   info.props.total_slots, info.props.n_ctx_per_slot);
-  v += fmt::format("baseline: {}\n\n", ForTerminal(info.baseline));
+  v += fmt::format("baseline: {}\n\n",
+                   ForTerminal(step.baseline.empty() ? info.baseline : step.baseline));
   v += fmt::format("{:<9}{:>14}{:>14}{:>10}{:>10}\n", "", "now", "expected", "ratio", "depth");
   v += fmt::format("{:<9}{:>14}{:>14}{:>10}{:>10}\n", "prefill",
                    o.prefill ? FormatRate(o.prefill->rate()) : "-",
@@ -228,6 +229,10 @@ std::string ViewText(const StartInfo& info, const MonitorStep& step) {
     v += fmt::format("GPU {} {}: {} used of {}, {} free\n", g.index, ForTerminal(g.name),
                      FormatBytes(Bytes(g.used_bytes)), FormatBytes(Bytes(g.total_bytes)),
                      FormatBytes(Bytes(g.free_bytes)));
+    for (const auto& p : g.processes) {
+      v += fmt::format("  {} (pid {}){}\n", p.name.empty() ? "?" : ForTerminal(p.name), p.pid,
+                       p.used_bytes ? " " + FormatBytes(Bytes(*p.used_bytes)) : "");
+    }
   }
   v += fmt::format("judgement: {} ({})\n", JudgementName(step.check.judgement),
                    ForTerminal(step.check.reason));

@@ -194,9 +194,20 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
       unreachable.time_s = Since(t0);
       sink.OnServer(unreachable);
       if (Clock::now() - last_ok >= o.loop.unreachable_limit) {
-        sup.Stop();
-        return fail("llama-server stopped answering: " + step.error().message(),
-                    m.session().verdict());
+        // Alive but silent (a hang): restarted like a crash.
+        const SupervisorCheck h = sup.RestartHung(
+            fmt::format("no answer for {:.0f} s: {}", Since(last_ok), step.error().message()));
+        ServerEvent e = Event(ServerEvent::Kind::kExited, sup, port, Since(t0));
+        e.status = h.status.Describe();
+        e.message = h.message;
+        e.waited_s = h.waited_s;
+        sink.OnServer(e);
+        if (h.gave_up) return fail(h.error, m.session().verdict());
+        sink.OnServer(Event(ServerEvent::Kind::kRestarted, sup, port, Since(t0)));
+        auto s = ConnectTo(o, sup.pid());
+        if (!s.ok()) return fail(s.error().message(), m.session().verdict());
+        m.Reconnect(std::move(s).value());
+        last_ok = Clock::now();
       }
       continue;
     }

@@ -54,6 +54,7 @@ Result<MonitorStep> Monitor::Step() {
   }
   if (s.gpu_scanned) add(session_.AddGpuScan(s.gpus, OwnPids(), s.time_s));
   step.active = session_.ActiveAlarms();
+  step.baseline = session_.baseline().Describe();
   std::optional<double> depth;
   if (s.observation.prefill && s.observation.prefill->depth) {
     depth = s.observation.prefill->depth;

@@ -20,6 +20,7 @@ struct MonitorStep {
   std::vector<Alarm> active;       // after this step
   ExpectedSpeed expected;          // at the prefill (else decode, else deepest slot) depth
   std::optional<double> expected_at_depth;
+  std::string baseline;  // where the expectation comes from, now
 };
 
 class Monitor {

@@ -114,13 +114,30 @@ SupervisorCheck ServerSupervisor::Poll() {
   }
   c.message = ClassifyFailure(*st, false, 0, diag, tail).message;
   child_.reset();
+  return AfterExit(std::move(c));
+}
+
+SupervisorCheck ServerSupervisor::RestartHung(const std::string& why) {
+  SupervisorCheck c;
+  if (!child_) {
+    c.gave_up = true;
+    c.error = "llama-server is not running";
+    return c;
+  }
+  c.exited = true;
+  c.status = Stop(std::chrono::milliseconds(5000));
+  c.message = why;
+  return AfterExit(std::move(c));
+}
+
+SupervisorCheck ServerSupervisor::AfterExit(SupervisorCheck c) {
   if (std::chrono::steady_clock::now() - started_at_ >= options_.stable_after) restarts_ = 0;
   if (restarts_ >= options_.max_restarts) {
     c.gave_up = true;
     c.error = fmt::format(
-        "llama-server died ({}) and was already restarted {} time(s), the limit "
-        "(--max-restarts); last words: {}",
-        st->Describe(), restarts_, c.message);
+        "llama-server ended ({}) and was already restarted {} time(s), the "
+        "limit (--max-restarts); last words: {}",
+        c.status.Describe(), restarts_, c.message);
     return c;
   }
   auto wait = options_.backoff_initial;

@@ -61,6 +61,9 @@ class ServerSupervisor {
   Status Start();
   /// Non-blocking unless the server died: then waits the backoff and restarts it.
   SupervisorCheck Poll();
+  /// The server is alive but stopped answering: stops it and restarts it like
+  /// a crash (the same backoff and limit). `why` goes into the check's message.
+  SupervisorCheck RestartHung(const std::string& why);
   /// Stops the server and starts it with `argv` (serve --apply).
   Status Replace(std::vector<std::string> argv);
   /// Stops the server; returns how it ended.
@@ -76,6 +79,8 @@ class ServerSupervisor {
 
  private:
   Status StartOnce();
+  // After the server ended: the restart policy (limit, backoff, start).
+  SupervisorCheck AfterExit(SupervisorCheck c);
 
   SupervisorOptions options_;
   std::unique_ptr<ChildProcess> child_;

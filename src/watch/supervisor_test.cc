@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 
 #include <fstream>
 #include <thread>
@@ -98,6 +99,21 @@ TEST(SupervisorTest, ReplaceAndStopLeaveNoProcess) {
   s.Stop(std::chrono::milliseconds(500));
   EXPECT_TRUE(LiveProcessesInGroup(second).empty());
   EXPECT_EQ(LiveChildGroupCount(), 0);
+}
+
+TEST(SupervisorTest, AHungServerIsRestartedLikeACrash) {
+  Health h;
+  testing::TempDir dir;
+  ServerSupervisor s(Options("sleep 30", h.port(), dir.File("server.log")));
+  ASSERT_TRUE(s.Start().ok());
+  const pid_t first = s.pid();
+  const SupervisorCheck c = s.RestartHung("no answer for 60 s");
+  EXPECT_TRUE(c.exited && c.restarted);
+  EXPECT_EQ(c.message, "no answer for 60 s");
+  EXPECT_EQ(c.status.signal, SIGTERM) << c.status.Describe();
+  EXPECT_TRUE(LiveProcessesInGroup(first).empty());
+  EXPECT_NE(s.pid(), first);
+  EXPECT_EQ(s.restarts(), 1);
 }
 
 TEST(SupervisorTest, TailReadsOnlyTheEndOfAFile) {
