@@ -48,5 +48,7 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run);
 void RegisterTuneCommand(CLI::App& app, CommandRun* run);
 void RegisterCalibrateCommand(CLI::App& app, CommandRun* run);
 void RegisterMachinesCommand(CLI::App& app, CommandRun* run);
+void RegisterWatchCommand(CLI::App& app, CommandRun* run);
+void RegisterServeCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
     moetune::RegisterTuneCommand(app, &run);
     moetune::RegisterCalibrateCommand(app, &run);
     moetune::RegisterMachinesCommand(app, &run);
+    moetune::RegisterWatchCommand(app, &run);
+    moetune::RegisterServeCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
 #include "engine/run_config.h"
 #include "tune/objective.h"
 #include "util/units.h"
@@ -61,6 +65,38 @@ CLI::Validator IntList(int min, int max, int max_items) {
         return "";
       },
       "LIST");
+}
+
+CLI::Validator Seconds(double min, double max) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end == s.c_str() || *end != '\0' || !std::isfinite(v)) {
+          return fmt::format("'{}' is not a number of seconds (e.g. 5 or 0.5)", s);
+        }
+        if (v < min || v > max) {
+          return fmt::format("{} s is outside the accepted range {} to {} seconds", s, min, max);
+        }
+        return "";
+      },
+      "SECONDS");
+}
+
+CLI::Validator IntRange(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        int64_t v = 0;
+        const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+          return fmt::format("'{}' is not a whole number (accepted range {} to {})", s, min, max);
+        }
+        if (v < min || v > max) {
+          return fmt::format("{} is outside the accepted range {} to {}", v, min, max);
+        }
+        return "";
+      },
+      "INT");
 }
 
 }  // namespace moetune

@@ -17,5 +17,9 @@ CLI::Validator WorkloadName();
 /// A llama-bench style list ("1,2,4", "1-8", "0-8+2") of values within [min, max],
 /// at most `max_items` of them.
 CLI::Validator IntList(int min, int max, int max_items = 1000);
+/// A duration in seconds ("5", "0.5") within [min, max].
+CLI::Validator Seconds(double min, double max);
+/// An integer within [min, max] ("accepted range MIN to MAX" in the message).
+CLI::Validator IntRange(int64_t min, int64_t max);
 
 }  // namespace moetune

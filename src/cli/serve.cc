@@ -1,0 +1,242 @@
+// `moetune serve MODEL`: runs llama-server with the tuned (--from) or planned
+// configuration and --metrics, keeps it up (restarts with backoff), and
+// watches it like `moetune watch`; with --apply, restarts it with the fix
+// when an overflow alarm fires and no slot is busy (docs/watch.md).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/validators.h"
+#include "engine/engine_info.h"
+#include "report/watch_report.h"
+#include "util/units.h"
+#include "watch/loop.h"
+#include "watch/serve_command.h"
+#include "watch/setup.h"
+
+namespace moetune {
+namespace {
+
+struct ServeOpts {
+  std::string model;
+  std::string from;
+  std::string ctx = "4096";
+  std::string vram;
+  std::string profile;
+  std::string reserve = "0";
+  std::string margin = "1024MiB";
+  std::string ctk = "f16";
+  std::string ctv = "f16";
+  int64_t ubatch = 512;
+  int64_t batch = 2048;
+  int64_t parallel = 1;
+  std::string fa = "on";
+  int64_t threads = 0;
+  std::string host = "127.0.0.1";
+  int64_t port = 8080;
+  bool apply = false;
+  double interval = 5;
+  double timeout = 10;
+  double duration = 0;
+  int64_t max_restarts = 5;
+  double health_timeout = 600;
+  std::string server_log;
+  std::string llama_dir;
+  bool json = false;
+  bool exit_on_alarm = false;
+  bool no_gpu = false;
+};
+
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
+  std::optional<TunedFile> tuned;
+  std::vector<std::string> notes;
+  if (!o.from.empty()) {
+    auto t = LoadTunedFile(o.from);
+    if (!t.ok()) return ReportError(t.error());
+    tuned = std::move(t).value();
+  }
+  std::vector<std::string> base;
+  if (tuned && tuned->command_argv) {
+    for (auto* opt : plan_opts) {
+      if (opt->count() > 0) {
+        std::cerr << "moetune serve: error: " << opt->get_name() << " cannot be used with --from "
+                  << o.from << ", which carries the whole command (command_argv)\n";
+        return kExitUsage;
+      }
+    }
+    base = *tuned->command_argv;
+  } else {
+    ServePlanOptions p;
+    p.n_ctx = *ParseTokenCount(o.ctx);  // validated
+    if (!o.vram.empty()) p.vram_free = ParseBytes(o.vram)->count();
+    p.profile = o.profile;
+    p.reserve = ParseBytes(o.reserve)->count();
+    p.margin = ParseBytes(o.margin)->count();
+    p.type_k = o.ctk;
+    p.type_v = o.ctv;
+    p.n_ubatch = static_cast<int>(o.ubatch);
+    p.n_batch = static_cast<int>(o.batch);
+    p.n_parallel = static_cast<int>(o.parallel);
+    p.flash_attn = o.fa == "on";
+    auto cmd = PlannedServerCommand(o.model, p, &notes);
+    if (!cmd.ok()) return ReportError(cmd.error());
+    base = std::move(cmd).value();
+  }
+  DiscoveryOptions d;
+  d.llama_dir = o.llama_dir;
+  d.probe = false;
+  auto engine = DiscoverEngine(d);
+  if (!engine.ok()) return ReportError(engine.error());
+  if (!engine->HasTool("llama-server")) {
+    return ReportError(
+        Error(ErrorKind::kNotFound, "no executable llama-server in " + engine->dir +
+                                        "; install the engine (scripts/setup-engine.sh) or pass "
+                                        "--llama-dir"));
+  }
+  ServeCommandOptions c;
+  c.server_path = engine->ToolPath("llama-server");
+  c.model = o.model;
+  c.host = o.host;
+  c.port = static_cast<int>(o.port);
+  if (o.threads > 0) c.threads = static_cast<int>(o.threads);
+  const std::vector<std::string> argv = ServeArgv(base, c);
+
+  ServeOptions so;
+  so.supervisor.argv = argv;
+  // A wildcard bind address is reached through loopback.
+  so.supervisor.host = o.host == "0.0.0.0" ? "127.0.0.1" : (o.host == "::" ? "::1" : o.host);
+  so.supervisor.port = c.port;
+  so.supervisor.log_file = !o.server_log.empty()
+                               ? o.server_log
+                               : (std::filesystem::temp_directory_path() /
+                                  fmt::format("moetune-serve-{}-{}.log", c.port, ::getpid()))
+                                     .string();
+  so.supervisor.health_timeout = Ms(o.health_timeout);
+  so.supervisor.max_restarts = static_cast<int>(o.max_restarts);
+  so.loop.interval = Ms(o.interval);
+  if (o.duration > 0) so.loop.duration = Ms(o.duration);
+  so.loop.exit_on_alarm = o.exit_on_alarm;
+  so.loop.unreachable_limit = std::max(Ms(60), so.loop.interval * 10);
+  so.timeout = Ms(o.timeout);
+  so.apply = o.apply;
+  so.gpu_scan = MakeGpuScan(!o.no_gpu);
+  so.session.expected = SettingsFromArgv(argv);
+  so.session.n_layer = ModelLayerCount(o.model);
+  so.session.baseline = BaselineFor(tuned, so.session.expected->NCpuMoe(), argv, &notes);
+  // After --apply: the measured curves at the new N or a more conservative
+  // one; never a less conservative N's (it would expect too much and apply
+  // again); else the session's own requests.
+  so.baseline_for = [tuned, argv](int n) -> std::shared_ptr<const Baseline> {
+    auto b = BaselineFor(tuned, n, argv, nullptr);
+    const auto* curve = dynamic_cast<const CurveBaseline*>(b.get());
+    if (curve != nullptr && curve->n_cpu_moe < n) return nullptr;
+    return b;
+  };
+  for (const auto& n : notes) std::cerr << "moetune serve: note: " << n << "\n";
+  std::cerr << "moetune serve: llama-server log: " << so.supervisor.log_file
+            << " (moetune watch --log reads it later)\n";
+  std::unique_ptr<WatchSink> sink;
+  if (o.json) {
+    sink = std::make_unique<JsonLinesSink>(stdout);
+  } else {
+    sink = std::make_unique<TerminalSink>(stdout, ::isatty(STDOUT_FILENO) == 1);
+  }
+  return RunServe(so, *sink);
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app, CommandRun* run) {
+  auto o = std::make_shared<ServeOpts>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Run llama-server with the tuned or planned configuration, keep it up, and "
+      "watch it (moetune watch); --apply restarts it with the fix on overflow");
+  cmd->add_option("model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option(
+      "--from", o->from,
+      "JSON of moetune tune/plan (its command_argv is served) or analyze (curves: the baseline)");
+  std::vector<CLI::Option*> plan_opts;
+  plan_opts.push_back(cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")
+                          ->check(TokenCount(256, int64_t{1} << 24))
+                          ->capture_default_str());
+  plan_opts.push_back(
+      cmd->add_option("--vram", o->vram, "Free GPU memory (default: the doctor's profile)")
+          ->check(ByteSize(0, int64_t{1} << 50)));
+  plan_opts.push_back(cmd->add_option("--profile", o->profile, "Machine profile for --vram"));
+  plan_opts.push_back(
+      cmd->add_option("--reserve", o->reserve, "GPU memory other programs hold or will hold")
+          ->check(ByteSize(0, int64_t{1} << 50))
+          ->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
+                          ->check(ByteSize(0, int64_t{1} << 40))
+                          ->capture_default_str());
+  plan_opts.push_back(
+      cmd->add_option("--ctk", o->ctk, "KV cache type for K")->capture_default_str());
+  plan_opts.push_back(
+      cmd->add_option("--ctv", o->ctv, "KV cache type for V")->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--ubatch,--ub", o->ubatch, "Micro-batch size (-ub)")
+                          ->check(IntRange(1, 65536))
+                          ->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--batch,-b", o->batch, "Logical batch size (-b)")
+                          ->check(IntRange(1, 1 << 20))
+                          ->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--parallel,--np", o->parallel, "Server slots (-np)")
+                          ->check(IntRange(1, 256))
+                          ->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--fa", o->fa, "Flash attention: on or off")
+                          ->check(CLI::IsMember({"on", "off"}))
+                          ->capture_default_str());
+  for (auto* p : plan_opts) p->group("Plan (when --from has no command)");
+  cmd->add_option("--threads,-t", o->threads, "CPU threads for llama-server (-t)")
+      ->check(IntRange(1, 4096));
+  cmd->add_option("--host", o->host, "Address llama-server listens on")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s.empty() || s.size() > 255 || s.find_first_of(" \t/") != std::string::npos)
+              return "'" + s + "' is not a host name or address (e.g. 127.0.0.1)";
+            return "";
+          },
+          "HOST"))
+      ->capture_default_str();
+  cmd->add_option("--port", o->port, "Port llama-server listens on")
+      ->check(IntRange(1, 65535))
+      ->capture_default_str();
+  cmd->add_flag("--apply", o->apply,
+                "On an overflow alarm, restart the server with the fix when no slot is busy");
+  cmd->add_option("--interval", o->interval, "Seconds between samples")
+      ->check(Seconds(0.2, 3600))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout, "Seconds to wait for each answer of the server")
+      ->check(Seconds(0.1, 600))
+      ->capture_default_str();
+  cmd->add_option("--duration", o->duration, "Stop after this many seconds (default: Ctrl-C)")
+      ->check(Seconds(1, 31536000));
+  cmd->add_option("--max-restarts", o->max_restarts,
+                  "Restarts after crashes before giving up (backoff 1 s, 2 s, 4 s ... 60 s)")
+      ->check(IntRange(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--health-timeout", o->health_timeout,
+                  "Seconds llama-server may take to load the model and answer /health")
+      ->check(Seconds(1, 86400))
+      ->capture_default_str();
+  cmd->add_option("--server-log", o->server_log,
+                  "Append llama-server's output here (default: a file in the temp folder)");
+  cmd->add_option("--llama-dir", o->llama_dir,
+                  "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
+  cmd->add_flag("--json", o->json, "JSON lines (one event per line; fields in docs/cli.md)");
+  cmd->add_flag("--exit-on-alarm", o->exit_on_alarm,
+                "Stop the server and exit at the first alarm, with its exit code");
+  cmd->add_flag("--no-gpu", o->no_gpu, "Do not read GPU memory through NVML");
+  cmd->callback([o, run, plan_opts] { *run = [o, plan_opts]() { return Run(*o, plan_opts); }; });
+}
+
+}  // namespace moetune

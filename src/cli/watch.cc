@@ -1,0 +1,161 @@
+// `moetune watch URL` (a running llama-server, sampled every few seconds) and
+// `moetune watch --log FILE` (a past session from its log): prefill and decode
+// against the baseline at the same depth, memory, page faults, GPU memory, and
+// the alarms with their fix (docs/watch.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/validators.h"
+#include "report/watch_report.h"
+#include "watch/loop.h"
+#include "watch/replay.h"
+#include "watch/server_client.h"
+#include "watch/setup.h"
+
+namespace moetune {
+namespace {
+
+struct WatchOpts {
+  std::string url;
+  std::string log;
+  std::string from;
+  double interval = 5;
+  double timeout = 10;
+  double duration = 0;
+  int64_t pid = 0;
+  bool once = false;
+  bool json = false;
+  bool exit_on_alarm = false;
+  bool no_gpu = false;
+};
+
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+int RunLog(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
+  auto log = ReadServerLog(o.log);
+  if (!log.ok()) return ReportError(log.error());
+  SessionOptions so;
+  std::vector<std::string> command;
+  if (tuned && tuned->command_argv) {
+    so.expected = SettingsFromArgv(*tuned->command_argv);
+    command = *tuned->command_argv;
+  }
+  std::vector<std::string> notes;
+  const std::optional<int> n = so.expected ? so.expected->NCpuMoe() : std::nullopt;
+  so.baseline = BaselineFor(tuned, n, command, &notes);
+  if (so.expected) so.n_layer = ModelLayerCount(so.expected->Get("model").value_or(""));
+  log->notes.insert(log->notes.end(), notes.begin(), notes.end());
+  const Replay replay = ReplayLog(*log, so);
+  const std::string baseline = so.baseline
+                                   ? so.baseline->Describe()
+                                   : "the session's own first requests, extrapolated with depth";
+  const std::string text = o.json ? LogReplayJsonLines(o.log, *log, replay, baseline)
+                                  : LogReplayText(o.log, *log, replay, baseline);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return replay.verdict.ExitCode();
+}
+
+int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
+  SamplerOptions so;
+  so.url = *ParseServerUrl(o.url);  // validated
+  so.timeout = Ms(o.timeout);
+  if (o.pid > 0) so.pid = static_cast<pid_t>(o.pid);
+  so.gpu_scan = MakeGpuScan(!o.no_gpu);
+  auto sampler = LiveSampler::Connect(so);
+  if (!sampler.ok()) return ReportError(sampler.error());
+  SessionOptions session;
+  std::vector<std::string> command;
+  if (tuned && tuned->command_argv) {
+    session.expected = SettingsFromArgv(*tuned->command_argv);
+    command = *tuned->command_argv;
+  }
+  const auto running = (*sampler)->settings();
+  if (command.empty() && running) {
+    command = running->Command();
+  }
+  std::optional<int> n = running ? running->NCpuMoe() : std::nullopt;
+  if (!n && session.expected) n = session.expected->NCpuMoe();
+  std::vector<std::string> notes;
+  session.baseline = BaselineFor(tuned, n, command, &notes);
+  session.n_layer = ModelLayerCount((*sampler)->props().model_path);
+  Monitor monitor(std::move(sampler).value(), session);
+  for (const auto& note : notes) std::cerr << "moetune watch: note: " << note << "\n";
+  LoopOptions lo;
+  lo.interval = Ms(o.interval);
+  if (o.duration > 0) lo.duration = Ms(o.duration);
+  lo.once = o.once;
+  lo.exit_on_alarm = o.exit_on_alarm;
+  lo.unreachable_limit = std::max(Ms(60), lo.interval * 10);
+  std::unique_ptr<WatchSink> sink;
+  if (o.json) {
+    sink = std::make_unique<JsonLinesSink>(stdout);
+  } else {
+    sink = std::make_unique<TerminalSink>(stdout, !o.once && ::isatty(STDOUT_FILENO) == 1);
+  }
+  return RunWatchLoop(monitor, lo, *sink, monitor.sampler().client().url().ToString());
+}
+
+}  // namespace
+
+void RegisterWatchCommand(CLI::App& app, CommandRun* run) {
+  auto o = std::make_shared<WatchOpts>();
+  CLI::App* cmd = app.add_subcommand(
+      "watch",
+      "Watch a llama-server (or its log) for GPU overflow, page-cache thrashing, GPU "
+      "memory taken by others and changed settings");
+  auto* url =
+      cmd->add_option("url", o->url, "The server, http://HOST:PORT (it must run with --metrics)")
+          ->check(CLI::Validator(
+              [](std::string& s) -> std::string {
+                auto u = ParseServerUrl(s);
+                return u.ok() ? "" : u.error().message();
+              },
+              "URL"));
+  auto* log =
+      cmd->add_option("--log", o->log, "Judge a past session from a llama-server log file instead");
+  url->excludes(log);
+  cmd->add_option("--from", o->from,
+                  "Tuned configuration: JSON of moetune tune/plan (command_argv) or analyze "
+                  "(curves) for the expected settings and the baseline");
+  cmd->add_option("--interval", o->interval, "Seconds between samples")
+      ->check(Seconds(0.2, 3600))
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout, "Seconds to wait for each answer of the server")
+      ->check(Seconds(0.1, 600))
+      ->capture_default_str();
+  cmd->add_option("--duration", o->duration, "Stop after this many seconds (default: Ctrl-C)")
+      ->check(Seconds(1, 31536000));
+  cmd->add_option("--pid", o->pid,
+                  "The server's process id (default: found by its port for a local server)")
+      ->check(IntRange(1, 4194304));
+  cmd->add_flag("--once", o->once, "Print one sample (over one --interval) and exit");
+  cmd->add_flag("--json", o->json, "JSON lines (one event per line; fields in docs/cli.md)");
+  cmd->add_flag("--exit-on-alarm", o->exit_on_alarm,
+                "Exit at the first alarm with its exit code (3 overflow, 4 page faults, 5 GPU "
+                "memory taken, 6 settings changed)");
+  cmd->add_flag("--no-gpu", o->no_gpu, "Do not read GPU memory through NVML");
+  cmd->callback([o, run, cmd] {
+    *run = [o, cmd]() -> int {
+      if (o->url.empty() && o->log.empty()) {
+        std::cerr << "moetune watch: give the server's URL (http://HOST:PORT) or --log FILE\n"
+                  << cmd->help();
+        return kExitUsage;
+      }
+      std::optional<TunedFile> tuned;
+      if (!o->from.empty()) {
+        auto t = LoadTunedFile(o->from);
+        if (!t.ok()) return ReportError(t.error());
+        tuned = std::move(t).value();
+      }
+      return o->log.empty() ? RunLive(*o, tuned) : RunLog(*o, tuned);
+    };
+  });
+}
+
+}  // namespace moetune

@@ -1,0 +1,206 @@
+#include "watch/baseline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace moetune {
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> Mean(const json& point, const char* key) {
+  auto it = point.find(key);
+  if (it == point.end()) return std::nullopt;
+  const json* v = &*it;
+  if (v->is_object()) {
+    auto m = v->find("mean");
+    if (m == v->end()) return std::nullopt;
+    v = &*m;
+  }
+  if (!v->is_number()) return std::nullopt;
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x <= 0 || x > 1e9) return std::nullopt;
+  return x;
+}
+
+std::optional<int> IntOf(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  const auto v = it->get<int64_t>();
+  if (v < 0 || v > 1000000) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+void PerTokenCurve::Add(double depth, double tokens_per_second) {
+  if (!(tokens_per_second > 0) || !std::isfinite(tokens_per_second) || !std::isfinite(depth))
+    return;
+  points_.emplace_back(std::max(0.0, depth), 1.0 / tokens_per_second);
+  std::sort(points_.begin(), points_.end());
+}
+
+std::vector<double> PerTokenCurve::Depths() const {
+  std::vector<double> d;
+  for (const auto& p : points_) d.push_back(p.first);
+  return d;
+}
+
+std::optional<double> PerTokenCurve::TokensPerSecond(double depth) const {
+  if (points_.empty()) return std::nullopt;
+  if (points_.size() == 1 || depth <= points_.front().first) return 1.0 / points_.front().second;
+  for (std::size_t i = 1; i < points_.size(); ++i) {
+    const auto& [d0, t0] = points_[i - 1];
+    const auto& [d1, t1] = points_[i];
+    if (depth <= d1 || i + 1 == points_.size()) {
+      const double slope = d1 > d0 ? (t1 - t0) / (d1 - d0) : 0.0;
+      // Beyond the deepest point: extrapolate, but never toward faster.
+      const double s = depth > d1 ? std::max(0.0, slope) : slope;
+      const double t = depth > d1 ? t1 + s * (depth - d1) : t0 + slope * (depth - d0);
+      if (!(t > 0)) return std::nullopt;
+      return 1.0 / t;
+    }
+  }
+  return std::nullopt;
+}
+
+CurveBaseline::CurveBaseline(const std::vector<BaselinePoint>& points, std::string description)
+    : description_(std::move(description)) {
+  for (const auto& p : points) {
+    if (p.prefill_tps) prefill_.Add(static_cast<double>(p.depth), *p.prefill_tps);
+    if (p.decode_tps) decode_.Add(static_cast<double>(p.depth), *p.decode_tps);
+  }
+}
+
+ExpectedSpeed CurveBaseline::At(double depth) const {
+  return {prefill_.TokensPerSecond(depth), decode_.TokensPerSecond(depth)};
+}
+
+Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const json& analysis,
+                                                            std::optional<int> n_cpu_moe,
+                                                            const std::string& source,
+                                                            std::vector<std::string>* notes) {
+  auto curves = analysis.find("curves");
+  if (!analysis.is_object() || curves == analysis.end() || !curves->is_array()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{} has no 'curves' array (expected moetune analyze --json output, "
+                             "or tune --json with an 'analysis' object)",
+                             source));
+  }
+  // Measured N values, each with its points by depth.
+  std::map<int, std::vector<BaselinePoint>> by_n;
+  for (const auto& c : *curves) {
+    if (!c.is_object()) continue;
+    const auto depth = IntOf(c, "depth");
+    auto pts = c.find("points");
+    if (!depth || pts == c.end() || !pts->is_array()) continue;
+    for (const auto& p : *pts) {
+      if (!p.is_object()) continue;
+      const auto n = IntOf(p, "n_cpu_moe");
+      if (!n) continue;
+      BaselinePoint bp{*depth, Mean(p, "prefill_tps"), Mean(p, "decode_tps")};
+      if (bp.prefill_tps || bp.decode_tps) by_n[*n].push_back(bp);
+    }
+  }
+  if (by_n.empty()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{} has no measured point (curves[].points[] with n_cpu_moe and "
+                             "prefill_tps/decode_tps)",
+                             source));
+  }
+  if (!n_cpu_moe) {
+    auto rec = analysis.find("recommendation");
+    if (rec != analysis.end() && rec->is_object()) n_cpu_moe = IntOf(*rec, "n_cpu_moe");
+  }
+  int chosen = by_n.begin()->first;
+  if (n_cpu_moe) {
+    auto at_or_above = by_n.lower_bound(*n_cpu_moe);
+    if (at_or_above != by_n.end()) {
+      chosen = at_or_above->first;
+    } else {
+      chosen = by_n.rbegin()->first;
+    }
+    if (chosen != *n_cpu_moe && notes != nullptr) {
+      notes->push_back(fmt::format(
+          "{} has no measurement at --n-cpu-moe {}; the baseline uses N={}, the nearest measured "
+          "{} placement",
+          source, *n_cpu_moe, chosen, chosen > *n_cpu_moe ? "more conservative" : "less"));
+    }
+  } else if (notes != nullptr) {
+    notes->push_back(fmt::format(
+        "the server's --n-cpu-moe is unknown and {} has no recommendation; the baseline uses "
+        "N={}",
+        source, chosen));
+  }
+  const auto& pts = by_n[chosen];
+  std::vector<int64_t> depths;
+  for (const auto& p : pts) depths.push_back(p.depth);
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  auto b = std::make_unique<CurveBaseline>(
+      pts, fmt::format("measured in {} at --n-cpu-moe {} (depths {})", source, chosen,
+                       fmt::join(depths, ", ")));
+  b->n_cpu_moe = chosen;
+  return b;
+}
+
+void SessionBaseline::OfferPrefill(double tokens, double seconds, double depth) {
+  if (prefill_ready() || !(tokens > 0) || !(seconds > 0)) return;
+  prefill_.push_back({tokens, seconds, std::max(0.0, depth)});
+}
+
+void SessionBaseline::OfferDecode(double tokens, double seconds, double depth) {
+  if (decode_ready() || !(tokens > 0) || !(seconds > 0)) return;
+  decode_.push_back({tokens, seconds, std::max(0.0, depth)});
+}
+
+std::optional<double> SessionBaseline::Fit(const std::vector<Obs>& obs, double depth) {
+  if (static_cast<int>(obs.size()) < kReferenceCount) return std::nullopt;
+  double w = 0, wd = 0, wt = 0;
+  double dmin = std::numeric_limits<double>::max(), dmax = 0;
+  for (const auto& o : obs) {
+    w += o.tokens;
+    wd += o.tokens * o.depth;
+    wt += o.seconds;  // tokens * (seconds / tokens)
+    dmin = std::min(dmin, o.depth);
+    dmax = std::max(dmax, o.depth);
+  }
+  const double dbar = wd / w, tbar = wt / w;
+  double sxy = 0, sxx = 0;
+  for (const auto& o : obs) {
+    const double t = o.seconds / o.tokens;
+    sxy += o.tokens * (o.depth - dbar) * (t - tbar);
+    sxx += o.tokens * (o.depth - dbar) * (o.depth - dbar);
+  }
+  // Too little spread in depth to see a slope: hold the mean (conservative
+  // for prefill, since the decode check also sees attention growth).
+  double slope = (dmax - dmin >= 256 && sxx > 0) ? std::max(0.0, sxy / sxx) : 0.0;
+  double intercept = tbar - slope * dbar;
+  if (!(intercept > 0)) {
+    slope = 0;
+    intercept = tbar;
+  }
+  const double t = intercept + slope * std::max(0.0, depth);
+  return t > 0 ? std::optional<double>(1.0 / t) : std::nullopt;
+}
+
+ExpectedSpeed SessionBaseline::At(double depth) const {
+  return {Fit(prefill_, depth), Fit(decode_, depth)};
+}
+
+std::string SessionBaseline::Describe() const {
+  if (!prefill_ready() || !decode_ready()) {
+    return fmt::format(
+        "the session's own first requests ({} of {} prefill, {} of {} decode "
+        "samples so far)",
+        prefill_.size(), kReferenceCount, decode_.size(), kReferenceCount);
+  }
+  return fmt::format("the session's own first {} requests, extrapolated with depth",
+                     kReferenceCount);
+}
+
+}  // namespace moetune

@@ -1,0 +1,133 @@
+#include "watch/baseline.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "watch/trace_test_util.h"
+
+namespace moetune {
+namespace {
+
+TEST(BaselineTest, TimePerTokenIsInterpolatedAndExtrapolated) {
+  PerTokenCurve c;
+  c.Add(0, 1000);     // 1 ms per token
+  c.Add(10000, 500);  // 2 ms per token
+  EXPECT_DOUBLE_EQ(*c.TokensPerSecond(0), 1000);
+  EXPECT_DOUBLE_EQ(*c.TokensPerSecond(5000), 1.0 / 0.0015);
+  EXPECT_DOUBLE_EQ(*c.TokensPerSecond(20000), 1.0 / 0.003);  // the last slope goes on
+  EXPECT_DOUBLE_EQ(*c.TokensPerSecond(-5), 1000);
+  PerTokenCurve faster_deep;  // measured noise: deeper looks faster
+  faster_deep.Add(0, 500);
+  faster_deep.Add(1000, 1000);
+  EXPECT_DOUBLE_EQ(*faster_deep.TokensPerSecond(50000), 1000);  // never extrapolated faster
+  PerTokenCurve empty;
+  EXPECT_FALSE(empty.TokensPerSecond(0).has_value());
+  empty.Add(0, -3);
+  EXPECT_TRUE(empty.empty());
+}
+
+nlohmann::json Analysis() {
+  std::ifstream f(testing::WatchFixture("tiny16k-analysis.json"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+TEST(BaselineTest, FromARealAnalysis) {
+  // moetune analyze --json of llama-bench -d 0,2048,4096 on the tiny model here.
+  std::vector<std::string> notes;
+  auto b = BaselineFromAnalysis(Analysis(), 0, "a.json", &notes);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_TRUE(notes.empty());
+  EXPECT_EQ((*b)->n_cpu_moe, 0);
+  EXPECT_EQ((*b)->Kind(), "measured");
+  EXPECT_NE((*b)->Describe().find("0, 2048, 4096"), std::string::npos);
+  const auto e0 = (*b)->At(0);
+  const auto e4 = (*b)->At(4096);
+  ASSERT_TRUE(e0.prefill_tps && e0.decode_tps && e4.prefill_tps && e4.decode_tps);
+  EXPECT_GT(*e0.prefill_tps, *e4.prefill_tps);
+  EXPECT_GT(*e0.decode_tps, *e4.decode_tps);
+}
+
+TEST(BaselineTest, NearestConservativeNWhenTheConfiguredOneWasNotMeasured) {
+  nlohmann::json a = {
+      {"curves",
+       {{{"depth", 0},
+         {"points",
+          {{{"n_cpu_moe", 10},
+            {"prefill_tps", {{"mean", 100.0}}},
+            {"decode_tps", {{"mean", 10.0}}}},
+           {{"n_cpu_moe", 14}, {"prefill_tps", {{"mean", 90.0}}}, {"decode_tps", 9.0}}}}}}},
+      {"recommendation", {{"n_cpu_moe", 14}}}};
+  std::vector<std::string> notes;
+  auto b = BaselineFromAnalysis(a, 12, "t.json", &notes);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)->n_cpu_moe, 14);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("more conservative"), std::string::npos);
+  EXPECT_DOUBLE_EQ(*(*b)->At(0).decode_tps, 9.0);  // a plain number is read too
+  auto rec = BaselineFromAnalysis(a, std::nullopt, "t.json", nullptr);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ((*rec)->n_cpu_moe, 14);  // the recommendation
+  auto beyond = BaselineFromAnalysis(a, 20, "t.json", nullptr);
+  ASSERT_TRUE(beyond.ok());
+  EXPECT_EQ((*beyond)->n_cpu_moe, 14);
+}
+
+TEST(BaselineTest, UnusableAnalysesAreErrors) {
+  EXPECT_FALSE(BaselineFromAnalysis(nlohmann::json::object(), 0, "x", nullptr).ok());
+  EXPECT_FALSE(BaselineFromAnalysis({{"curves", {{{"depth", 0}, {"points", {{{"x", 1}}}}}}}}, 0,
+                                    "x", nullptr)
+                   .ok());
+  EXPECT_FALSE(
+      BaselineFromAnalysis(
+          {{"curves",
+            {{{"depth", 0}, {"points", {{{"n_cpu_moe", 1}, {"prefill_tps", {{"mean", -1}}}}}}}}}},
+          0, "x", nullptr)
+          .ok());
+}
+
+TEST(BaselineTest, TheSessionLearnsFromItsFirstRequestsOnly) {
+  SessionBaseline s;
+  // 2 ms per token + 0.1 us per token of depth.
+  auto t = [](double d) { return 0.002 + 1e-7 * d; };
+  for (int i = 0; i < SessionBaseline::kReferenceCount; ++i) {
+    const double d = 500.0 + 1000.0 * i;
+    EXPECT_FALSE(s.prefill_ready());
+    s.OfferPrefill(1000, 1000 * t(d), d);
+    s.OfferDecode(100, 100 * t(d) * 10, d);
+  }
+  ASSERT_TRUE(s.prefill_ready() && s.decode_ready());
+  EXPECT_NEAR(*s.At(20000).prefill_tps, 1 / t(20000), 1e-6 / t(20000));
+  EXPECT_NEAR(*s.At(20000).decode_tps, 0.1 / t(20000), 1e-6);
+  s.OfferPrefill(1000, 100, 30000);  // a late slowdown is not learnt
+  EXPECT_NEAR(*s.At(30000).prefill_tps, 1 / t(30000), 1e-6 / t(30000));
+}
+
+TEST(BaselineTest, TheSessionHoldsTheMeanWhenDepthsAreTooClose) {
+  SessionBaseline s;
+  for (int i = 0; i < SessionBaseline::kReferenceCount; ++i) {
+    s.OfferPrefill(1000, i % 2 ? 1.0 : 2.0, 100.0 + i);
+  }
+  ASSERT_TRUE(s.prefill_ready());
+  const double mean_rate = 1000.0 * SessionBaseline::kReferenceCount /
+                           (SessionBaseline::kReferenceCount / 2 * 1.0 +
+                            (SessionBaseline::kReferenceCount + 1) / 2 * 2.0);
+  EXPECT_NEAR(*s.At(50000).prefill_tps, mean_rate, 1e-9);
+}
+
+TEST(BaselineTest, PredictedIsASeam) {
+  PredictedBaseline p(
+      [](double d) {
+        return ExpectedSpeed{1000 - d / 100, std::nullopt};
+      },
+      "the speed model");
+  EXPECT_EQ(p.Kind(), "predicted");
+  EXPECT_DOUBLE_EQ(*p.At(1000).prefill_tps, 990);
+  EXPECT_FALSE(p.At(0).decode_tps.has_value());
+}
+
+}  // namespace
+}  // namespace moetune

@@ -1,0 +1,52 @@
+#include "watch/setup.h"
+
+#include <filesystem>
+
+#include "hw/gpu_nvidia.h"
+#include "model/model_info.h"
+
+namespace moetune {
+namespace {
+
+SpeedPredictionFactory& Factory() {
+  static SpeedPredictionFactory factory;
+  return factory;
+}
+
+}  // namespace
+
+void SetSpeedPredictionFactory(SpeedPredictionFactory factory) { Factory() = std::move(factory); }
+
+std::shared_ptr<const Baseline> BaselineFor(const std::optional<TunedFile>& tuned,
+                                            std::optional<int> n_cpu_moe,
+                                            const std::vector<std::string>& command,
+                                            std::vector<std::string>* notes) {
+  if (tuned && tuned->analysis) {
+    auto b = BaselineFromAnalysis(*tuned->analysis, n_cpu_moe, tuned->path, notes);
+    if (b.ok()) return std::shared_ptr<const Baseline>(std::move(b).value());
+    if (notes != nullptr) notes->push_back(b.error().message());
+  }
+  if (Factory() && !command.empty()) {
+    if (auto predict = Factory()(command)) {
+      return std::make_shared<PredictedBaseline>(*predict, "the speed model's prediction");
+    }
+  }
+  return nullptr;
+}
+
+std::function<std::vector<GpuInfo>()> MakeGpuScan(bool enabled) {
+  if (!enabled) return {};
+  const NvidiaScan first = ScanNvidiaGpus();
+  if (!first.library_loaded || !first.initialized) return {};
+  return [] { return ScanNvidiaGpus().gpus; };
+}
+
+std::optional<int> ModelLayerCount(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  auto m = LoadModelInfo(path);
+  if (!m.ok() || m->arch.hp.n_layer == 0) return std::nullopt;
+  return static_cast<int>(m->arch.hp.n_layer);
+}
+
+}  // namespace moetune

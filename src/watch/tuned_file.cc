@@ -1,0 +1,104 @@
+#include "watch/tuned_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace moetune {
+namespace {
+
+constexpr int64_t kMaxBytes = int64_t{64} << 20;
+
+bool HasCurves(const nlohmann::json& j) {
+  return j.is_object() && j.contains("curves") && j["curves"].is_array();
+}
+
+}  // namespace
+
+Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& path) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{} is not a JSON object (expected the --json output of moetune "
+                             "plan, tune or analyze)",
+                             path));
+  }
+  TunedFile f;
+  f.path = path;
+  // plan --json: "command" is a string and "command_argv" the vector; tune
+  // --json: "command" is the vector itself.
+  auto it = j.find("command_argv");
+  std::string key = "command_argv";
+  if (it == j.end()) {
+    it = j.find("command");
+    key = "command";
+    if (it != j.end() && !it->is_array()) it = j.end();
+  }
+  if (it != j.end()) {
+    if (!it->is_array() || it->empty()) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("{}: '{}' is not a non-empty array of strings", path, key));
+    }
+    std::vector<std::string> argv;
+    for (const auto& a : *it) {
+      if (!a.is_string()) {
+        return Error(ErrorKind::kFormat,
+                     fmt::format("{}: '{}' holds a non-string element", path, key));
+      }
+      argv.push_back(a.get<std::string>());
+    }
+    f.command_argv = std::move(argv);
+  }
+  if (HasCurves(j)) {
+    f.analysis = j;
+    f.kind = "analyze";
+  } else if (auto a = j.find("analysis"); a != j.end() && HasCurves(*a)) {
+    f.analysis = *a;
+    f.kind = "tune";
+  }
+  if (f.kind.empty()) f.kind = f.command_argv ? "plan" : "";
+  if (!f.command_argv && !f.analysis) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{} has neither a command ('command_argv' of moetune plan --json, "
+                             "'command' of tune --json) nor "
+                             "'curves' (moetune analyze --json, or tune's 'analysis'): nothing to "
+                             "serve or compare with",
+                             path));
+  }
+  return f;
+}
+
+Result<TunedFile> LoadTunedFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int e = errno;
+    return Error(e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
+                 fmt::format("cannot open {}: {}", path, std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxBytes) {
+    ::close(fd);
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("{} is not a regular file of at most 64 MiB (--from reads the JSON "
+                             "file that moetune plan/tune/analyze --json wrote)",
+                             path));
+  }
+  std::string text;
+  text.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return ParseTunedFile(text, path);
+}
+
+}  // namespace moetune

@@ -1,0 +1,253 @@
+// Integration: `moetune serve` runs the real llama-server on a synthesized
+// model, watches it while a client holds a conversation of growing length
+// over the real HTTP API, and stops without leaving a process behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "watch_support.h"
+
+namespace moetune::itest {
+namespace {
+
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    model_ = dir_->File("tiny.gguf");
+    // A long training context, so that the conversation can grow past 4K.
+    const auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "tiny",
+                               "--ctx-train", "16384", "-o", model_},
+                              300);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  void SetUp() override { ASSERT_TRUE(EngineDir().has_value()) << "no engine (setup-engine.sh)"; }
+  void TearDown() override {
+    WaitFor([] { return LiveDescendantsOf(::getpid()).empty(); }, 10);
+    EXPECT_TRUE(LiveDescendantsOf(::getpid()).empty()) << "a process was left behind";
+  }
+
+  // serve with the options every test uses; one slot, micro-batch 256, one thread.
+  std::vector<std::string> Serve(int port, const std::string& log,
+                                 std::vector<std::string> more = {}) const {
+    std::vector<std::string> a = {
+        "serve",      model_,      "--ctx",  "8192",         "--ubatch",
+        "256",        "--threads", "1",      "--port",       std::to_string(port),
+        "--interval", "0.5",       "--json", "--server-log", log};
+    if (std::find(more.begin(), more.end(), "--from") == more.end())
+      a.insert(a.end(), {"--vram", "8GiB"});
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+
+  // Interrupts serve like Ctrl-C and checks that nothing it started is left.
+  void InterruptAndCheck(Moetune& serve, const std::vector<pid_t>& servers) {
+    ASSERT_EQ(::kill(serve.pid(), SIGINT), 0);
+    const auto st = serve.Wait(30);
+    ASSERT_TRUE(st.has_value()) << "serve did not stop on SIGINT";
+    EXPECT_TRUE(st->signal == SIGINT || st->exited) << st->Describe();
+    for (pid_t p : servers) {
+      EXPECT_TRUE(ProcessGone(p, 10)) << "llama-server " << p << " outlived serve";
+      EXPECT_TRUE(LiveProcessesInGroup(p).empty());
+    }
+  }
+
+  static TempDir* dir_;
+  static std::string model_;
+};
+
+TempDir* ServeTest::dir_ = nullptr;
+std::string ServeTest::model_;
+
+TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
+  TempDir tmp;
+  const int port = FreePort();
+  const std::string log = tmp.File("server.log");
+  Moetune serve(Serve(port, log), tmp, "serve");
+  ASSERT_TRUE(serve.started());
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const auto started = Events(serve.out(), "server_started");
+  ASSERT_EQ(started.size(), 1u);
+  const pid_t server = started[0]["pid"].get<pid_t>();
+  const auto argv = started[0]["command"];
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--metrics"), argv.end());
+
+  // A conversation of growing length: each turn about 350 new tokens, 32 answered.
+  Conversation chat(port);
+  std::vector<ChatTimings> timings;
+  constexpr int kTurns = 8;
+  for (int turn = 0; turn < kTurns; ++turn) {
+    auto t = chat.Turn(70, 32);
+    ASSERT_TRUE(t.has_value()) << "turn " << turn << ": " << serve.err();
+    timings.push_back(*t);
+    // One whole sampling interval after the answer before the next request,
+    // so that every interval holds at most one request.
+    const auto n = Events(serve.out(), "sample").size();
+    ASSERT_TRUE(WaitFor([&] { return Events(serve.out(), "sample").size() >= n + 2; }, 30));
+  }
+  EXPECT_GT(timings.back().cache_n, 2000);  // the history was reused: depth grew
+
+  InterruptAndCheck(serve, {server});
+
+  // Watch's derived rates against the timings the server returned.
+  std::vector<nlohmann::json> prefills, decodes;
+  for (const auto& s : Events(serve.out(), "sample")) {
+    if (!s["prefill"].is_null()) prefills.push_back(s["prefill"]);
+    if (!s["decode"].is_null()) decodes.push_back(s["decode"]);
+  }
+  ASSERT_EQ(prefills.size(), timings.size());
+  ASSERT_EQ(decodes.size(), timings.size());
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    SCOPED_TRACE("turn " + std::to_string(i));
+    EXPECT_EQ(prefills[i]["tokens"].get<int>(), timings[i].prompt_n);
+    EXPECT_NEAR(prefills[i]["tps"].get<double>(), timings[i].prompt_per_second,
+                0.10 * timings[i].prompt_per_second);
+    EXPECT_EQ(decodes[i]["tokens"].get<int>(), timings[i].predicted_n);
+    EXPECT_NEAR(decodes[i]["tps"].get<double>(), timings[i].predicted_per_second,
+                0.10 * timings[i].predicted_per_second);
+    // The depth watch saw: the reused history plus half the new prompt.
+    EXPECT_NEAR(prefills[i]["depth"].get<double>(), timings[i].cache_n + timings[i].prompt_n / 2.0,
+                2.0);
+  }
+
+  // Healthy: judged, and no alarm.
+  int judged = 0;
+  for (const auto& s : Events(serve.out(), "sample")) {
+    const std::string v = s["judgement"]["verdict"];
+    EXPECT_NE(v, "bad") << s.dump();
+    judged += v == "good" || v == "neutral";
+  }
+  EXPECT_GE(judged, 2);
+  EXPECT_TRUE(Events(serve.out(), "alarm").empty());
+
+  // The same session from the server's own log: the same verdict (no alarm),
+  // the same requests at the speeds the client saw.
+  const auto r = RunCommand({MoetuneBinary(), "watch", "--log", log, "--json"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TempDir out;
+  { std::ofstream(out.File("log.jsonl")) << r.out; }
+  const auto verdict = Events(out.File("log.jsonl"), "verdict");
+  ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_TRUE(verdict[0]["alarms"].empty());
+  const auto requests = Events(out.File("log.jsonl"), "request");
+  ASSERT_EQ(requests.size(), timings.size());
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    EXPECT_NEAR(requests[i]["prefill"]["tps"].get<double>(), timings[i].prompt_per_second,
+                0.01 * timings[i].prompt_per_second);
+    EXPECT_NEAR(requests[i]["prefill"]["depth"].get<double>(), prefills[i]["depth"].get<double>(),
+                2.0);
+  }
+}
+
+TEST_F(ServeTest, ACrashedServerIsRestarted) {
+  TempDir tmp;
+  const int port = FreePort();
+  Moetune serve(Serve(port, tmp.File("server.log"), {"--max-restarts", "2"}), tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const pid_t first = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "server_restarted").empty(); }, 120))
+      << serve.err();
+  const auto exited = Events(serve.out(), "server_exited");
+  ASSERT_EQ(exited.size(), 1u);
+  EXPECT_NE(exited[0]["status"].get<std::string>().find("SIGKILL"), std::string::npos);
+  const pid_t second = Events(serve.out(), "server_restarted")[0]["pid"].get<pid_t>();
+  EXPECT_NE(second, first);
+  // It answers again.
+  Conversation chat(port);
+  EXPECT_TRUE(chat.Turn(10, 4).has_value());
+  InterruptAndCheck(serve, {first, second});
+}
+
+TEST_F(ServeTest, ApplyRestartsWithTheFixWhenNoSlotIsBusy) {
+  // A baseline that no real machine meets for prefill (a million tokens/s)
+  // while decode is expected at 1 token/s: every request shows the overflow
+  // signature, so the alarm fires and --apply must act on it.
+  TempDir tmp;
+  const std::string fake = tmp.File("baseline.json");
+  {
+    nlohmann::json point = {
+        {"n_cpu_moe", 0}, {"prefill_tps", {{"mean", 1e6}}}, {"decode_tps", {{"mean", 1.0}}}};
+    nlohmann::json a = {{"curves", {{{"depth", 0}, {"points", {point}}}}}};
+    std::ofstream(fake) << a.dump();
+  }
+  const int port = FreePort();
+  Moetune serve(Serve(port, tmp.File("server.log"), {"--from", fake, "--vram", "8GiB", "--apply"}),
+                tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const pid_t first = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  Conversation chat(port);
+  for (int turn = 0; turn < 3; ++turn) {
+    ASSERT_TRUE(chat.Turn(70, 16).has_value());
+    const auto n = Events(serve.out(), "sample").size();
+    ASSERT_TRUE(WaitFor([&] { return Events(serve.out(), "sample").size() >= n + 2; }, 30));
+  }
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "applied").empty(); }, 30)) << serve.err();
+  const auto alarm = Events(serve.out(), "alarm");
+  ASSERT_EQ(alarm.size(), 1u);
+  EXPECT_EQ(alarm[0]["alarm"]["id"], "overflow");
+  const auto applied = Events(serve.out(), "applied")[0];
+  EXPECT_EQ(applied["n_cpu_moe_from"], 0);
+  EXPECT_EQ(applied["n_cpu_moe_to"], 2);  // prefill far below x0.25: two layers
+  EXPECT_NE(serve.err().find("moetune serve: applied"), std::string::npos) << serve.err();
+  ASSERT_TRUE(WaitFor([&] { return Events(serve.out(), "server_started").size() == 2; }, 120));
+  const auto second = Events(serve.out(), "server_started")[1];
+  const pid_t pid2 = second["pid"].get<pid_t>();
+  EXPECT_NE(pid2, first);
+  EXPECT_TRUE(ProcessGone(first, 10));
+  // The running process has the fix on its command line.
+  const auto cmdline = ReadCmdlineOf(pid2);
+  const auto it = std::find(cmdline.begin(), cmdline.end(), "--n-cpu-moe");
+  ASSERT_NE(it, cmdline.end());
+  EXPECT_EQ(*(it + 1), "2");
+  InterruptAndCheck(serve, {first, pid2});
+}
+
+TEST_F(ServeTest, BadValuesAreUsageErrors) {
+  TempDir tmp;
+  const std::string plan = tmp.File("plan.json");
+  std::ofstream(plan) << R"({"command_argv":["llama-server","-m","x.gguf","--n-cpu-moe","1"]})";
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"--port", "0"}, "--port: 0 is outside the accepted range 1 to 65535"},
+      {{"--port", "70000"}, "--port: 70000 is outside the accepted range 1 to 65535"},
+      {{"--interval", "0.1"}, "--interval: 0.1 s is outside the accepted range 0.2 to 3600"},
+      {{"--timeout", "0"}, "--timeout: 0 s is outside the accepted range 0.1 to 600"},
+      {{"--duration", "x"}, "--duration: 'x' is not a number of seconds"},
+      {{"--max-restarts", "-1"}, "--max-restarts: -1 is outside the accepted range 0 to 1000"},
+      {{"--health-timeout", "0"}, "--health-timeout: 0 s is outside the accepted range 1 to"},
+      {{"--threads", "0"}, "--threads: 0 is outside the accepted range 1 to 4096"},
+      {{"--parallel", "0"}, "--parallel: 0 is outside the accepted range 1 to 256"},
+      {{"--ubatch", "abc"}, "--ubatch: 'abc' is not a whole number (accepted range 1 to 65536)"},
+      {{"--batch", "0"}, "--batch: 0 is outside the accepted range 1 to 1048576"},
+      {{"--fa", "maybe"}, "--fa: maybe not in {on,off}"},
+      {{"--ctx", "100"}, "--ctx: 100 tokens is outside the accepted range 256 to"},
+      {{"--vram", "lots"}, "--vram"},
+      {{"--reserve", "-1GiB"}, "--reserve"},
+      {{"--host", "a b"}, "--host: 'a b' is not a host name or address"},
+      {{"--from", plan, "--ctx", "4096"}, "--ctx cannot be used with --from"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {MoetuneBinary(), "serve", model_};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const auto r = RunCommand(argv, 60);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos)
+        << "expected '" << c.needle << "' in " << r.err;
+  }
+  const auto missing = RunCommand({MoetuneBinary(), "serve", tmp.File("absent.gguf")}, 60);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("absent.gguf"), std::string::npos) << missing.err;
+  // No VRAM figure and no profile: a failed command, with the flag to add.
+  const auto novram =
+      RunCommand({MoetuneBinary(), "serve", model_, "--profile", tmp.File("none.json")}, 60);
+  EXPECT_EQ(novram.exit_code, 1);
+  EXPECT_NE(novram.err.find("--vram"), std::string::npos) << novram.err;
+}
+
+}  // namespace
+}  // namespace moetune::itest
