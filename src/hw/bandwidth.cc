@@ -74,8 +74,9 @@ uint64_t ReadSse2(const char* base, std::size_t part) {
     for (int s = 0; s < kStreams; ++s) {
       const char* p = base + static_cast<std::size_t>(s) * part + off;
       for (int k = 0; k < 4; ++k) {
-        acc[s][k] =
-            _mm_xor_si128(acc[s][k], _mm_load_si128(reinterpret_cast<const __m128i*>(p + 16 * k)));
+        acc[s][k] = _mm_xor_si128(
+            acc[s][k],
+            _mm_load_si128(reinterpret_cast<const __m128i*>(p + std::ptrdiff_t{16} * k)));
       }
     }
   }
@@ -168,7 +169,7 @@ Result<BandwidthResult> MeasureReadBandwidth(const BandwidthOptions& options) {
                            ? options.buffer_bytes
                            : BandwidthBufferBytes(options.llc_bytes, options.available_ram_bytes);
   // Every thread's slice is a whole number of 4 KiB pages per stream.
-  constexpr int64_t kUnit = 4096 * kStreams;
+  constexpr int64_t kUnit = int64_t{4096} * kStreams;
   const int64_t slice = std::max<int64_t>(kUnit, want / n / kUnit * kUnit);
   const int64_t total = slice * n;
   Mapping buffer(static_cast<size_t>(total));

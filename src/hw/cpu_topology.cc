@@ -48,7 +48,7 @@ std::optional<int64_t> ParseCacheSize(const std::string& s) {
   if (last == 'K')
     mult = 1024;
   else if (last == 'M')
-    mult = 1024 * 1024;
+    mult = int64_t{1024} * 1024;
   else if (last == 'G')
     mult = int64_t{1} << 30;
   if (mult != 1) digits.pop_back();
@@ -83,7 +83,9 @@ void ReadCaches(const SysRoot& root, CpuTopology* t) {
       const std::string base = fmt::format("{}/cpu{}/cache", kCpuDir, cpu);
       for (const auto& index : root.List(base)) {
         if (index.compare(0, 5, "index") != 0) continue;
-        const std::string dir = base + "/" + index;
+        std::string dir = base;
+        dir += "/";
+        dir += index;
         const auto level = root.ReadInt(dir + "/level");
         const auto type = root.ReadLine(dir + "/type");
         if (!level || (type && *type == "Instruction")) continue;

@@ -109,7 +109,7 @@ std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in) {
   }
   std::vector<std::string> llama_args;
   for (const auto& [k, v] : env) {
-    if (k.rfind("LLAMA_ARG_", 0) == 0) llama_args.push_back(k + "=" + v);
+    if (k.rfind("LLAMA_ARG_", 0) == 0) llama_args.push_back(fmt::format("{}={}", k, v));
   }
   if (!llama_args.empty()) {
     traps.push_back(

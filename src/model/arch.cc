@@ -103,9 +103,11 @@ TensorClass ClassifyTensor(const std::string& name, bool recurrent_layer) {
     return c;
   }
   // Order matters: "ffn_gate_inp_shexp" is a shared-expert gate, not the router.
-  if (StartsWith(base, "nextn") || StartsWith(n, "nextn."))
-    c.role = TensorRole::kOther;
-  else if (Contains(base, "_exps") || base == "ffn_gate_up_exps")
+  if (StartsWith(base, "nextn") || StartsWith(n, "nextn.")) {
+    c.role = TensorRole::kOther;  // the multi-token-prediction head
+    return c;
+  }
+  if (Contains(base, "_exps") || base == "ffn_gate_up_exps")
     c.role = TensorRole::kRoutedExperts;
   else if (Contains(base, "_shexp"))
     c.role = TensorRole::kSharedExperts;

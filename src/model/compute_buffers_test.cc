@@ -81,7 +81,7 @@ TEST(ComputeBuffers, ServerReservesFewerOutputs) {
   const int64_t all = *EstimateHostOnlyCompute(m, *arch, cp);
   cp.reserve_outputs = ReserveOutputs::kPerSequence;
   const int64_t one = *EstimateHostOnlyCompute(m, *arch, cp);
-  EXPECT_LT(one, all - 150 * (1 << 20));  // logits of 512 tokens x 151936 vocab: ~297 MiB
+  EXPECT_LT(one, all - int64_t{150} * (1 << 20));  // logits of 512 tokens x 151936 vocab: ~297 MiB
 }
 
 TEST(ComputeBuffers, DeviceAndHostSplitFollowsThePlacement) {

@@ -143,7 +143,7 @@ SimGraph::Id SimGraph::Transpose(Id a, std::string name) {
   return Permute(a, 1, 0, 2, 3, name.empty() ? t(a).name + " (transposed)" : std::move(name));
 }
 
-SimGraph::Id SimGraph::CopyInto(Id dst, std::vector<Id> srcs, std::string name) {
+SimGraph::Id SimGraph::CopyInto(Id dst, const std::vector<Id>& srcs, std::string name) {
   const SimTensor& d = t(dst);
   SimTensor x;
   x.type = d.type;

@@ -94,7 +94,7 @@ class SimGraph {
   Id Permute(Id a, int ax0, int ax1, int ax2, int ax3, std::string name = {});
   Id Transpose(Id a, std::string name = {});
   /// ggml_cpy(a, b) and ggml_set_rows(b, a, idx): a view of the destination `dst`.
-  Id CopyInto(Id dst, std::vector<Id> srcs, std::string name = {});
+  Id CopyInto(Id dst, const std::vector<Id>& srcs, std::string name = {});
 
   // Ops with a result tensor of their own.
   /// Same shape and type as `a` (ADD, MUL, DIV, SCALE, CLAMP, RMS_NORM, SOFT_MAX,

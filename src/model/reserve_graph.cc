@@ -35,9 +35,9 @@ std::vector<int> SelectLayers(const std::vector<uint32_t>& sig) {
   std::set<std::pair<uint32_t, uint32_t>> seen;
   for (int i = 0; i < n; ++i) {
     const auto prev =
-        std::make_pair(i > 0 ? sig[static_cast<size_t>(i - 1)] : ~0u, sig[static_cast<size_t>(i)]);
+        std::make_pair(i > 0 ? sig[static_cast<size_t>(i) - 1] : ~0u, sig[static_cast<size_t>(i)]);
     const auto next = std::make_pair(sig[static_cast<size_t>(i)],
-                                     i + 1 < n ? sig[static_cast<size_t>(i + 1)] : ~0u);
+                                     i + 1 < n ? sig[static_cast<size_t>(i) + 1] : ~0u);
     const bool edge = i < 8 || i >= n - 8;
     if (edge || !seen.count(prev) || !seen.count(next)) {
       keep.push_back(i);

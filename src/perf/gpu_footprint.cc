@@ -53,7 +53,7 @@ int64_t LayerStageBytes(const ModelArch& arch, const ContextParams& cp) {
   if (hp.n_expert > 0) {
     const int64_t k = std::max<uint32_t>(hp.n_expert_used, 1);
     // Biased experts (gpt-oss) keep the biased copies and the activation alive too.
-    ffn = hp.expert_bias ? t * k * (3 * int64_t{hp.n_ff_exp} + 2 * hp.n_embd) * 4
+    ffn = hp.expert_bias ? t * k * (3 * int64_t{hp.n_ff_exp} + 2 * int64_t{hp.n_embd}) * 4
                          : t * k * (2 * int64_t{hp.n_ff_exp} + hp.n_embd) * 4 + hidden;
   }
   const bool any_dense = std::any_of(arch.layers.begin(), arch.layers.end(),

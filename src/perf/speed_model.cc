@@ -78,7 +78,9 @@ double KvCellBytes(uint32_t type, uint32_t n) {
   if (n == 0) return 0;
   auto t = GgmlTypeById(type);
   if (!t || t->block_size == 0) return 2.0 * n;
-  return static_cast<double>((n + t->block_size - 1) / t->block_size * t->type_size);
+  // Whole blocks: a row of n values takes ceil(n / block) blocks.
+  const uint64_t blocks = (uint64_t{n} + t->block_size - 1) / t->block_size;
+  return static_cast<double>(blocks * t->type_size);
 }
 
 PhasePrediction Finish(const TimeSplit& total, double tokens) {

@@ -33,7 +33,7 @@ namespace moetune {
 
 /// Longest line handed to a line callback; the rest of a longer line is
 /// replaced by " [... N more bytes cut by moetune]".
-inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
+inline constexpr std::size_t kMaxLineBytes = std::size_t{64} * 1024;
 
 /// Where a child's stdout or stderr goes.
 enum class OutputMode {

@@ -218,7 +218,7 @@ TEST(SubprocessTest, SignalNamesCoverEverySignal) {
 // parent-death signal reaches, so only the handler can remove them: the
 // control below shows them surviving without it.
 std::string RunAndKill(bool install_handler) {
-  const std::string pid_file = ::testing::TempDir() + "/moetune_signal_child.pid";
+  std::string pid_file = ::testing::TempDir() + "/moetune_signal_child.pid";
   std::remove(pid_file.c_str());
   auto body = [&pid_file, install_handler] {
     // Only the handler: the guardian would clean up too and hide a failure.
