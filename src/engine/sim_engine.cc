@@ -39,7 +39,11 @@ class Rng {
   uint64_t state_;
 };
 
-std::string ConfigKey(const RunConfig& c) {
+// The configuration as the noise sees it: the model by its file name, so that
+// the same seed gives the same samples wherever the file lives.
+std::string ConfigKey(const RunConfig& config) {
+  RunConfig c = config;
+  c.model = std::filesystem::path(c.model).filename().string();
   const auto k = c.ContextKey();
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.ModelKey(), std::get<0>(k),
                      std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k),
