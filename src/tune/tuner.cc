@@ -407,7 +407,23 @@ void Tuner::ValidateLongContext() {
   }
   a = AnalyzeNow(cur_, true);
   result_.analysis = a;
-  if (!a.recommendation.n_cpu_moe) return;
+  if (!a.recommendation.n_cpu_moe) {
+    // Nothing measured holds at the target context: the most conservative
+    // placement, said plainly.
+    cur_.n = space_.n_layer;
+    std::string why;
+    for (const auto& r : a.rejected)
+      why += fmt::format("{}N={}: {}", why.empty() ? "" : "; ", r.n_cpu_moe, r.reason);
+    result_.decisions.push_back(
+        {phase_, fmt::format("--n-cpu-moe {}", cur_.n), "nothing usable",
+         "no measured placement runs at the target context without failing or collapsing (" + why +
+             "); every expert stays on the CPU"});
+    result_.notes.push_back(fmt::format(
+        "no placement measured at {} tokens of context held: even --n-cpu-moe {} may not fit this "
+        "GPU; lower -ngl or the context (moetune plan shows the memory)",
+        opt_.ctx, cur_.n));
+    return;
+  }
   const int before = cur_.n;
   // One layer safer than an edge at the all-CPU end is the all-CPU end.
   cur_.n = std::min(*a.recommendation.n_cpu_moe, space_.n_layer);
@@ -553,11 +569,10 @@ void Tuner::TuneFlashAttention() {
   for (const char* fa : {"on", "off"}) {
     Settings s = cur_;
     s.flash_attn = fa;
-    // Without flash attention the compute buffer holds the whole score matrix.
-    if (std::string(fa) == "off" && !Fits(s.n, s.ubatch, s.kv_type)) continue;
+    // Without flash attention the compute buffer holds the whole score matrix:
+    // a pick without it is measured at the target context (FinalCheck).
     ss.push_back(s);
   }
-  if (ss.size() < 2) return;
   std::vector<Scored> scored;
   std::vector<int> cmp;
   const size_t chosen = MeasureAndChoose(ss, "flash attention", &scored, &cmp);
