@@ -133,7 +133,7 @@ Result<TuneEngine> SimTuneEngine(const TuneArgs& a, TuneReport* report) {
                                                     : std::string("default constants");
   report->simulated = true;
   report->engine = fmt::format("{}; {}", engine->Info().version_line, constants);
-  report->machine = "SIMULATED " + spec.label;
+  report->machine = "SIMULATED " + spec.Describe();
   t.notes.push_back(fmt::format(
       "SIMULATED: every measurement comes from the speed model on {} (seed {}), not from "
       "llama.cpp; the doctor's checks of this machine do not apply",
