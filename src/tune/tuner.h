@@ -3,11 +3,15 @@
 ///   1. placement: measure prefill and decode at depth 0 for a few N around the
 ///      predicted VRAM boundary, then refine (extend toward the GPU while it
 ///      pays, bisect cliffs, confirm the neighbours of the best) - not a grid;
-///   2. long-context validation of the best candidates at C/4 and C;
-///   3. threads (topology-derived candidates, repetitions until the intervals
-///      separate), micro-batch, flash attention, load mode, a quantized KV cache
-///      only when it buys a layer;
-///   4. llama.cpp's defaults measured in the same run, for the comparison.
+///   2. long-context validation of the best candidates at C/4 and C, against a
+///      placement that should stay healthy, bisecting the boundary at depth;
+///   3. threads (topology-derived candidates), micro-batch, flash attention,
+///      load mode, a quantized KV cache only when it buys a layer; in every
+///      phase the contenders tied with the best get repetitions until the
+///      intervals separate;
+///   4. a final check at the target context of what the pick holds on the GPU;
+///   5. llama.cpp's defaults measured in the same run, for the comparison.
+/// tune/grid.h measures everything this could choose, for the scenario tests.
 /// Every decision is recorded with its rule and evidence. Measurements go
 /// through the journal (resume without re-measuring) and the time budget.
 
