@@ -11,29 +11,36 @@
 
 namespace moetune {
 
-void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* o) {
+void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* o, bool with_vram) {
   cmd->add_option("--engine", o->engine,
-                  "llama (the real llama-bench, default) or sim (the speed model on a what-if "
+                  "llama (the real llama.cpp, default) or sim (the speed model on a what-if "
                   "machine; results are simulated)")
       ->check(CLI::IsMember({"llama", "sim"}));
   cmd->add_option("--seed", o->seed,
                   "Seed of the simulated engine's noise (same seed, same output)");
-  AddMachineFlags(cmd, &o->machine, /*with_vram=*/true, /*with_profile=*/true);
+  AddMachineFlags(cmd, &o->machine, with_vram, /*with_profile=*/true);
 }
 
-int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool json,
-                const std::string& output, bool default_threads) {
-  auto machine = ResolveMachine(o.machine);
-  if (!machine.ok()) return ReportError(machine.error());
+Result<SimEngineOptions> ResolveSimEngine(const SimBenchOptions& o, ResolvedMachine* machine) {
+  MOETUNE_ASSIGN_OR_RETURN(*machine, ResolveMachine(o.machine));
   for (const auto& n : machine->spec.notes) std::cerr << "moetune: note: " << n << "\n";
-  if (default_threads) {
-    for (auto& c : configs) c.threads = std::max(1, machine->spec.cpu.p_cores);
-  }
   SimEngineOptions so;
   so.machine = machine->spec;
   so.constants = machine->constants;
   so.seed = o.seed;
-  SimEngine engine(so);
+  return so;
+}
+
+int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool json,
+                const std::string& output, bool default_threads) {
+  ResolvedMachine resolved;
+  auto so = ResolveSimEngine(o, &resolved);
+  if (!so.ok()) return ReportError(so.error());
+  const ResolvedMachine* machine = &resolved;
+  if (default_threads) {
+    for (auto& c : configs) c.threads = std::max(1, machine->spec.cpu.p_cores);
+  }
+  SimEngine engine(*so);
   const auto t0 = std::chrono::steady_clock::now();
   BenchRun run = engine.Run(configs);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

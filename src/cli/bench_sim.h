@@ -10,6 +10,8 @@
 
 #include "cli/machine_flags.h"
 #include "engine/run_config.h"
+#include "engine/sim_engine.h"
+#include "util/result.h"
 
 namespace moetune {
 
@@ -19,8 +21,14 @@ struct SimBenchOptions {
   MachineFlags machine;
 };
 
-/// Adds --engine, --seed and the what-if machine flags to `bench`.
-void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* options);
+/// Adds --engine, --seed and the what-if machine flags (`bench`, `tune`).
+/// `with_vram`: --vram/--reserve too (a command that has its own passes false
+/// and copies them into `options->machine` when they describe the machine).
+void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* options, bool with_vram = true);
+
+/// The what-if machine of `options` and the simulated engine's settings on it
+/// (the machine's notes go to stderr).
+Result<SimEngineOptions> ResolveSimEngine(const SimBenchOptions& options, ResolvedMachine* machine);
 
 /// Runs `configs` on the simulated engine and writes the bench output.
 /// `default_threads`: the user gave no -t, so use the machine's performance cores.

@@ -1,7 +1,9 @@
 // moetune demo: the main job end to end on any machine, in a few minutes on
 // two cores: find the engine, synthesize a small MoE model, plan it for a
 // pretend small GPU, check llama.cpp's own memory dry run, benchmark a few
-// configurations with the real llama-bench, and summarize what it found.
+// configurations with the real llama-bench, summarize what it found, and end
+// with a tune of the model on a simulated GPU machine and with the real engine
+// on this CPU, side by side.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -29,7 +31,41 @@ struct DemoArgs {
   std::string llama_dir;
   std::string preset = "qwen3moe";
   int repetitions = 3;
+  std::string sim_machine = "rtx4070-12g,ddr4-3200-2ch,8c16t";
+  double tune_budget = 2;  // minutes for the real-engine tune
 };
+
+// One `moetune tune --json` run of the demo's last step.
+struct DemoTune {
+  std::string label;
+  std::vector<std::string> argv;  // after `moetune`
+  nlohmann::json result;
+};
+
+// Runs `moetune tune` (this binary) as a user would; its failure is the demo's.
+Status RunDemoTune(const std::string& self, DemoTune* t) {
+  RunOptions o;
+  o.spawn.argv = {self};
+  o.spawn.argv.insert(o.spawn.argv.end(), t->argv.begin(), t->argv.end());
+  o.timeout = std::chrono::milliseconds(900000);
+  auto out = RunProcess(o);
+  if (!out.ok()) return out.error().Context("demo: the " + t->label + " tune");
+  t->result = nlohmann::json::parse(out->stdout_text, nullptr, false);
+  if (!out->status.success() || t->result.is_discarded() || !t->result.contains("pick") ||
+      !t->result["pick"].is_object() || !t->result.contains("command")) {
+    const std::string why =
+        out->stderr_tail.empty() ? out->status.Describe() : out->stderr_tail.back();
+    return Error(ErrorKind::kInternal, fmt::format("demo: the {} tune failed ({}): {}", t->label,
+                                                   out->status.Describe(), why));
+  }
+  return OkStatus();
+}
+
+std::string Speedup(const nlohmann::json& v, const char* key) {
+  return v.is_object() && v.contains(key) && v[key].is_number()
+             ? fmt::format("{:.2f}x", v[key].get<double>())
+             : std::string("-");
+}
 
 void Step(int n, const std::string& what) {
   std::cout << fmt::format("\n## {}. {}\n\n", n, what) << std::flush;
@@ -182,8 +218,69 @@ int Run(const DemoArgs& a) {
       << "- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where "
          "the\n"
          "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n";
-  std::cout << fmt::format("- demo finished in {:.1f} s\n", wall);
-  return run.FailureCount() == 0 ? kExitOk : kExitError;
+  if (run.FailureCount() > 0) {
+    std::cout << fmt::format("- demo finished in {:.1f} s\n", wall);
+    return kExitError;
+  }
+
+  Step(7, "Tune: a simulated GPU machine and the real CPU engine, side by side");
+  // The same model and workload twice: on a what-if GPU machine through the
+  // speed model (seconds), and with the real llama.cpp on this CPU (a tight
+  // budget). Each keeps a journal in the demo folder, so a second demo resumes.
+  const std::vector<std::string> common = {"tune",       model,    "--ctx",  "1024",
+                                           "--workload", "256:64", "--json", "--no-progress"};
+  DemoTune sim{"simulated", common, {}};
+  sim.argv.insert(sim.argv.end(), {"--engine", "sim", "--machine", a.sim_machine, "--journal",
+                                   (fs::path(a.dir) / "tune-sim.journal").string()});
+  DemoTune real{"real CPU", common, {}};
+  real.argv.insert(real.argv.end(), {"--budget", fmt::format("{}", a.tune_budget), "-r", "2",
+                                     "--journal", (fs::path(a.dir) / "tune-cpu.journal").string()});
+  if (!a.llama_dir.empty()) real.argv.insert(real.argv.end(), {"--llama-dir", a.llama_dir});
+  for (DemoTune* t : {&sim, &real}) {
+    std::cout << "$ moetune";
+    for (const auto& x : t->argv) std::cout << " " << x;
+    std::cout << "\n" << std::flush;
+    if (auto st = RunDemoTune(self, t); !st.ok()) return ReportError(st.error());
+  }
+  std::cout << "\n| | simulated GPU machine | real llama.cpp on this CPU |\n|---|---|---|\n";
+  auto row = [&](const std::string& name, auto&& cell) {
+    std::cout << fmt::format("| {} | {} | {} |\n", name, cell(sim.result), cell(real.result));
+  };
+  row("machine", [](const nlohmann::json& j) { return j.value("machine", std::string()); });
+  row("--n-cpu-moe", [](const nlohmann::json& j) {
+    return std::to_string(j["pick"].value("n_cpu_moe", -1)) +
+           (j.value("placement_tuned", true) ? "" : " (no GPU: not measured)");
+  });
+  row("-t", [](const nlohmann::json& j) { return std::to_string(j["pick"].value("threads", 0)); });
+  row("-ub",
+      [](const nlohmann::json& j) { return std::to_string(j["pick"].value("n_ubatch", 0)); });
+  row("-fa", [](const nlohmann::json& j) { return j["pick"].value("flash_attn", std::string()); });
+  row("load mode", [](const nlohmann::json& j) {
+    return j["pick"].value("load_mode", std::string()) == "none" ? std::string("--no-mmap")
+                                                                 : std::string("memory-mapped");
+  });
+  row("vs llama.cpp defaults (empty context)", [](const nlohmann::json& j) {
+    return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_depth0");
+  });
+  row("vs llama.cpp defaults (full context)", [](const nlohmann::json& j) {
+    return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_at_ctx");
+  });
+  row("measured (resumed)", [](const nlohmann::json& j) {
+    return fmt::format("{} ({})", j.value("measured", 0), j.value("resumed", 0));
+  });
+  for (const DemoTune* t : {&sim, &real}) {
+    std::string cmd;
+    for (const auto& x : t->result["command"])
+      cmd += (cmd.empty() ? "" : " ") + x.get<std::string>();
+    std::cout << fmt::format("\n{} pick:\n    {}\n", t->label, cmd);
+  }
+  std::cout << fmt::format(
+      "\ntune step: simulated --n-cpu-moe {} -t {}; real --n-cpu-moe {} -t {}\n",
+      sim.result["pick"].value("n_cpu_moe", -1), sim.result["pick"].value("threads", -1),
+      real.result["pick"].value("n_cpu_moe", -1), real.result["pick"].value("threads", -1));
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << fmt::format("- demo finished in {:.1f} s\n", total);
+  return kExitOk;
 }
 
 }  // namespace
@@ -191,12 +288,21 @@ int Run(const DemoArgs& a) {
 void RegisterDemoCommand(CLI::App& app, CommandRun* run) {
   auto a = std::make_shared<DemoArgs>();
   auto* cmd = app.add_subcommand(
-      "demo", "Synthesize a small MoE model, plan it and benchmark it with the real engine");
+      "demo",
+      "Synthesize a small MoE model, plan it, benchmark it and tune it (simulated GPU machine "
+      "and the real engine)");
   cmd->add_option("--dir", a->dir, "Working folder for the demo's files (default .moetune/demo)");
   cmd->add_option("--llama-dir", a->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_option("--preset", a->preset, "Model shape to synthesize (default qwen3moe)");
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 3)");
+  cmd->add_option("--sim-machine", a->sim_machine,
+                  "What-if machine of the simulated tune (presets, see `moetune machines`)")
+      ->capture_default_str();
+  cmd->add_option("--tune-budget", a->tune_budget,
+                  "Minutes for the real-engine tune (the last step)")
+      ->check(CLI::Range(0.1, 60.0))
+      ->capture_default_str();
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
 }
 

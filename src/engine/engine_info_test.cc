@@ -1,6 +1,7 @@
 #include "engine/engine_info.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,7 +16,8 @@ namespace fs = std::filesystem;
 class FakeRoot : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / "moetune_engine_root";
+    // One folder per process: ctest runs tests of this suite side by side.
+    root_ = fs::path(::testing::TempDir()) / ("moetune_engine_root_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_ / "sys/bus/pci/devices/0000:01:00.0");
     fs::create_directories(root_ / "sys/bus/pci/devices/0000:00:02.0");
@@ -92,7 +94,7 @@ TEST(EngineDiscoveryTest, LlamaDirAcceptsBuildTree) {
 class ProbeCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / "moetune_probe_cache";
+    root_ = fs::path(::testing::TempDir()) / ("moetune_probe_cache_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_ / "engine");
     fs::create_directories(root_ / "cache");

@@ -39,7 +39,11 @@ class Rng {
   uint64_t state_;
 };
 
-std::string ConfigKey(const RunConfig& c) {
+// The configuration as the noise sees it: the model by its file name, so that
+// the same seed gives the same samples wherever the file lives.
+std::string ConfigKey(const RunConfig& config) {
+  RunConfig c = config;
+  c.model = std::filesystem::path(c.model).filename().string();
   const auto k = c.ContextKey();
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.ModelKey(), std::get<0>(k),
                      std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k),
@@ -91,13 +95,15 @@ EngineInfo SimEngine::Info() const {
   return e;
 }
 
-Result<const ModelInfo*> SimEngine::Model(const std::string& path) {
-  auto it = models_.find(path);
-  if (it != models_.end()) return it->second.get();
+Result<const SpeedModel*> SimEngine::Model(const std::string& path) {
+  auto it = speed_models_.find(path);
+  if (it != speed_models_.end()) return it->second.get();
   MOETUNE_ASSIGN_OR_RETURN(ModelInfo m, LoadModelInfo(path));
   auto owned = std::make_unique<ModelInfo>(std::move(m));
-  const ModelInfo* raw = owned.get();
+  auto sm = std::make_unique<SpeedModel>(*owned, options_.machine, options_.constants);
+  const SpeedModel* raw = sm.get();
   models_[path] = std::move(owned);
+  speed_models_[path] = std::move(sm);
   return raw;
 }
 
@@ -137,10 +143,9 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
     auto model = Model(first.model);
     int loads = 0;
     double wall = 0;
-    std::optional<SpeedModel> sm;
-    if (model.ok()) {
-      sm.emplace(**model, options_.machine, options_.constants);
-      wall += static_cast<double>((*model)->weights.total) / (options_.load_gbps * 1e9);
+    const SpeedModel* sm = model.ok() ? *model : nullptr;
+    if (sm != nullptr) {
+      wall += static_cast<double>(sm->model().weights.total) / (options_.load_gbps * 1e9);
       loads = 1;
     }
     for (size_t i : members) {
@@ -179,7 +184,10 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
       // The ideal time of one repetition, then seeded noise around it.
       const double tokens = c.n_prompt + c.n_gen;
       const double ideal = tokens / std::max(1e-9, pred->tokens_per_second);
-      Rng rng(Fnv(ConfigKey(c), options_.seed * 0x9e3779b97f4a7c15ull + 1));
+      const std::string key = ConfigKey(c);
+      const uint64_t earlier = runs_[key]++;
+      Rng rng(Fnv(key, options_.seed * 0x9e3779b97f4a7c15ull + 1) +
+              earlier * 0xd1b54a32d192ed03ull);
       const double cv = pred->noise_cv;
       for (int r = 0; r < std::max(1, c.repetitions); ++r) {
         double t = ideal * std::exp(cv * rng.Normal() - 0.5 * cv * cv);
@@ -211,7 +219,7 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
         auto fp = sm->Predict(fill);
         if (fp.ok() && fp->loads) wall += c.n_depth / std::max(1e-9, fp->tokens_per_second);
       }
-      const ModelInfo& m = **model;
+      const ModelInfo& m = sm->model();
       res.record = {
           {"build_commit", "simulated"},
           {"build_number", 0},

@@ -7,8 +7,10 @@
 /// marked simulated: its record carries "simulated": true and its backends field
 /// starts with "SIM".
 ///
-/// Reproducible: the samples of a configuration depend only on the seed and the
-/// configuration, not on the order or the company it is run in.
+/// Reproducible: the samples of a configuration depend only on the seed, the
+/// configuration and how many times this engine has run it before (a repeated
+/// measurement draws fresh noise, as a real one would), not on the order or the
+/// company it is run in.
 
 #include <cstdint>
 #include <map>
@@ -20,6 +22,7 @@
 #include "model/model_info.h"
 #include "perf/calibration.h"
 #include "perf/machine_spec.h"
+#include "perf/speed_model.h"
 
 namespace moetune {
 
@@ -47,10 +50,13 @@ class SimEngine : public Engine {
   const SimEngineOptions& options() const { return options_; }
 
  private:
-  Result<const ModelInfo*> Model(const std::string& path);
+  /// The model's speed model on this machine (kept: it memoizes memory plans).
+  Result<const SpeedModel*> Model(const std::string& path);
 
   SimEngineOptions options_;
   std::map<std::string, std::unique_ptr<ModelInfo>> models_;
+  std::map<std::string, std::unique_ptr<SpeedModel>> speed_models_;
+  std::map<std::string, uint64_t> runs_;  // earlier runs of each configuration
 };
 
 }  // namespace moetune

@@ -69,6 +69,25 @@ TEST(SimEngine, SameSeedSameSamplesWhateverTheOrder) {
   }
 }
 
+TEST(SimEngine, ARepeatedMeasurementDrawsFreshNoise) {
+  // Measuring the same configuration again must not return the same samples
+  // (tune pools repetitions until intervals separate); a new engine with the
+  // same seed replays the whole sequence.
+  const auto configs = Configs({30});
+  SimEngine a(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 3));
+  const BenchRun first = a.Run(configs);
+  const BenchRun second = a.Run(configs);
+  SimEngine b(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 3));
+  const BenchRun replay_first = b.Run(configs);
+  const BenchRun replay_second = b.Run(configs);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_TRUE(first.results[i].ok() && second.results[i].ok());
+    EXPECT_NE(first.results[i].samples_ns, second.results[i].samples_ns);
+    EXPECT_EQ(first.results[i].samples_ns, replay_first.results[i].samples_ns);
+    EXPECT_EQ(second.results[i].samples_ns, replay_second.results[i].samples_ns);
+  }
+}
+
 TEST(SimEngine, ResultsAreMarkedSimulatedAndGroupedLikeLlamaBench) {
   SimEngine e(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 1));
   const BenchRun r = e.Run(Configs({30, 40}));

@@ -64,24 +64,51 @@ int64_t LayerStageBytes(const ModelArch& arch, const ContextParams& cp) {
   return std::max(ffn, recurrent) + masks;
 }
 
+PlanRequest FootprintRequest(const ContextParams& ctx) {
+  PlanRequest req;
+  req.ctx = ctx;
+  req.vram_free = int64_t{1} << 60;
+  req.margin = 0;
+  req.fine_fill = false;
+  return req;
+}
+
 }  // namespace
+
+std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model, const ContextParams& c) {
+  const Key key{
+      c.n_ctx,    c.n_seq,   c.kv_unified, c.type_k,   c.type_v,
+      c.n_ubatch, c.n_batch, c.flash_attn, c.swa_full, static_cast<int>(c.reserve_outputs)};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    if (plans_.size() >= kMaxPlans) plans_.clear();
+    auto planned = PlanPlacement(model.gguf, model.arch, model.weights, FootprintRequest(c));
+    std::shared_ptr<const Plan> plan;
+    if (planned.ok()) plan = std::make_shared<const Plan>(std::move(planned).value());
+    it = plans_.emplace(key, std::move(plan)).first;
+  }
+  return it->second;
+}
 
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
-                                 bool has_accelerator) {
+                                 bool has_accelerator, FootprintPlans* plans) {
   GpuFootprint f;
   if (!has_accelerator) return f;
   // The plan's device model gives the compute buffers (with the copy budget for
   // op offload) and, for the standard placements, the whole GPU side.
-  PlanRequest req;
-  req.ctx = ContextFor(run);
-  req.vram_free = int64_t{1} << 60;
-  req.margin = 0;
-  req.fine_fill = false;
-  auto planned = PlanPlacement(model.gguf, model.arch, model.weights, req);
+  const PlanRequest req = FootprintRequest(ContextFor(run));
+  std::shared_ptr<const Plan> held;
+  if (plans != nullptr) {
+    held = plans->Get(model, req.ctx);
+  } else if (auto planned = PlanPlacement(model.gguf, model.arch, model.weights, req);
+             planned.ok()) {
+    held = std::make_shared<const Plan>(std::move(planned).value());
+  }
   // A model the planner cannot size (absurd header) has no footprint to offer.
-  if (!planned.ok()) return f;
-  const Plan& plan = *planned;
+  if (held == nullptr) return f;
+  const Plan& plan = *held;
   const int n_layer = static_cast<int>(shape.layers.size());
   const PlacementOption* option = nullptr;
   bool standard = run.override_tensor.empty();

@@ -11,11 +11,16 @@
 /// are used (pages of managed / WDDM memory become resident on first touch).
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "model/model_info.h"
 #include "perf/model_shape.h"
 #include "perf/speed_model.h"
+#include "plan/placement.h"
 
 namespace moetune {
 
@@ -31,10 +36,28 @@ struct GpuFootprint {
   int64_t touched() const { return weights + kv_used + state + compute; }
 };
 
-/// Footprint of `run` on the accelerator (all zero without one).
+/// The plan's device model of one model for each context asked for, computed
+/// once per distinct context: planning every N costs tens of milliseconds, and
+/// a speed model is asked about the same context for every placement, thread
+/// count and repetition. Thread-safe; bounded (the oldest half is dropped).
+class FootprintPlans {
+ public:
+  /// The plan for `ctx` with unlimited VRAM and no margin; null when the
+  /// planner cannot size the model.
+  std::shared_ptr<const Plan> Get(const ModelInfo& model, const ContextParams& ctx);
+
+ private:
+  using Key = std::tuple<int64_t, int, bool, uint32_t, uint32_t, int64_t, int64_t, bool, bool, int>;
+  static constexpr std::size_t kMaxPlans = 256;
+  std::mutex mu_;
+  std::map<Key, std::shared_ptr<const Plan>> plans_;
+};
+
+/// Footprint of `run` on the accelerator (all zero without one). `plans`
+/// (optional) memoizes the plans across calls.
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
-                                 bool has_accelerator);
+                                 bool has_accelerator, FootprintPlans* plans = nullptr);
 
 /// Shares of each allocation that live in host memory (silent spill).
 struct SpillShares {

@@ -33,6 +33,53 @@ std::string MachineSpec::Describe() const {
                      accel && spill == SpillMode::kSilent ? " (silent spill)" : "");
 }
 
+CpuTopology SimulatedCpuTopology(const CpuSpec& cpu) {
+  CpuTopology t;
+  t.model_name = cpu.name;
+  t.vendor = cpu.e_cores > 0 ? "GenuineIntel" : "";
+  t.sockets = 1;
+  const int p = std::max(1, cpu.p_cores), e = std::max(0, cpu.e_cores);
+  const int smt = std::max(1, cpu.smt);
+  int next = 0;
+  for (int i = 0; i < p + e; ++i) {
+    CpuCore core;
+    core.core_id = i;
+    core.kind = i < p ? CoreKind::kPerformance : CoreKind::kEfficiency;
+    for (int k = 0; k < (i < p ? smt : 1); ++k) core.cpus.push_back(next++);
+    t.cores.push_back(core);
+  }
+  t.physical_cores = t.allowed_physical_cores = p + e;
+  t.online_cpus = t.possible_cpus = t.logical_cpus = next;
+  for (int c = 0; c < next; ++c) t.allowed_cpus.push_back(c);
+  t.max_smt = smt;
+  t.hybrid = e > 0;
+  t.performance_cores = t.allowed_performance_cores = e > 0 ? p : 0;
+  t.efficiency_cores = e;
+  t.llc_bytes = cpu.llc_bytes;
+  t.l3_domains = 1;
+  t.cpu_quota = cpu.quota;
+  t.kind_source = "what-if CPU";
+  if (t.hybrid) {
+    // common_cpu_get_num_math(): pins to CPUs 0..n-1 in turn, skips E-cores, and
+    // after counting a P-core skips the next CPU number (its assumed SMT sibling).
+    int counted = 0;
+    for (int c = 0; c < next; ++c) {
+      if (c >= p * smt) continue;
+      ++c;
+      ++counted;
+    }
+    t.llama_default_threads = counted;
+    t.llama_default_reason =
+        "hybrid CPU: P-cores (common_cpu_get_num_math, llama.cpp common/common.cpp)";
+  } else {
+    t.llama_default_threads = p;
+    t.llama_default_reason =
+        "physical cores (common_cpu_get_num_physical_cores, llama.cpp common/common.cpp)";
+  }
+  t.suggested_threads = SuggestThreads(t);
+  return t;
+}
+
 void PcieLinkRates(int generation, int lanes, double* pinned_gbps, double* pageable_gbps) {
   // Line rate per lane after encoding (GB/s): gen1 0.25, gen2 0.5, gen3 0.985,
   // gen4 1.969, gen5 3.938, gen6 ~7.9 (PCI-SIG specifications).

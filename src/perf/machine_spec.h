@@ -93,6 +93,13 @@ struct MachineSpec {
 /// is estimated from the memory bandwidth (noted).
 MachineSpec MachineSpecFromProfile(const MachineProfile& profile);
 
+/// The topology a simulated run sees on `cpu`: performance cores numbered
+/// first (with their SMT siblings next to each other), then efficiency cores;
+/// the thread counts worth measuring (hw/cpu_topology.h SuggestThreads) and
+/// llama.cpp's default thread count on it (common_cpu_get_num_math on a hybrid
+/// CPU, else the physical cores; llama.cpp common/common.cpp).
+CpuTopology SimulatedCpuTopology(const CpuSpec& cpu);
+
 /// A machine with nothing known: 4 cores, 40 GB/s RAM, no GPU. What-if flags
 /// start from it when no profile exists.
 MachineSpec DefaultMachineSpec();

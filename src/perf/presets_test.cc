@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace moetune {
 namespace {
 
@@ -91,6 +93,36 @@ TEST(WhatIfFlags, SpillModes) {
   EXPECT_EQ(*ParseSpillMode("silent"), SpillMode::kSilent);
   EXPECT_EQ(*ParseSpillMode("strict"), SpillMode::kStrict);
   EXPECT_FALSE(ParseSpillMode("maybe").ok());
+}
+
+TEST(SimulatedCpuTopology, HybridCandidatesAndLlamaDefault) {
+  MachineSpec m = DefaultMachineSpec();
+  ASSERT_TRUE(ApplyMachinePresets("8p16e", &m).ok());
+  const CpuTopology t = SimulatedCpuTopology(m.cpu);
+  EXPECT_TRUE(t.hybrid);
+  EXPECT_EQ(t.physical_cores, 24);
+  EXPECT_EQ(t.logical_cpus, 32);  // 8 P-cores x 2 + 16 E-cores
+  // llama.cpp's default on a hybrid CPU: the P-cores (common_cpu_get_num_math).
+  EXPECT_EQ(t.llama_default_threads, 8);
+  std::set<int> suggested;
+  for (const auto& s : t.suggested_threads) suggested.insert(s.threads);
+  EXPECT_EQ(suggested, (std::set<int>{8, 24, 32}));
+}
+
+TEST(SimulatedCpuTopology, PlainCpuWithSmtAndQuota) {
+  MachineSpec m = DefaultMachineSpec();
+  ASSERT_TRUE(ApplyMachinePresets("8c16t", &m).ok());
+  CpuTopology t = SimulatedCpuTopology(m.cpu);
+  EXPECT_FALSE(t.hybrid);
+  EXPECT_EQ(t.llama_default_threads, 8);  // physical cores
+  std::set<int> suggested;
+  for (const auto& s : t.suggested_threads) suggested.insert(s.threads);
+  EXPECT_EQ(suggested, (std::set<int>{8, 16}));
+  m.cpu.quota = 6;
+  t = SimulatedCpuTopology(m.cpu);
+  suggested.clear();
+  for (const auto& s : t.suggested_threads) suggested.insert(s.threads);
+  EXPECT_EQ(suggested, (std::set<int>{6}));
 }
 
 }  // namespace

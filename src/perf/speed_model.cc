@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "gguf/ggml_type.h"
+#include "perf/gpu_footprint.h"
 #include "perf/speed_phases.h"
 
 namespace moetune {
@@ -70,7 +71,8 @@ SpeedModel::SpeedModel(const ModelInfo& model, MachineSpec machine, CalibrationC
     : model_(model),
       shape_(BuildModelShape(model)),
       machine_(std::move(machine)),
-      constants_(constants) {}
+      constants_(constants),
+      plans_(std::make_shared<FootprintPlans>()) {}
 
 namespace {
 
@@ -130,7 +132,7 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
 
   // Memory: strict mode fails where the memory map says the GPU is full;
   // silent mode spills the excess to host memory.
-  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel);
+  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel, plans_.get());
   out.gpu_bytes = in.footprint.allocated();
   out.gpu_budget = machine_.VramBudget();
   if (accel && res.gpu_weight_bytes > 0) {

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,8 @@ struct SpeedPrediction {
 
 /// Predicts for one model on one machine. Holds a reference to `model`, which
 /// must outlive it.
+class FootprintPlans;
+
 class SpeedModel {
  public:
   SpeedModel(const ModelInfo& model, MachineSpec machine, CalibrationConstants constants = {});
@@ -130,6 +133,8 @@ class SpeedModel {
   ModelShape shape_;
   MachineSpec machine_;
   CalibrationConstants constants_;
+  /// The memory plans of the contexts asked about so far (shared by copies).
+  std::shared_ptr<FootprintPlans> plans_;
 };
 
 }  // namespace moetune

@@ -323,30 +323,69 @@ Analysis Analyze(const std::vector<RunResult>& all, const AnalysisOptions& o) {
   for (const auto& p : base.points) base_by_n[p.n_cpu_moe] = &p;
   for (size_t i = 1; i < a.curves.size(); ++i) {
     const CurveAtDepth& deep = a.curves[i];
+    const bool counts = !o.target_ctx || deep.depth <= *o.target_ctx;
+    // N -> what goes wrong at this depth ("" when nothing), for the placements measured here.
+    std::map<int, std::string> bad_here;
+    for (const auto& p : deep.points) {
+      bad_here[p.n_cpu_moe] = p.failed() ? "fails to run" : "";
+      // A placement that does not even run at a depth the user will reach is out.
+      if (p.failed() && counts && !rejected.count(p.n_cpu_moe)) {
+        rejected[p.n_cpu_moe] = fmt::format("fails to run at depth {}: {}", deep.depth, p.failure);
+      }
+    }
     std::vector<DepthCheck> checks;
+    std::vector<double> base_tps, added;  // per check: depth-0 prefill, seconds/token depth adds
     for (const auto& p : deep.points) {
       auto it = base_by_n.find(p.n_cpu_moe);
       if (it == base_by_n.end() || !p.prefill || !it->second->prefill ||
-          it->second->prefill->mean <= 0)
+          it->second->prefill->max <= 0 || p.prefill->max <= 0)
         continue;
-      checks.push_back({p.n_cpu_moe, deep.depth, deep.depth + test_tokens[deep.depth],
-                        p.prefill->mean / it->second->prefill->mean, 0, false});
+      // Each test's fastest repetition: interference only ever slows a run
+      // down, so one slow repetition must not pass for a collapse.
+      const double b = it->second->prefill->max, d = p.prefill->max;
+      checks.push_back(
+          {p.n_cpu_moe, deep.depth, deep.depth + test_tokens[deep.depth], d / b, 0, false});
+      base_tps.push_back(b);
+      added.push_back(1.0 / d - 1.0 / b);
     }
-    if (checks.empty()) continue;
-    double ref = 0;
-    for (const auto& c : checks) ref = std::max(ref, c.ratio);
-    const bool counts = !o.target_ctx || deep.depth <= *o.target_ctx;
-    for (auto& c : checks) {
-      c.reference_ratio = ref;
-      c.collapsed = checks.size() >= 2 && c.ratio < o.collapse_ratio * ref;
+    for (size_t k = 0; k < checks.size(); ++k) {
+      DepthCheck& c = checks[k];
+      // The healthiest placement of comparable speed: attention over the cache
+      // costs every placement about the same time per token, which is a larger
+      // share of a fast placement's time, so a much slower one is no yardstick.
+      size_t ref = k;
+      for (size_t j = 0; j < checks.size(); ++j) {
+        if (base_tps[j] >= base_tps[k] / 3 && checks[j].ratio > checks[ref].ratio) ref = j;
+      }
+      c.reference_ratio = checks[ref].ratio;
+      // A collapse: the ratio falls far below the reference's, and depth adds
+      // several times the reference's time per token (a spill, not attention).
+      c.collapsed = ref != k && c.ratio < o.collapse_ratio * c.reference_ratio &&
+                    added[k] > 3 * std::max(0.0, added[ref]);
+      if (c.collapsed) bad_here[c.n_cpu_moe] = "collapses";
       if (c.collapsed && counts && !rejected.count(c.n_cpu_moe)) {
         rejected[c.n_cpu_moe] = fmt::format(
             "prefill collapses with depth: at depth {} it keeps {:.0f}% of its depth-0 speed, "
-            "while the healthiest placement keeps {:.0f}%",
-            c.depth, c.ratio * 100, ref * 100);
+            "while N={} keeps {:.0f}%",
+            c.depth, c.ratio * 100, checks[ref].n_cpu_moe, c.reference_ratio * 100);
       }
       a.depth_checks.push_back(c);
     }
+    // A placement not measured at this depth with more experts on the GPU than
+    // the next measured one, which fails or collapses here, holds more in VRAM
+    // and would do the same.
+    if (counts) {
+      for (const auto& p : base.points) {
+        if (bad_here.count(p.n_cpu_moe) || rejected.count(p.n_cpu_moe)) continue;
+        auto above = bad_here.upper_bound(p.n_cpu_moe);
+        if (above != bad_here.end() && !above->second.empty()) {
+          rejected[p.n_cpu_moe] = fmt::format(
+              "more experts on the GPU than N={}, which {} at depth {}: it holds more in VRAM",
+              above->first, above->second, deep.depth);
+        }
+      }
+    }
+    if (checks.empty()) continue;
     if (checks.size() < 2) {
       a.notes.push_back(fmt::format(
           "depth {}: one placement measured, so collapse cannot be told from normal attention "

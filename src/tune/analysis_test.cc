@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 namespace moetune {
@@ -147,6 +148,48 @@ TEST(AnalysisTest, CollapseWithDepthRejectsThePlacement) {
   EXPECT_TRUE(n12_rejected);
   ASSERT_TRUE(a.recommendation.n_cpu_moe);
   EXPECT_GE(*a.recommendation.n_cpu_moe, 14);
+}
+
+TEST(AnalysisTest, AttentionCostOfAFastPlacementIsNotACollapse) {
+  // Everything on the GPU is several times faster than the CPU-bound
+  // placements; at depth the same attention time per token is a larger share
+  // of its time, so its ratio falls further. That is no collapse.
+  auto rs = Sweep({{0, {15000, 220}}, {1, {7000, 200}}, {20, {900, 60}}, {40, {600, 40}}});
+  auto deep = Sweep({{0, {8500, 200}}, {1, {5300, 185}}, {20, {880, 58}}, {40, {595, 39}}}, 7168);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  AnalysisOptions o;
+  o.target_ctx = 8192;
+  const Analysis a = Analyze(rs, o);
+  for (const auto& c : a.depth_checks) EXPECT_FALSE(c.collapsed) << "N=" << c.n_cpu_moe;
+  EXPECT_TRUE(a.rejected.empty()) << a.rejected.front().reason;
+}
+
+TEST(AnalysisTest, FailingAtDepthRejectsAndBoundsTheMoreAggressive) {
+  // Strict mode: N=14 loads at depth 0 but not at the target context; N=12 and
+  // N=13 were measured at depth 0 only: they hold more on the GPU than N=14.
+  auto rs = Sweep({{12, {420, 35}}, {13, {410, 34}}, {14, {400, 34}}, {16, {380, 32}}});
+  auto deep = Sweep({{16, {300, 30}}}, 15360);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  RunResult oom = Result(14, true, 0, 15360);
+  oom.samples_ts.clear();
+  oom.failure = EngineFailure{
+      FailureKind::kOutOfMemoryDevice, "failed to allocate buffer for kv cache", "exit code 1", {}};
+  rs.push_back(oom);
+  AnalysisOptions o;
+  o.target_ctx = 16384;
+  const Analysis a = Analyze(rs, o);
+  std::map<int, std::string> why;
+  for (const auto& r : a.rejected) why[r.n_cpu_moe] = r.reason;
+  ASSERT_TRUE(why.count(14));
+  EXPECT_EQ(why[14].rfind("fails to run at depth 15360", 0), 0u) << why[14];
+  ASSERT_TRUE(why.count(12) && why.count(13));
+  EXPECT_NE(why[13].find("than N=14"), std::string::npos) << why[13];
+  EXPECT_FALSE(why.count(16));
+  ASSERT_TRUE(a.recommendation.n_cpu_moe);
+  EXPECT_GE(*a.recommendation.n_cpu_moe, 16);
+  // Beyond the target context a failure rejects nothing.
+  o.target_ctx = 8192;
+  EXPECT_TRUE(Analyze(rs, o).rejected.empty());
 }
 
 TEST(AnalysisTest, CollapseBeyondTheTargetContextDoesNotReject) {

@@ -39,8 +39,19 @@ int CompareEstimates(const Estimate& a, const Estimate& b, const CurveRules& rul
 
 namespace {
 
-// The series the curve is read on: prefill when measured, else decode.
+// The series the curve's shape is read on: the objective (the workload's time
+// to answer, when known), else prefill when measured, else decode.
 std::optional<Estimate> Series(const CurvePoint& p, bool use_prefill) {
+  if (p.failed()) return std::nullopt;
+  if (p.objective) return p.objective;
+  const auto& s = use_prefill ? p.prefill : p.decode;
+  if (!s) return std::nullopt;
+  return FromSummary(*s);
+}
+
+// The series cliffs are read on: prefill when measured (the VRAM cliff shows
+// there first), else decode.
+std::optional<Estimate> SpeedSeries(const CurvePoint& p, bool use_prefill) {
   if (p.failed()) return std::nullopt;
   const auto& s = use_prefill ? p.prefill : p.decode;
   if (!s) return std::nullopt;
@@ -61,10 +72,10 @@ std::vector<Cliff> FindCliffs(const std::vector<CurvePoint>& points, const Curve
   std::optional<size_t> prev;
   std::optional<Estimate> best_so_far;  // the best point on the CPU side of `prev`
   for (size_t i = points.size(); i-- > 0;) {
-    const auto cur = Series(points[i], prefill);
+    const auto cur = SpeedSeries(points[i], prefill);
     if (!cur) continue;
     if (prev) {
-      const Estimate before = *Series(points[*prev], prefill);
+      const Estimate before = *SpeedSeries(points[*prev], prefill);
       const double ratio = before.mean > 0 ? cur->mean / before.mean : 1.0;
       // A drop far below the ordinary slope, and one the noise cannot explain
       // (with no spread known, a drop to under half is taken on its own).

@@ -54,7 +54,9 @@ struct CurveRules {
 /// conservative N toward the GPU. Points must be sorted by ascending N.
 std::vector<Cliff> FindCliffs(const std::vector<CurvePoint>& points, const CurveRules& rules);
 
-/// The shape of a curve (points sorted by ascending N; failed points ignored).
+/// The shape of a curve (points sorted by ascending N; failed points ignored),
+/// read on each point's objective when it has one (the workload's time to
+/// answer), else on prefill, else decode.
 CurveShape ClassifyCurve(const std::vector<CurvePoint>& points, const std::vector<Cliff>& cliffs,
                          const CurveRules& rules);
 

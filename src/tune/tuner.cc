@@ -57,7 +57,11 @@ Tuner::Tuner(Engine& engine, TuneSpace space, TuneOptions options, Journal* jour
       space_(std::move(space)),
       opt_(options),
       journal_(journal),
-      progress_(std::move(progress)) {}
+      progress_(std::move(progress)) {
+  // Every prefill is measured at one size, large enough for the largest
+  // micro-batch candidate: the comparisons across phases use the same test.
+  opt_.n_prompt = MicroBatchPrompt(space_, opt_);
+}
 
 double Tuner::Elapsed() const {
   const double wall =
@@ -76,10 +80,11 @@ bool Tuner::Fits(int n, int ubatch, const std::string& kv) const {
   return !space_.fits || space_.fits(n, ubatch, kv);
 }
 
-RunConfig Tuner::Make(const Settings& s, bool prefill, int depth) const {
+RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& o, const TuneSettings& s,
+                        bool prefill, int depth) {
   RunConfig c;
-  c.model = space_.model;
-  c.placement = space_.base;
+  c.model = space.model;
+  c.placement = space.base;
   c.placement.n_cpu_moe = s.n;
   c.placement.n_ubatch = s.ubatch;
   c.placement.n_batch = std::max(s.batch, s.ubatch);
@@ -89,10 +94,48 @@ RunConfig Tuner::Make(const Settings& s, bool prefill, int depth) const {
   c.load_mode = s.load_mode;
   c.threads = s.threads;
   c.n_depth = depth;
-  c.n_prompt = prefill ? std::max(opt_.n_prompt, 1) : 0;
-  c.n_gen = prefill ? 0 : std::max(opt_.n_gen, 1);
-  c.repetitions = opt_.repetitions;
+  c.n_prompt = prefill ? std::max(o.n_prompt, 1) : 0;
+  c.n_gen = prefill ? 0 : std::max(o.n_gen, 1);
+  c.repetitions = o.repetitions;
   return c;
+}
+
+std::vector<int> LongContextDepths(const TuneOptions& o) {
+  std::vector<int> depths;
+  if (o.ctx <= o.n_prompt) return depths;
+  for (int64_t d : {o.ctx / 4, o.ctx - o.n_prompt}) {
+    const int di = static_cast<int>(std::max<int64_t>(d, 0));
+    if (di > 0 && std::find(depths.begin(), depths.end(), di) == depths.end()) depths.push_back(di);
+  }
+  return depths;
+}
+
+namespace {
+
+int WorkloadPrompt(const TuneOptions& o) {
+  return o.workload.prompt_tokens > 0 ? o.workload.prompt_tokens : o.n_prompt;
+}
+
+}  // namespace
+
+std::vector<int> MicroBatchCandidates(const TuneSpace& space, const TuneOptions& o) {
+  std::vector<int> out;
+  for (int ub : space.ubatches) {
+    if (ub <= std::max(WorkloadPrompt(o), 512)) out.push_back(ub);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+int MicroBatchPrompt(const TuneSpace& space, const TuneOptions& o) {
+  const auto ubs = MicroBatchCandidates(space, o);
+  const int max_ub = ubs.empty() ? 0 : ubs.back();
+  return std::max(o.n_prompt, std::min(max_ub, WorkloadPrompt(o)));
+}
+
+RunConfig Tuner::Make(const Settings& s, bool prefill, int depth) const {
+  return TuneRunConfig(space_, opt_, s, prefill, depth);
 }
 
 std::vector<RunResult> Tuner::Measure(const std::vector<Settings>& settings, int depth, int reps,
@@ -215,7 +258,7 @@ void Tuner::SearchPlacement() {
     }
     Measure(batch, 0, opt_.repetitions, "placement");
     if (out_of_time_) break;
-    a = AnalyzeNow(cur_, false);
+    a = AnalyzeNow(cur_, true);
     next.clear();
     auto add = [&](int n) {
       if (n >= 0 && n <= L && !measured.count(n) &&
@@ -237,8 +280,10 @@ void Tuner::SearchPlacement() {
     }
     if (floor >= 0 && floor < edge) {
       if (edge - floor > 1) add(floor + (edge - floor) / 2);  // bisect the boundary
-    } else if (edge == lo && edge > 0 && a.shape != CurveShape::kFlat) {
-      add(edge - down_step);  // still improving toward the GPU: keep going
+    } else if (edge == lo && edge > 0) {
+      // Still improving toward the GPU, or no worse (a few neighbours within
+      // the noise of each other say nothing about the rest of the curve): keep going.
+      add(edge - down_step);
       down_step *= 2;
     }
     if (a.shape != CurveShape::kFlat) add(edge + 1);  // the safety rule needs it measured
@@ -254,7 +299,7 @@ void Tuner::SearchPlacement() {
                                  "no placement ran; all experts stay on the CPU"});
     return;
   }
-  cur_.n = *a.recommendation.n_cpu_moe;
+  cur_.n = std::min(*a.recommendation.n_cpu_moe, L);
   std::vector<int> ns(measured.begin(), measured.end());
   std::string evidence = fmt::format(
       "measured N = {} at depth 0 (predicted boundary N = {}); "
@@ -269,43 +314,130 @@ void Tuner::SearchPlacement() {
       {phase_, fmt::format("--n-cpu-moe {}", cur_.n), a.recommendation.rule, evidence});
 }
 
+namespace {
+
+// Rejected for what happens at depth (measured there, not inferred).
+bool BadAtDepth(const Analysis& a, int n) {
+  for (const auto& r : a.rejected) {
+    if (r.n_cpu_moe == n && (r.reason.rfind("prefill collapses", 0) == 0 ||
+                             r.reason.rfind("fails to run at depth", 0) == 0))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void Tuner::ValidateLongContext() {
   phase_ = "long context";
-  if (!result_.placement_tuned || opt_.ctx <= opt_.n_prompt) return;
-  std::vector<int> depths;
-  for (int64_t d : {opt_.ctx / 4, opt_.ctx - opt_.n_prompt}) {
-    const int di = static_cast<int>(std::max<int64_t>(d, 0));
-    if (di > 0 && std::find(depths.begin(), depths.end(), di) == depths.end()) depths.push_back(di);
+  if (!result_.placement_tuned) return;
+  const std::vector<int> depths = LongContextDepths(opt_);
+  if (depths.empty()) return;
+  std::set<int> validated, at_depth0;
+  for (const auto& r : PlacementResults(cur_)) {
+    if (r.config.n_depth == 0) at_depth0.insert(r.config.placement.n_cpu_moe);
   }
-  std::set<int> validated;
-  Analysis a;
-  for (int round = 0; round < 4; ++round) {
-    a = AnalyzeNow(cur_, true);
+  Analysis a = AnalyzeNow(cur_, true);
+  // Collapse is relative: a placement that should stay healthy at the target
+  // context is measured too, the plan's boundary there (it fits with the
+  // margin) when it is more conservative than the recommendation.
+  std::optional<int> reference;
+  if (a.recommendation.n_cpu_moe) {
+    reference = std::clamp(std::max(space_.predicted_boundary, *a.recommendation.n_cpu_moe), 0,
+                           space_.n_layer);
+  }
+  int narrowed = 0;
+  for (int round = 0; round < 16; ++round) {
     std::set<int> cands;
     if (a.recommendation.edge >= 0) cands.insert(a.recommendation.edge);
     if (a.recommendation.n_cpu_moe) cands.insert(*a.recommendation.n_cpu_moe);
-    std::vector<Settings> todo;
+    if (round == 0 && reference) cands.insert(*reference);
+    // A placement that fails or collapses at depth bounds the ones below it;
+    // bisect toward the nearest healthy one so that the boundary at the target
+    // context is known to one layer.
+    int worst_bad = -1;
+    for (int n : validated) {
+      if (BadAtDepth(a, n)) worst_bad = std::max(worst_bad, n);
+    }
+    if (worst_bad >= 0) {
+      for (int n : validated) {
+        if (n > worst_bad && !BadAtDepth(a, n)) {
+          if (n - worst_bad > 1) cands.insert(worst_bad + (n - worst_bad) / 2);
+          break;
+        }
+      }
+    }
+    std::vector<Settings> todo, fresh;
     for (int n : cands) {
       if (validated.count(n)) continue;
       validated.insert(n);
       Settings s = cur_;
       s.n = n;
       todo.push_back(s);
+      if (!at_depth0.count(n)) fresh.push_back(s);
     }
-    if (todo.empty()) break;
+    if (todo.empty()) {
+      // Ties pull the recommendation away from the edge (a tie goes to the
+      // safer N): more repetitions at depth 0 for the placements between them
+      // narrow the tie, and any new candidate is validated in the next round.
+      const int edge = a.recommendation.edge;
+      const int rec = a.recommendation.n_cpu_moe.value_or(-1);
+      if (narrowed >= 2 || out_of_time_ || edge < 0 || rec <= edge + 1) break;
+      std::vector<Settings> more;
+      for (int n : at_depth0) {
+        if (n < edge || n > rec) continue;
+        Settings s = cur_;
+        s.n = n;
+        const Scored sc = Score(s, 0);
+        if (sc.pp && static_cast<int>(sc.pp->n) + opt_.repetitions <= opt_.max_repetitions)
+          more.push_back(s);
+      }
+      if (more.size() < 2) break;
+      ++narrowed;
+      Measure(more, 0, opt_.repetitions, "placement (more repetitions)");
+      a = AnalyzeNow(cur_, true);
+      continue;
+    }
+    // The ratio to depth 0 needs depth 0 too.
+    if (!fresh.empty()) Measure(fresh, 0, opt_.repetitions, "long context");
+    for (const auto& f : fresh) at_depth0.insert(f.n);
     for (int d : depths) Measure(todo, d, opt_.depth_repetitions, "long context");
     if (out_of_time_) break;
+    a = AnalyzeNow(cur_, true);
   }
   a = AnalyzeNow(cur_, true);
   result_.analysis = a;
-  if (!a.recommendation.n_cpu_moe) return;
+  if (!a.recommendation.n_cpu_moe) {
+    // Nothing measured holds at the target context: the most conservative
+    // placement, said plainly.
+    cur_.n = space_.n_layer;
+    std::string why;
+    for (const auto& r : a.rejected)
+      why += fmt::format("{}N={}: {}", why.empty() ? "" : "; ", r.n_cpu_moe, r.reason);
+    result_.decisions.push_back(
+        {phase_, fmt::format("--n-cpu-moe {}", cur_.n), "nothing usable",
+         "no measured placement runs at the target context without failing or collapsing (" + why +
+             "); every expert stays on the CPU"});
+    result_.notes.push_back(fmt::format(
+        "no placement measured at {} tokens of context held: even --n-cpu-moe {} may not fit this "
+        "GPU; lower -ngl or the context (moetune plan shows the memory)",
+        opt_.ctx, cur_.n));
+    return;
+  }
   const int before = cur_.n;
-  cur_.n = *a.recommendation.n_cpu_moe;
+  // One layer safer than an edge at the all-CPU end is the all-CPU end.
+  cur_.n = std::min(*a.recommendation.n_cpu_moe, space_.n_layer);
+  validated_ = cur_;
   std::string evidence;
   for (const auto& c : a.depth_checks) {
     evidence += fmt::format("{}N={} at depth {}: prefill x{:.2f} of depth 0 (healthiest x{:.2f}){}",
                             evidence.empty() ? "" : "; ", c.n_cpu_moe, c.depth, c.ratio,
                             c.reference_ratio, c.collapsed ? ", COLLAPSED" : "");
+  }
+  for (const auto& r : a.rejected) {
+    if (r.reason.rfind("fails to run at depth", 0) == 0 ||
+        r.reason.rfind("more experts on the GPU", 0) == 0)
+      evidence += fmt::format("{}N={} {}", evidence.empty() ? "" : "; ", r.n_cpu_moe, r.reason);
   }
   if (evidence.empty()) evidence = "no depth measurement completed";
   result_.decisions.push_back(
@@ -317,7 +449,9 @@ void Tuner::ValidateLongContext() {
 Tuner::Scored Tuner::Score(const Settings& st, int depth) const {
   std::vector<RunResult> rs;
   for (bool prefill : {true, false}) {
-    const std::string k = Journal::Key(Make(st, prefill, depth));
+    RunConfig c = Make(st, prefill, depth);
+    if (depth > 0) c.repetitions = opt_.depth_repetitions;  // as Measure ran it
+    const std::string k = Journal::Key(c);
     for (const auto& r : all_) {
       if (Journal::Key(r.config) == k) rs.push_back(r);
     }
@@ -335,7 +469,22 @@ size_t Tuner::MeasureAndChoose(const std::vector<Settings>& cands, const std::st
   Measure(cands, 0, opt_.repetitions, label);
   scored->clear();
   for (const auto& c : cands) scored->push_back(Score(c, 0));
-  return Choose(*scored, cmp);
+  size_t chosen = Choose(*scored, cmp);
+  // More repetitions for the contenders tied with the best until the intervals
+  // separate (or the repetitions or the budget run out).
+  for (int round = 0; round < 4 && !out_of_time_; ++round) {
+    std::vector<Settings> todo;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const int n = (*scored)[i].pp ? static_cast<int>((*scored)[i].pp->n) : 0;
+      if ((*cmp)[i] >= 0 && n + opt_.repetitions <= opt_.max_repetitions) todo.push_back(cands[i]);
+    }
+    const bool tied = std::count(cmp->begin(), cmp->end(), 0) > 0;
+    if (!tied || todo.size() < 2) break;
+    Measure(todo, 0, opt_.repetitions, label + " (more repetitions)");
+    for (size_t i = 0; i < cands.size(); ++i) (*scored)[i] = Score(cands[i], 0);
+    chosen = Choose(*scored, cmp);
+  }
+  return chosen;
 }
 
 void Tuner::TuneThreads() {
@@ -356,21 +505,7 @@ void Tuner::TuneThreads() {
   }
   std::vector<Scored> scored;
   std::vector<int> cmp;
-  size_t chosen = MeasureAndChoose(ss, "threads", &scored, &cmp);
-  // More repetitions for the contenders until the intervals separate (or the
-  // repetitions or the budget run out).
-  for (int round = 0; round < 4 && !out_of_time_; ++round) {
-    std::vector<Settings> todo;
-    for (size_t i = 0; i < ss.size(); ++i) {
-      const int n = scored[i].pp ? static_cast<int>(scored[i].pp->n) : 0;
-      if (cmp[i] >= 0 && n + opt_.repetitions <= opt_.max_repetitions) todo.push_back(ss[i]);
-    }
-    const bool tied = std::count(cmp.begin(), cmp.end(), 0) > 0;
-    if (!tied || todo.size() < 2) break;
-    Measure(todo, 0, opt_.repetitions, "threads (more repetitions)");
-    for (size_t i = 0; i < ss.size(); ++i) scored[i] = Score(ss[i], 0);
-    chosen = Choose(scored, &cmp);
-  }
+  const size_t chosen = MeasureAndChoose(ss, "threads", &scored, &cmp);
   cur_.threads = ss[chosen].threads;
   std::string evidence;
   for (size_t i = 0; i < ss.size(); ++i) {
@@ -388,16 +523,18 @@ void Tuner::TuneThreads() {
 
 void Tuner::TuneMicroBatch() {
   phase_ = "micro-batch";
-  const int prompt = opt_.workload.prompt_tokens > 0 ? opt_.workload.prompt_tokens : opt_.n_prompt;
   std::vector<Settings> ss;
   std::vector<std::string> why;
-  for (int ub : space_.ubatches) {
-    if (ub > std::max(prompt, 512)) continue;  // a micro-batch above the prompt cannot help
+  // The plan can only move N for a micro-batch where it agrees that the
+  // current, measured setting fits; otherwise the final check at the target
+  // context decides (FinalCheck).
+  const bool plan_judges = Fits(cur_.n, cur_.ubatch, cur_.kv_type);
+  for (int ub : MicroBatchCandidates(space_, opt_)) {
     Settings s = cur_;
     s.ubatch = ub;
     s.batch = std::max(cur_.batch, ub);
     std::string w;
-    if (!Fits(s.n, ub, s.kv_type)) {
+    if (plan_judges && !Fits(s.n, ub, s.kv_type)) {
       if (s.n + 1 > space_.n_layer || !Fits(s.n + 1, ub, s.kv_type)) continue;
       s.n += 1;
       w = " (needs one more layer on the CPU for its compute buffer)";
@@ -406,16 +543,10 @@ void Tuner::TuneMicroBatch() {
     why.push_back(w);
   }
   if (ss.size() < 2) return;
-  // One prompt size for every candidate, large enough for the largest micro-batch.
-  const int saved_prompt = opt_.n_prompt;
-  int max_ub = 0;
-  for (const auto& s : ss) max_ub = std::max(max_ub, s.ubatch);
-  opt_.n_prompt = std::max(saved_prompt, std::min(max_ub, prompt));
   std::vector<Scored> scored;
   std::vector<int> cmp;
   const size_t chosen = MeasureAndChoose(ss, "micro-batch", &scored, &cmp);
   std::string evidence = fmt::format("prefill of {} tokens: ", opt_.n_prompt);
-  opt_.n_prompt = saved_prompt;
   for (size_t i = 0; i < ss.size(); ++i) {
     evidence += fmt::format("{}-ub {}{}: {:.1f} t/s{}{}", i ? "; " : "", ss[i].ubatch,
                             ss[i].n != cur_.n ? fmt::format(" at N={}", ss[i].n) : "",
@@ -438,11 +569,10 @@ void Tuner::TuneFlashAttention() {
   for (const char* fa : {"on", "off"}) {
     Settings s = cur_;
     s.flash_attn = fa;
-    // Without flash attention the compute buffer holds the whole score matrix.
-    if (std::string(fa) == "off" && !Fits(s.n, s.ubatch, s.kv_type)) continue;
+    // Without flash attention the compute buffer holds the whole score matrix:
+    // a pick without it is measured at the target context (FinalCheck).
     ss.push_back(s);
   }
-  if (ss.size() < 2) return;
   std::vector<Scored> scored;
   std::vector<int> cmp;
   const size_t chosen = MeasureAndChoose(ss, "flash attention", &scored, &cmp);
@@ -524,6 +654,66 @@ void Tuner::TryKvQuant() {
                    scored[1].objective ? scored[1].objective->mean : 0)});
 }
 
+void Tuner::FinalCheck() {
+  phase_ = "final check";
+  const std::vector<int> depths = LongContextDepths(opt_);
+  if (!validated_ || depths.empty()) return;
+  const Settings& v = *validated_;
+  if (cur_.n == v.n && cur_.ubatch == v.ubatch && cur_.batch == v.batch &&
+      cur_.flash_attn == v.flash_attn && cur_.kv_type == v.kv_type)
+    return;
+  const int deep = depths.back();
+  // Prefill at the target context relative to depth 0, from the fastest
+  // repetitions (as the collapse rule of tune/analysis.h reads it).
+  auto best = [&](const Settings& s, int depth) -> std::optional<double> {
+    RunConfig c = Make(s, true, depth);
+    if (depth > 0) c.repetitions = opt_.depth_repetitions;
+    const std::string k = Journal::Key(c);
+    std::optional<double> m;
+    for (const auto& r : all_) {
+      if (!r.ok() || Journal::Key(r.config) != k) continue;
+      for (double x : r.samples_ts) m = std::max(m.value_or(0.0), x);
+    }
+    return m;
+  };
+  if (!best(cur_, deep)) {
+    Measure({cur_}, deep, opt_.depth_repetitions, "final check");
+    if (out_of_time_) return;
+  }
+  const auto c0 = best(cur_, 0), cd = best(cur_, deep), v0 = best(v, 0), vd = best(v, deep);
+  std::string why;
+  if (!cd) {
+    why = fmt::format("it does not run at depth {}", deep);
+  } else if (c0 && v0 && vd && *c0 > 0 && *cd > 0 && *v0 > 0 && *vd > 0) {
+    const double rc = *cd / *c0, rv = *vd / *v0;
+    const double added_c = 1 / *cd - 1 / *c0, added_v = 1 / *vd - 1 / *v0;
+    if (rc < 0.7 * rv && added_c > 3 * std::max(0.0, added_v)) {
+      why = fmt::format(
+          "its prefill keeps {:.0f}% of its depth-0 speed at depth {}, the validated settings "
+          "{:.0f}%",
+          rc * 100, deep, rv * 100);
+    }
+  }
+  const std::string now = fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n, cur_.ubatch,
+                                      cur_.flash_attn, cur_.kv_type);
+  if (why.empty()) {
+    result_.decisions.push_back(
+        {phase_, now, "the changed settings hold at the target context",
+         fmt::format("measured at depth {}: no failure, no collapse", deep)});
+    return;
+  }
+  cur_.n = v.n;
+  cur_.ubatch = v.ubatch;
+  cur_.batch = v.batch;
+  cur_.flash_attn = v.flash_attn;
+  cur_.kv_type = v.kv_type;
+  result_.decisions.push_back({phase_,
+                               fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n,
+                                           cur_.ubatch, cur_.flash_attn, cur_.kv_type),
+                               "undone: the changed settings fail at the target context",
+                               now + ": " + why});
+}
+
 void Tuner::CompareWithDefaults() {
   phase_ = "defaults";
   if (!space_.defaults) return;
@@ -578,6 +768,7 @@ TuneResult Tuner::Run() {
   if (!out_of_time_) TuneFlashAttention();
   if (!out_of_time_) TuneLoadMode();
   if (!out_of_time_) TryKvQuant();
+  if (!out_of_time_) FinalCheck();
   if (!out_of_time_) CompareWithDefaults();
   if (result_.analysis.curves.empty()) result_.analysis = AnalyzeNow(cur_, true);
   result_.best = Make(cur_, true, 0);

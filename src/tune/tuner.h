@@ -3,11 +3,15 @@
 ///   1. placement: measure prefill and decode at depth 0 for a few N around the
 ///      predicted VRAM boundary, then refine (extend toward the GPU while it
 ///      pays, bisect cliffs, confirm the neighbours of the best) - not a grid;
-///   2. long-context validation of the best candidates at C/4 and C;
-///   3. threads (topology-derived candidates, repetitions until the intervals
-///      separate), micro-batch, flash attention, load mode, a quantized KV cache
-///      only when it buys a layer;
-///   4. llama.cpp's defaults measured in the same run, for the comparison.
+///   2. long-context validation of the best candidates at C/4 and C, against a
+///      placement that should stay healthy, bisecting the boundary at depth;
+///   3. threads (topology-derived candidates), micro-batch, flash attention,
+///      load mode, a quantized KV cache only when it buys a layer; in every
+///      phase the contenders tied with the best get repetitions until the
+///      intervals separate;
+///   4. a final check at the target context of what the pick holds on the GPU;
+///   5. llama.cpp's defaults measured in the same run, for the comparison.
+/// tune/grid.h measures everything this could choose, for the scenario tests.
 /// Every decision is recorded with its rule and evidence. Measurements go
 /// through the journal (resume without re-measuring) and the time budget.
 
@@ -62,12 +66,43 @@ struct TuneOptions {
   int64_t ctx = 4096;
   Workload workload{"chat", 1024, 384};
   double budget_seconds = 1200;
+  /// The smallest prefill test; tune raises it to MicroBatchPrompt() so that
+  /// the micro-batch candidates can make a difference.
   int n_prompt = 512;
   int n_gen = 64;
   int repetitions = 3;
   int max_repetitions = 9;
   int depth_repetitions = 2;
 };
+
+/// Everything tune chooses besides the measurement itself: N and the settings.
+struct TuneSettings {
+  int n = 0;  // --n-cpu-moe
+  int threads = 1;
+  int ubatch = 512;
+  int batch = 2048;
+  std::string flash_attn;
+  std::string kv_type = "f16";
+  std::string load_mode;
+
+  bool operator==(const TuneSettings&) const = default;
+};
+
+/// The measurement of `settings` tune makes: prefill (`options.n_prompt`
+/// tokens) or decode (`options.n_gen`) at `depth`, `options.repetitions` times.
+RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& options,
+                        const TuneSettings& settings, bool prefill, int depth);
+
+/// The depths of the long-context validation: C/4 and C - the prompt (each > 0).
+std::vector<int> LongContextDepths(const TuneOptions& options);
+
+/// The micro-batch sizes tune compares: the space's, without those above the
+/// workload's prompt (they cannot help), ascending.
+std::vector<int> MicroBatchCandidates(const TuneSpace& space, const TuneOptions& options);
+
+/// The prefill size of the micro-batch comparison: large enough for the
+/// largest candidate, at most the workload's prompt, at least `n_prompt`.
+int MicroBatchPrompt(const TuneSpace& space, const TuneOptions& options);
 
 /// One decision, with the rule that made it and the measurements behind it.
 struct Decision {
@@ -120,15 +155,7 @@ class Tuner {
   std::size_t measured() const { return measured_; }
 
  private:
-  struct Settings {
-    int n = 0;
-    int threads = 1;
-    int ubatch = 512;
-    int batch = 2048;
-    std::string flash_attn;
-    std::string kv_type = "f16";
-    std::string load_mode;
-  };
+  using Settings = TuneSettings;
 
   /// Pooled measurements of one settings at one depth, and its objective.
   struct Scored {
@@ -139,8 +166,9 @@ class Tuner {
   RunConfig Make(const Settings& s, bool prefill, int depth) const;
   Scored Score(const Settings& s, int depth) const;
   /// Measures `candidates` (ordered by preference: ties go to the earliest) at
-  /// depth 0 and returns the index chosen; `cmp` gets +1 best, 0 tie, -1 worse,
-  /// -2 not measured.
+  /// depth 0, with more repetitions for the contenders tied with the best until
+  /// the intervals separate, and returns the index chosen; `cmp` gets +1 best,
+  /// 0 tie, -1 worse, -2 not measured.
   size_t MeasureAndChoose(const std::vector<Settings>& candidates, const std::string& label,
                           std::vector<Scored>* scored, std::vector<int>* cmp);
   /// Measures prefill and decode for each settings at `depth` (journal first).
@@ -162,6 +190,10 @@ class Tuner {
   void TuneFlashAttention();
   void TuneLoadMode();
   void TryKvQuant();
+  /// The pick at the target context when a later phase changed what it holds
+  /// on the GPU (micro-batch, flash attention, KV type, N): a change that fails
+  /// or collapses there is undone.
+  void FinalCheck();
   void CompareWithDefaults();
 
   Engine& engine_;
@@ -176,6 +208,7 @@ class Tuner {
   bool out_of_time_ = false;
   std::string phase_;
   Settings cur_;
+  std::optional<Settings> validated_;  // the settings the long-context phase validated
   TuneResult result_;
 };
 

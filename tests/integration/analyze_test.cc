@@ -52,8 +52,20 @@ TEST(AnalyzeCli, RealLlamaBenchOutputFromThisMachine) {
   EXPECT_EQ(j["results"], 6);
   EXPECT_EQ(j["curve"]["points"].size(), 3u);
   ASSERT_TRUE(j["recommendation"]["n_cpu_moe"].is_number());
+  // This CPU-only engine runs every layer on the CPU, but on a shared machine
+  // the three placements can still differ beyond their two repetitions: the
+  // rules then give a peak. Whatever the shape, the pick follows its rule:
+  // flat or monotonic keep the most conservative N measured; a peak takes one
+  // layer more than its edge, or a safer N tied with the best.
   const int n = j["recommendation"]["n_cpu_moe"];
-  EXPECT_TRUE(n == 0 || n == 2 || n == 4 || n == 5) << n;
+  const std::string shape = j["curve"]["shape"];
+  if (shape == "flat" || shape == "monotonic") {
+    EXPECT_EQ(n, 4) << shape;
+  } else {
+    EXPECT_EQ(j["recommendation"]["rule"], "safety rule") << r.out;
+    EXPECT_GT(n, j["recommendation"]["edge"].get<int>()) << r.out;
+    EXPECT_LE(n, 5) << r.out;
+  }
   EXPECT_EQ(j["workload"]["prompt_tokens"], 8192);
 }
 

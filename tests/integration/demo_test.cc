@@ -3,6 +3,7 @@
 // bench/wall_time.sh).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -44,6 +45,44 @@ TEST(DemoTest, CompletesWithEveryStepChecked) {
   EXPECT_NE(r.out.find("fastest tg16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Host model"), std::string::npos) << r.out;  // the engine's dry run
   EXPECT_NE(r.out.find("; 0 failed"), std::string::npos) << r.out;
+
+  // Step 7, the end of the main job: a tune on a simulated GPU machine and one
+  // with the real engine on this CPU, side by side, each with its command.
+  const auto tune_at = r.out.find("## 7. Tune");
+  ASSERT_NE(tune_at, std::string::npos) << r.out;
+  EXPECT_GT(tune_at, r.out.find("## 6. Summary"));
+  EXPECT_NE(r.out.find("--engine sim --machine rtx4070-12g"), std::string::npos) << r.out;
+  // The tiny model fits the simulated 12 GB card; the CPU engine has no GPU,
+  // so the real tune keeps the plan's N (every expert on the CPU: 8 layers).
+  int sim_n = -1, sim_t = -1, real_n = -1, real_t = -1;
+  const auto line = r.out.find("tune step: ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + line,
+                        "tune step: simulated --n-cpu-moe %d -t %d; real --n-cpu-moe %d -t %d",
+                        &sim_n, &sim_t, &real_n, &real_t),
+            4)
+      << r.out.substr(line, 120);
+  EXPECT_LE(sim_n, 1);
+  EXPECT_EQ(real_n, 8);
+  EXPECT_GE(real_t, 1);
+  EXPECT_NE(r.out.find("SIMULATED NVIDIA GeForce RTX 4070 12 GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("real CPU pick:\n    llama-server -m "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("simulated pick:\n    llama-server -m "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(no GPU: not measured)"), std::string::npos) << r.out;
+  // Both tunes kept their journals in the demo folder.
+  EXPECT_TRUE(std::filesystem::exists(demo + "/tune-sim.journal"));
+  EXPECT_TRUE(std::filesystem::exists(demo + "/tune-cpu.journal"));
+  EXPECT_NE(r.out.find("demo finished in"), std::string::npos) << r.out;
+  EXPECT_TRUE(LeftoverDescendants().empty());
+
+  // A failing tune step fails the demo, with the tune's own words.
+  const auto bad = RunCommand(
+      {MoetuneBinary(), "demo", "--dir", demo, "-r", "1", "--sim-machine", "gpu-of-the-future"},
+      900);
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("the simulated tune failed"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("gpu-of-the-future"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out.find("demo finished in"), std::string::npos) << bad.out;
   EXPECT_TRUE(LeftoverDescendants().empty());
 }
 

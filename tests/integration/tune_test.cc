@@ -124,5 +124,112 @@ TEST_F(TuneCli, BadValuesAreACommandLineError) {
   }
 }
 
+// `tune --engine sim`: the simulated engine on a what-if machine, with a
+// full-scale model shape (sparse file). The scenario of a split that is best
+// at short context but collapses at 32K (src/tune/scenarios_test.cc checks the
+// same against an exhaustive grid).
+class TuneSimCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.File("qwen3moe-q4_k_m.gguf");
+    auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "full",
+                         "--quant", "q4_k_m", "--sparse", "-o", model_},
+                        120);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  CommandResult Tune(std::vector<std::string> extra, const std::string& spill = "silent") {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "MOETUNE_PROFILE=" + dir_.File("no-profile.json"),
+                                     "XDG_CACHE_HOME=" + dir_.File("cache"),
+                                     MoetuneBinary(),
+                                     "tune",
+                                     model_,
+                                     "--ctx",
+                                     "32K",
+                                     "--engine",
+                                     "sim",
+                                     "--machine",
+                                     "rtx4070-12g,ddr4-3200-2ch,8c16t",
+                                     "--spill",
+                                     spill,
+                                     "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, 300);
+  }
+  TempDir dir_;
+  std::string model_;
+};
+
+TEST_F(TuneSimCli, PicksASplitThatHoldsAt32kAndResumesFromItsOwnJournal) {
+  const auto r = Tune({"--seed", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  // Marked simulated everywhere.
+  EXPECT_TRUE(j["simulated"].get<bool>());
+  EXPECT_NE(j["engine"].get<std::string>().find("simulated engine"), std::string::npos);
+  EXPECT_EQ(j["machine"].get<std::string>().rfind("SIMULATED", 0), 0u);
+  ASSERT_FALSE(j["measurements"].empty());
+  for (const auto& m : j["measurements"]) {
+    ASSERT_TRUE(m["engine_record"].is_object()) << m.dump();
+    EXPECT_TRUE(m["engine_record"]["simulated"].get<bool>());
+  }
+  EXPECT_TRUE(j["placement_tuned"].get<bool>());
+  // Splits that are faster at depth 0 collapse at 32K on this silent-spill
+  // machine: they are rejected and the pick is above all of them.
+  int collapsed_max = -1;
+  for (const auto& rj : j["analysis"]["rejected"]) {
+    if (rj["reason"].get<std::string>().rfind("prefill collapses", 0) == 0)
+      collapsed_max = std::max(collapsed_max, rj["n_cpu_moe"].get<int>());
+  }
+  ASSERT_GE(collapsed_max, 0) << j["analysis"].dump();
+  const int pick = j["pick"]["n_cpu_moe"].get<int>();
+  EXPECT_GT(pick, collapsed_max);
+  EXPECT_LE(pick, 48);
+  ASSERT_TRUE(j["versus_defaults"].is_object());
+  EXPECT_TRUE(j["versus_defaults"]["speedup_at_ctx"].is_number());
+  // The default journal is the simulated machine's own; the same command
+  // resumes everything from it and picks the same.
+  const std::string journal = j["journal"].get<std::string>();
+  EXPECT_NE(journal.find("-sim-"), std::string::npos) << journal;
+  const auto again = Tune({"--seed", "3"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const json k = json::parse(again.out);
+  EXPECT_EQ(k["measured"].get<int>(), 0);
+  EXPECT_EQ(k["resumed"].get<int>(), j["measured"].get<int>());
+  EXPECT_EQ(k["pick"], j["pick"]);
+  // Another seed is another journal; the same seed without a journal gives the
+  // same samples (reproducible).
+  const auto fresh = Tune({"--seed", "3", "--no-journal"});
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  const json f = json::parse(fresh.out);
+  EXPECT_EQ(f["pick"], j["pick"]);
+  EXPECT_EQ(f["measurements"][0]["samples_ts"], j["measurements"][0]["samples_ts"]);
+  const auto other = Tune({"--seed", "4"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(json::parse(other.out)["journal"], j["journal"]);
+}
+
+TEST_F(TuneSimCli, SimJournalNeverResumesAnotherMachineOrTheRealEngine) {
+  const std::string journal = dir_.File("sim.journal");
+  ASSERT_EQ(Tune({"--journal", journal, "--budget", "0.5"}).exit_code, 0);
+  // Another what-if machine (strict instead of silent) with the same journal.
+  auto strict = Tune({"--journal", journal}, "strict");
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_NE(strict.err.find("another machine"), std::string::npos) << strict.err;
+  // The real engine with the simulated journal.
+  if (EngineDir()) {
+    auto real = RunCommand({MoetuneBinary(), "tune", model_, "--ctx", "32K", "--journal", journal,
+                            "--llama-dir", EngineDir()->string(), "--no-progress"},
+                           120);
+    EXPECT_EQ(real.exit_code, 1);
+    EXPECT_NE(real.err.find("another engine"), std::string::npos) << real.err;
+  }
+  // What-if flags belong to the simulated engine.
+  auto wrong =
+      RunCommand({MoetuneBinary(), "tune", model_, "--ctx", "32K", "--machine", "rtx4070-12g"}, 60);
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("--engine sim"), std::string::npos) << wrong.err;
+}
+
 }  // namespace
 }  // namespace moetune::itest

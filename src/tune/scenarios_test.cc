@@ -1,0 +1,290 @@
+// Scenario tests: `tune` against an exhaustive grid over the same space, on
+// the simulated engine with a full-scale model shape (a sparse synth file) and
+// what-if machines. For each scenario the tuner runs, then every configuration
+// it could have chosen is measured and read by the same rules (tune/grid.h),
+// and the test asserts:
+//   - tune's pick is the grid's pick, or ties with it on the grid's own
+//     measurements (Welch's test at 95%, or under 2%) and is safe on the grid's
+//     reading of its settings (JudgeAgainstGrid: not rejected; under the safety
+//     rule at least one layer more conservative than that curve's edge);
+//   - tune made at most a third of the grid's engine runs (tests);
+//   - what the scenario is about (the cliff's safe side, the collapsing split
+//     avoided, the all-CPU end of a curve that overflows everywhere, ...).
+// MOETUNE_SCENARIO_TABLE=FILE writes the table of docs/tune.md.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "engine/sim_engine.h"
+#include "model/synth_sparse.h"
+#include "perf/presets.h"
+#include "tune/grid.h"
+#include "tune/space.h"
+#include "tune/tuner.h"
+
+namespace moetune {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+// The simulated engine's noise depends on the file name (not its folder), so
+// every run of these tests sees the same samples.
+const std::string& ScenarioDir() {
+  static const std::string dir =
+      ::testing::TempDir() + "moetune-scenarios-" + std::to_string(::getpid());
+  return dir;
+}
+
+const std::string& ModelPath() {
+  static const std::string path = [] {
+    std::filesystem::create_directories(ScenarioDir());
+    const std::string p = ScenarioDir() + "/qwen3moe-q4_k_m.gguf";
+    SynthOptions o;
+    o.spec = *SynthPreset("qwen3moe");
+    o.quant = SynthQuant::kQ4_K_M;
+    auto r = WriteSparseSynthModel(o, p);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+    return p;
+  }();
+  return path;
+}
+
+struct Scenario {
+  std::string name;
+  std::string machine;  // presets
+  SpillMode spill = SpillMode::kStrict;
+  int64_t vram = 0;  // free VRAM; 0 = the preset's
+  int64_t ctx = 8192;
+};
+
+// MOETUNE_SCENARIO_SEED=N runs the scenarios with another noise seed (default 1).
+uint64_t Seed() {
+  const char* s = std::getenv("MOETUNE_SCENARIO_SEED");
+  return s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 10) : 1;
+}
+
+struct Outcome {
+  TuneSpace space;
+  TuneResult tune;
+  std::size_t tune_runs = 0, tune_samples = 0;
+  GridResult grid;
+  GridVerdict verdict;
+};
+
+Outcome RunScenario(const Scenario& sc) {
+  MachineSpec m = DefaultMachineSpec();
+  EXPECT_TRUE(ApplyMachinePresets(sc.machine, &m).ok()) << sc.machine;
+  m.spill = sc.spill;
+  if (sc.vram > 0 && m.accel) m.accel->vram_free = sc.vram;
+  auto model = LoadModelInfo(ModelPath());
+  EXPECT_TRUE(model.ok());
+  // The space as `moetune tune --engine sim` builds it (src/cli/tune.cc).
+  const CpuTopology cpu = SimulatedCpuTopology(m.cpu);
+  SpaceInputs in;
+  in.model = &*model;
+  in.engine_has_gpu = m.has_gpu();
+  in.cpu = &cpu;
+  if (m.accel) {
+    PlanRequest req;
+    req.vram_free = m.accel->vram_free;
+    req.reserve = m.reserve;
+    req.ctx.n_ctx = sc.ctx;
+    in.plan = req;
+  }
+  Outcome out;
+  out.space = BuildTuneSpace(in, nullptr);
+  TuneOptions o;
+  o.ctx = sc.ctx;
+  o.budget_seconds = 1e9;
+  SimEngineOptions so;
+  so.machine = m;
+  so.seed = Seed();
+  {
+    SimEngine engine(so);
+    Tuner t(engine, out.space, o);
+    out.tune = t.Run();
+    out.tune_runs = t.measured();
+    for (const auto& r : out.tune.measurements)
+      out.tune_samples += static_cast<std::size_t>(std::max(1, r.config.repetitions));
+  }
+  SimEngine grid_engine(so);  // the same seed: the same first samples per configuration
+  out.grid = RunExhaustiveGrid(grid_engine, out.space, o);
+  out.verdict = JudgeAgainstGrid(out.grid, out.tune.best);
+  return out;
+}
+
+// The table rows, written at the end when MOETUNE_SCENARIO_TABLE is set.
+std::vector<std::string>& Rows() {
+  static std::vector<std::string> rows;
+  return rows;
+}
+
+class TableWriter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(ScenarioDir(), ec);
+    const char* path = std::getenv("MOETUNE_SCENARIO_TABLE");
+    if (path == nullptr || *path == '\0' || Rows().empty()) return;
+    std::ofstream f(path);
+    f << "| scenario | machine (simulated) | ctx | tune pick | tune runs (samples) | grid pick | "
+         "grid runs (samples) | tune/grid runs | verdict | noise-free objective, tune/grid |\n"
+         "|---|---|--:|---|--:|---|--:|--:|---|--:|\n";
+    for (const auto& r : Rows()) f << r << "\n";
+  }
+};
+const auto* const kTableWriter = ::testing::AddGlobalTestEnvironment(new TableWriter);
+
+// The assertions every scenario shares; records the table row.
+void CheckAgainstGrid(const Scenario& sc, const Outcome& o) {
+  ASSERT_TRUE(o.grid.pick.has_value()) << sc.name << ": the grid found nothing usable";
+  const GridSlice& g = o.grid.slices[*o.grid.pick];
+  EXPECT_TRUE(o.verdict.accepted()) << sc.name << ": " << o.verdict.explanation;
+  EXPECT_LE(o.tune_runs * 3, o.grid.runs)
+      << sc.name << ": tune " << o.tune_runs << " runs, grid " << o.grid.runs;
+  EXPECT_FALSE(o.tune.budget_exhausted);
+  const std::string verdict = o.verdict.exact ? "same pick"
+                              : o.verdict.accepted()
+                                  ? "tie on the grid's data; safe on its curve (edge N=" +
+                                        std::to_string(o.verdict.slice_edge) + ")"
+                                  : "REJECTED: " + o.verdict.explanation;
+  Rows().push_back(fmt::format(
+      "| {} | {}{}{} | {} | `{}` | {} ({}) | `{}` | {} ({}) | {:.1f}% | {} | {} |", sc.name,
+      sc.machine, sc.spill == SpillMode::kSilent ? ", silent spill" : ", strict",
+      sc.vram > 0 ? fmt::format(", {} GiB free", sc.vram / kGiB) : "", sc.ctx,
+      DescribeSettings(SettingsOf(o.tune.best)), o.tune_runs, o.tune_samples,
+      DescribeSettings(g.settings), o.grid.runs, o.grid.samples,
+      100.0 * static_cast<double>(o.tune_runs) / static_cast<double>(o.grid.runs), verdict,
+      o.verdict.predicted_ratio ? fmt::format("{:.2f}", *o.verdict.predicted_ratio) : "-"));
+}
+
+// The grid's reading of the curve with the tune pick's settings.
+const GridSlice& PickSlice(const Outcome& o) {
+  TuneSettings want = SettingsOf(o.tune.best);
+  for (const auto& s : o.grid.slices) {
+    TuneSettings other = s.settings;
+    other.n = want.n;
+    if (other == want) return s;
+  }
+  ADD_FAILURE() << "the tune pick's settings are not in the grid";
+  return o.grid.slices.front();
+}
+
+std::set<int> RejectedFor(const Analysis& a, const std::string& prefix) {
+  std::set<int> out;
+  for (const auto& r : a.rejected) {
+    if (r.reason.rfind(prefix, 0) == 0) out.insert(r.n_cpu_moe);
+  }
+  return out;
+}
+
+TEST(TuneScenarios, EverythingFitsOnTheGpu) {
+  const Scenario sc{"(a) everything fits", "rtx4090-24g,ddr5-6000-2ch,8c16t", SpillMode::kStrict, 0,
+                    8192};
+  const Outcome o = RunScenario(sc);
+  CheckAgainstGrid(sc, o);
+  // Every expert on the GPU, or one layer safer under the safety rule.
+  EXPECT_LE(o.tune.best.placement.n_cpu_moe, 1);
+  EXPECT_LE(o.grid.slices[*o.grid.pick].settings.n, 1);
+}
+
+TEST(TuneScenarios, CliffOnASilentSpillMachine) {
+  const Scenario sc{"(b) a cliff", "rtx4070-12g,ddr4-3200-2ch,8c16t", SpillMode::kSilent, 0, 4096};
+  const Outcome o = RunScenario(sc);
+  CheckAgainstGrid(sc, o);
+  const Analysis& a = PickSlice(o).analysis;
+  ASSERT_EQ(a.shape, CurveShape::kCliff) << a.recommendation.reason;
+  ASSERT_FALSE(a.cliffs.empty());
+  // On the safe side of the cliff, and the tune saw the cliff too.
+  EXPECT_GE(o.tune.best.placement.n_cpu_moe, a.cliffs.front().n_cpu_moe_safe);
+  EXPECT_EQ(o.tune.analysis.shape, CurveShape::kCliff);
+  // The judge can say no: the collapsed side of the cliff, or the edge itself
+  // under the safety rule, is not an acceptable pick.
+  RunConfig unsafe = o.tune.best;
+  unsafe.placement.n_cpu_moe = a.cliffs.front().n_cpu_moe_collapsed;
+  EXPECT_FALSE(JudgeAgainstGrid(o.grid, unsafe).accepted());
+  if (a.recommendation.rule == "safety rule") {
+    unsafe.placement.n_cpu_moe = a.recommendation.edge;
+    EXPECT_FALSE(JudgeAgainstGrid(o.grid, unsafe).accepted());
+  }
+}
+
+TEST(TuneScenarios, OverflowEverywhereIsMonotonic) {
+  const Scenario sc{"(c) overflow everywhere", "rtx4070-12g,ddr4-3200-2ch,8c16t",
+                    SpillMode::kSilent, kGiB, 4096};
+  const Outcome o = RunScenario(sc);
+  CheckAgainstGrid(sc, o);
+  const Analysis& a = PickSlice(o).analysis;
+  EXPECT_EQ(a.shape, CurveShape::kMonotonic);
+  EXPECT_EQ(a.recommendation.rule, "every split overflows");
+  // Every expert stays on the CPU.
+  EXPECT_EQ(o.tune.best.placement.n_cpu_moe, o.space.n_layer);
+}
+
+TEST(TuneScenarios, SplitThatCollapsesAt32kIsNotPicked) {
+  const Scenario sc{"(d) collapses at 32K", "rtx4070-12g,ddr4-3200-2ch,8c16t", SpillMode::kSilent,
+                    0, 32768};
+  const Outcome o = RunScenario(sc);
+  CheckAgainstGrid(sc, o);
+  const Analysis& a = PickSlice(o).analysis;
+  const std::set<int> collapsed = RejectedFor(a, "prefill collapses");
+  ASSERT_FALSE(collapsed.empty()) << "no split collapses with depth on this machine";
+  // The split that is best at short context (depth 0) collapses at depth ...
+  const auto& base = a.curves.front().points;
+  const CurvePoint* best0 = nullptr;
+  for (const auto& p : base) {
+    if (p.objective && !RejectedFor(a, "beyond the cliff").count(p.n_cpu_moe) &&
+        (!best0 || p.objective->mean > best0->objective->mean))
+      best0 = &p;
+  }
+  ASSERT_NE(best0, nullptr);
+  EXPECT_TRUE(collapsed.count(best0->n_cpu_moe)) << "N=" << best0->n_cpu_moe;
+  // ... and tune, at --ctx 32K, picks none of the collapsing splits.
+  EXPECT_GT(o.tune.best.placement.n_cpu_moe, *collapsed.rbegin());
+  bool said = false;
+  for (const auto& d : o.tune.decisions)
+    said = said || (d.phase == "long context" && d.evidence.find("COLLAPSED") != std::string::npos);
+  EXPECT_TRUE(said) << "the long-context decision does not name the collapse";
+}
+
+TEST(TuneScenarios, HybridCpuThreadCount) {
+  const Scenario sc{"(e) hybrid CPU 8P+16E", "rtx4060ti-16g,ddr5-6000-2ch,8p16e",
+                    SpillMode::kStrict, 0, 8192};
+  const Outcome o = RunScenario(sc);
+  // The candidates come from the what-if topology: P-cores only, every
+  // physical core, every logical CPU, one core left free.
+  std::set<int> threads;
+  for (const auto& t : o.space.threads) threads.insert(t.threads);
+  EXPECT_EQ(threads, (std::set<int>{8, 23, 24, 32}));
+  CheckAgainstGrid(sc, o);
+  bool measured = false;
+  for (const auto& d : o.tune.decisions)
+    measured = measured || (d.phase == "threads" && d.evidence.find("-t 8 ") != std::string::npos &&
+                            d.evidence.find("-t 32 ") != std::string::npos);
+  EXPECT_TRUE(measured) << "the thread decision does not compare the candidates";
+}
+
+TEST(TuneScenarios, StrictOverFullPlacementsFailToLoad) {
+  const Scenario sc{"(f) strict: over-full fails", "rtx4070-12g,ddr4-3200-2ch,8c16t",
+                    SpillMode::kStrict, 0, 16384};
+  const Outcome o = RunScenario(sc);
+  CheckAgainstGrid(sc, o);
+  const Analysis& a = PickSlice(o).analysis;
+  std::set<int> failed = RejectedFor(a, "failed to run");
+  const std::set<int> deep = RejectedFor(a, "fails to run at depth");
+  failed.insert(deep.begin(), deep.end());
+  ASSERT_FALSE(failed.empty()) << "nothing failed to load on this machine";
+  ASSERT_FALSE(deep.empty()) << "nothing fails only at the target context";
+  // Above every placement that fails to load, at depth 0 or at the target context.
+  EXPECT_GT(o.tune.best.placement.n_cpu_moe, *failed.rbegin());
+}
+
+}  // namespace
+}  // namespace moetune
