@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/sampling_options.h"
 #include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "report/watch_report.h"
@@ -39,9 +40,7 @@ struct ServeOpts {
   std::string host = "127.0.0.1";
   int64_t port = 8080;
   bool apply = false;
-  double interval = 5;
-  double timeout = 10;
-  double duration = 0;
+  SamplingOptions sampling;  // --interval, --timeout, --duration
   int64_t max_restarts = 5;
   double health_timeout = 600;
   std::string server_log;
@@ -121,11 +120,11 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
                                      .string();
   so.supervisor.health_timeout = Ms(o.health_timeout);
   so.supervisor.max_restarts = static_cast<int>(o.max_restarts);
-  so.loop.interval = Ms(o.interval);
-  if (o.duration > 0) so.loop.duration = Ms(o.duration);
+  so.loop.interval = Ms(o.sampling.interval);
+  if (o.sampling.duration > 0) so.loop.duration = Ms(o.sampling.duration);
   so.loop.exit_on_alarm = o.exit_on_alarm;
   so.loop.unreachable_limit = std::max(Ms(60), so.loop.interval * 10);
-  so.timeout = Ms(o.timeout);
+  so.timeout = Ms(o.sampling.timeout);
   so.apply = o.apply;
   so.gpu_scan = MakeGpuScan(!o.no_gpu);
   so.session.expected = SettingsFromArgv(argv);
@@ -212,14 +211,7 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
       ->capture_default_str();
   cmd->add_flag("--apply", o->apply,
                 "On an overflow alarm, restart the server with the fix when no slot is busy");
-  cmd->add_option("--interval", o->interval, "Seconds between samples")
-      ->check(Seconds(0.2, 3600))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout, "Seconds to wait for each answer of the server")
-      ->check(Seconds(0.1, 600))
-      ->capture_default_str();
-  cmd->add_option("--duration", o->duration, "Stop after this many seconds (default: Ctrl-C)")
-      ->check(Seconds(1, 31536000));
+  AddSamplingOptions(cmd, &o->sampling);
   cmd->add_option("--max-restarts", o->max_restarts,
                   "Restarts after crashes before giving up (backoff 1 s, 2 s, 4 s ... 60 s)")
       ->check(IntRange(0, 1000))

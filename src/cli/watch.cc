@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/sampling_options.h"
 #include "cli/validators.h"
 #include "report/watch_report.h"
 #include "watch/loop.h"
@@ -22,9 +23,7 @@ struct WatchOpts {
   std::string url;
   std::string log;
   std::string from;
-  double interval = 5;
-  double timeout = 10;
-  double duration = 0;
+  SamplingOptions sampling;  // --interval, --timeout, --duration
   int64_t pid = 0;
   bool once = false;
   bool json = false;
@@ -64,7 +63,7 @@ int RunLog(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
 int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   SamplerOptions so;
   so.url = *ParseServerUrl(o.url);  // validated
-  so.timeout = Ms(o.timeout);
+  so.timeout = Ms(o.sampling.timeout);
   if (o.pid > 0) so.pid = static_cast<pid_t>(o.pid);
   so.gpu_scan = MakeGpuScan(!o.no_gpu);
   auto sampler = LiveSampler::Connect(so);
@@ -87,8 +86,8 @@ int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   Monitor monitor(std::move(sampler).value(), session);
   for (const auto& note : notes) std::cerr << "moetune watch: note: " << note << "\n";
   LoopOptions lo;
-  lo.interval = Ms(o.interval);
-  if (o.duration > 0) lo.duration = Ms(o.duration);
+  lo.interval = Ms(o.sampling.interval);
+  if (o.sampling.duration > 0) lo.duration = Ms(o.sampling.duration);
   lo.once = o.once;
   lo.exit_on_alarm = o.exit_on_alarm;
   lo.unreachable_limit = std::max(Ms(60), lo.interval * 10);
@@ -123,14 +122,7 @@ void RegisterWatchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--from", o->from,
                   "Tuned configuration: JSON of moetune tune/plan (command_argv) or analyze "
                   "(curves) for the expected settings and the baseline");
-  cmd->add_option("--interval", o->interval, "Seconds between samples")
-      ->check(Seconds(0.2, 3600))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout, "Seconds to wait for each answer of the server")
-      ->check(Seconds(0.1, 600))
-      ->capture_default_str();
-  cmd->add_option("--duration", o->duration, "Stop after this many seconds (default: Ctrl-C)")
-      ->check(Seconds(1, 31536000));
+  AddSamplingOptions(cmd, &o->sampling);
   cmd->add_option("--pid", o->pid,
                   "The server's process id (default: found by its port for a local server)")
       ->check(IntRange(1, 4194304));
