@@ -190,51 +190,24 @@ std::vector<double> JsonFields::Numbers(std::string_view key, double min, double
   return out;
 }
 
-const json* JsonFields::Object(std::string_view key) {
+const json* JsonFields::Container(std::string_view key, bool required, bool object) {
+  const char* expected = object ? "an object" : "an array";
   const json* v = Find(key);
   if (v == nullptr) {
-    FailMissing(key, "an object");
+    if (required) FailMissing(key, expected);
     return nullptr;
   }
-  if (!v->is_object()) {
-    Fail(key, *v, "an object");
-    return nullptr;
-  }
-  return v;
-}
-
-const json* JsonFields::Array(std::string_view key) {
-  const json* v = Find(key);
-  if (v == nullptr) {
-    FailMissing(key, "an array");
-    return nullptr;
-  }
-  if (!v->is_array()) {
-    Fail(key, *v, "an array");
+  if (object ? !v->is_object() : !v->is_array()) {
+    Fail(key, *v, expected);
     return nullptr;
   }
   return v;
 }
 
-const json* JsonFields::OptionalObject(std::string_view key) {
-  const json* v = Find(key);
-  if (v == nullptr) return nullptr;
-  if (!v->is_object()) {
-    Fail(key, *v, "an object");
-    return nullptr;
-  }
-  return v;
-}
-
-const json* JsonFields::OptionalArray(std::string_view key) {
-  const json* v = Find(key);
-  if (v == nullptr) return nullptr;
-  if (!v->is_array()) {
-    Fail(key, *v, "an array");
-    return nullptr;
-  }
-  return v;
-}
+const json* JsonFields::Object(std::string_view key) { return Container(key, true, true); }
+const json* JsonFields::Array(std::string_view key) { return Container(key, true, false); }
+const json* JsonFields::OptionalObject(std::string_view key) { return Container(key, false, true); }
+const json* JsonFields::OptionalArray(std::string_view key) { return Container(key, false, false); }
 
 void JsonFields::Merge(const JsonFields& nested) {
   if (!error_ && nested.error_) error_ = nested.error_;

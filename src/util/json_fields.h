@@ -71,6 +71,7 @@ class JsonFields {
 
  private:
   const nlohmann::json* Find(std::string_view key) const;
+  const nlohmann::json* Container(std::string_view key, bool required, bool object);
   void Fail(std::string_view key, const nlohmann::json& value, const std::string& expected);
   void FailMissing(std::string_view key, const std::string& expected);
   std::optional<int64_t> ReadInt(std::string_view key, const nlohmann::json& v, int64_t min,

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
-#include <string_view>
 
 #include "fuzz_check.h"
 #include "perf/calibration.h"
@@ -21,9 +20,9 @@ void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "calibration_fu
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace moetune;
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  const auto input = fuzz::JsonInput(data, size);
+  if (!input) return 0;
+  const nlohmann::json& j = *input;
   auto r = CalibrationRecordFromJson(j);
   if (!r.ok()) return 0;
   for (const auto& [name, v] : r->constants.Values()) Check(std::isfinite(v), "finite constant");

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
-#include <string_view>
 
 #include "fuzz_check.h"
 #include "gguf/reader.h"
@@ -51,9 +50,9 @@ void BuildAndReadBack(const SynthSpec& spec) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  const auto input = fuzz::JsonInput(data, size);
+  if (!input) return 0;
+  const nlohmann::json& j = *input;
   auto spec = SynthSpecFromHfConfig(j);
   if (!spec.ok()) return 0;
   Check(ValidateSynthSpec(*spec).ok(), "an accepted config is a valid shape");
