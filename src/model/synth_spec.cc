@@ -551,6 +551,15 @@ Status ValidateSynthSpec(const SynthSpec& s) {
         fmt::format("{} used of {} experts (width {})", s.n_expert_used, s.n_expert, s.n_ff_exp));
   }
   if (s.n_expert_shared > 0 && s.n_ff_shexp <= 0) return bad("shared experts without a width");
+  // These architectures give every MoE layer a shared expert (llama.cpp creates
+  // its ffn_*_shexp tensors unconditionally, src/llama-model.cpp load_tensors).
+  const bool shared_always = s.arch == "qwen35moe" || s.arch == "qwen3next" || s.arch == "llama4" ||
+                             s.arch == "glm4moe" || s.arch == "deepseek2";
+  if (shared_always && s.moe() && s.n_ff_shexp <= 0) {
+    return bad(
+        "its MoE layers have a shared expert: give its width (shared_expert_intermediate_size "
+        "or n_shared_experts)");
+  }
   if (s.leading_dense >= s.n_layer && s.moe()) {
     return bad(fmt::format("{} leading dense layers leave no MoE layer of {}", s.leading_dense,
                            s.n_layer));

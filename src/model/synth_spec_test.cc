@@ -223,10 +223,22 @@ TEST(SynthSpecTest, AbsurdConfigsAreErrorsNamingTheField) {
                {"linear_key_head_dim", 64},
                {"linear_num_key_heads", 2},
                {"linear_num_value_heads", 4}});
+  next["shared_expert_intermediate_size"] = 256;
   auto r = SynthSpecFromHfConfig(next);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("full-attention interval"), std::string::npos)
       << r.error().message();
+  // The fuzzer's finding: a Qwen3.5 config without the shared expert's width
+  // made zero-width tensors, and `synth --dry-run` divided by zero (SIGFPE).
+  next["full_attention_interval"] = 4;
+  next.erase("shared_expert_intermediate_size");
+  auto no_shared = SynthSpecFromHfConfig(next);
+  ASSERT_FALSE(no_shared.ok());
+  EXPECT_NE(no_shared.error().message().find("shared expert"), std::string::npos)
+      << no_shared.error().message();
+  SynthSpec zero = *SynthPreset("qwen35moe");
+  zero.n_ff_shexp = 0;
+  EXPECT_FALSE(ValidateSynthSpec(zero).ok());
 }
 
 TEST(SynthSpecTest, EveryFieldIsRangeChecked) {
