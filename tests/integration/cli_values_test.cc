@@ -169,8 +169,9 @@ TEST(CliValuesTest, SynthConfigShapes) {
       {R"({"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 256,
           "moe_intermediate_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
           "head_dim": 64, "vocab_size": 1024, "num_experts": 4, "num_experts_per_tok": 2,
-          "full_attention_interval": 0, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 64,
-          "linear_num_key_heads": 2, "linear_num_value_heads": 4})",
+          "shared_expert_intermediate_size": 256, "full_attention_interval": 0,
+          "linear_conv_kernel_dim": 4, "linear_key_head_dim": 64, "linear_num_key_heads": 2,
+          "linear_num_value_heads": 4})",
        "full-attention interval"},
       // Found by hf_config_fuzz: no shared expert width divided by zero (SIGFPE).
       {R"({"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 256,
