@@ -57,9 +57,9 @@ json GpuToJson(const GpuInfo& g) {
 
 // Ranges of the saved fields: generous for every machine, tight enough that a
 // damaged or hand-edited profile cannot bring negative or absurd figures in.
-constexpr int64_t kMaxBytes = int64_t{1} << 50;  // 1 PiB of GPU or host memory
-constexpr int64_t kMaxCount = 1 << 20;           // devices, cores, CPUs, threads
-constexpr double kMaxGbps = 1e6;                 // 1 PB/s
+constexpr int64_t kMaxMemory = int64_t{1} << 50;  // 1 PiB of GPU or host memory
+constexpr int64_t kMaxCount = 1 << 20;            // devices, cores, CPUs, threads
+constexpr double kMaxGbps = 1e6;                  // 1 PB/s
 
 GpuInfo GpuFromJson(const json& j, const std::string& where, JsonFields* parent) {
   JsonFields f(j, where);
@@ -68,12 +68,12 @@ GpuInfo GpuFromJson(const json& j, const std::string& where, JsonFields* parent)
   g.vendor = f.String("vendor");
   g.name = f.String("name");
   g.pci_bus_id = f.String("pci_bus_id", "");
-  g.total_bytes = f.Int("total_bytes", 0, kMaxBytes);
+  g.total_bytes = f.Int("total_bytes", 0, kMaxMemory);
   // Free memory above the total is a damaged profile, not a bigger GPU.
   g.free_bytes = f.Int("free_bytes", 0, g.total_bytes);
-  g.used_bytes = f.Int("used_bytes", 0, kMaxBytes, 0);
-  g.reserved_bytes = f.Int("reserved_bytes", 0, kMaxBytes, 0);
-  g.used_by_others_bytes = f.Int("used_by_others_bytes", 0, kMaxBytes);
+  g.used_bytes = f.Int("used_bytes", 0, kMaxMemory, 0);
+  g.reserved_bytes = f.Int("reserved_bytes", 0, kMaxMemory, 0);
+  g.used_by_others_bytes = f.Int("used_by_others_bytes", 0, kMaxMemory);
   g.memory_query = f.String("memory_query", "");
   g.processes_known = f.Bool("processes_known", false);
   if (const json* procs = f.OptionalArray("processes")) {
@@ -82,7 +82,7 @@ GpuInfo GpuFromJson(const json& j, const std::string& where, JsonFields* parent)
       GpuProcess gp;
       gp.pid = static_cast<uint32_t>(pf.Int("pid", 0, UINT32_MAX));
       gp.name = pf.String("name", "");
-      if (auto used = pf.OptionalInt("used_bytes", 0, kMaxBytes)) gp.used_bytes = *used;
+      if (auto used = pf.OptionalInt("used_bytes", 0, kMaxMemory)) gp.used_bytes = *used;
       f.Merge(pf);
       g.processes.push_back(gp);
     }
@@ -99,8 +99,8 @@ GpuInfo GpuFromJson(const json& j, const std::string& where, JsonFields* parent)
   g.memory_bus_width_bits = static_cast<int>(f.Int("memory_bus_width_bits", 0, 1 << 16, 0));
   g.memory_clock_max_mhz = static_cast<int>(f.Int("memory_clock_max_mhz", 0, 1 << 20, 0));
   g.peak_bandwidth_gbps = f.Number("peak_bandwidth_gbps", 0, kMaxGbps, 0.0);
-  g.gtt_total_bytes = f.Int("gtt_total_bytes", 0, kMaxBytes, 0);
-  g.gtt_used_bytes = f.Int("gtt_used_bytes", 0, kMaxBytes, 0);
+  g.gtt_total_bytes = f.Int("gtt_total_bytes", 0, kMaxMemory, 0);
+  g.gtt_used_bytes = f.Int("gtt_used_bytes", 0, kMaxMemory, 0);
   g.notes = f.Strings("notes");
   parent->Merge(f);
   return g;
@@ -157,7 +157,7 @@ CpuTopology CpuFromJson(const json& j, JsonFields* parent) {
   c.efficiency_cores = count("efficiency_cores", 0);
   c.kind_source = f.String("core_kind_source", "");
   c.l3_domains = count("l3_domains", 0);
-  c.llc_bytes = f.Int("llc_bytes", 0, kMaxBytes, 0);
+  c.llc_bytes = f.Int("llc_bytes", 0, kMaxMemory, 0);
   if (auto quota = f.OptionalNumber("cpu_quota", 0, kMaxCount)) c.cpu_quota = *quota;
   c.llama_default_threads = count("llama_default_threads", 0);
   c.llama_default_reason = f.String("llama_default_reason", "");
@@ -200,14 +200,14 @@ json MemoryToJson(const SystemMemory& m, const std::optional<BandwidthResult>& b
 void MemoryFromJson(const json& j, MachineProfile* p, JsonFields* parent) {
   JsonFields f(j, "memory");
   SystemMemory& m = p->memory;
-  m.total_bytes = f.Int("total_bytes", 0, kMaxBytes);
-  m.available_bytes = f.Int("available_bytes", 0, kMaxBytes);
-  m.meminfo_available_bytes = f.Int("meminfo_available_bytes", 0, kMaxBytes, m.available_bytes);
-  m.cached_bytes = f.Int("cached_bytes", 0, kMaxBytes, 0);
-  m.swap_total_bytes = f.Int("swap_total_bytes", 0, kMaxBytes, 0);
-  m.swap_free_bytes = f.Int("swap_free_bytes", 0, kMaxBytes, 0);
-  m.cgroup_limit_bytes = f.OptionalInt("cgroup_limit_bytes", 0, kMaxBytes);
-  m.cgroup_usage_bytes = f.OptionalInt("cgroup_usage_bytes", 0, kMaxBytes);
+  m.total_bytes = f.Int("total_bytes", 0, kMaxMemory);
+  m.available_bytes = f.Int("available_bytes", 0, kMaxMemory);
+  m.meminfo_available_bytes = f.Int("meminfo_available_bytes", 0, kMaxMemory, m.available_bytes);
+  m.cached_bytes = f.Int("cached_bytes", 0, kMaxMemory, 0);
+  m.swap_total_bytes = f.Int("swap_total_bytes", 0, kMaxMemory, 0);
+  m.swap_free_bytes = f.Int("swap_free_bytes", 0, kMaxMemory, 0);
+  m.cgroup_limit_bytes = f.OptionalInt("cgroup_limit_bytes", 0, kMaxMemory);
+  m.cgroup_usage_bytes = f.OptionalInt("cgroup_usage_bytes", 0, kMaxMemory);
   m.notes = f.Strings("notes");
   if (auto read = f.OptionalNumber("read_bandwidth_gbps", 0, kMaxGbps)) {
     BandwidthResult bw;
@@ -217,7 +217,7 @@ void MemoryFromJson(const json& j, MachineProfile* p, JsonFields* parent) {
       bw.median_gbps = bf.Number("median_gbps", 0, kMaxGbps, 0.0);
       bw.pass_gbps = bf.Numbers("passes_gbps", 0, kMaxGbps);
       bw.threads = static_cast<int>(bf.Int("threads", 0, kMaxCount, 0));
-      bw.buffer_bytes = bf.Int("buffer_bytes", 0, kMaxBytes, 0);
+      bw.buffer_bytes = bf.Int("buffer_bytes", 0, kMaxMemory, 0);
       bw.seconds = bf.Number("seconds", 0, 1e6, 0.0);
       bw.kernel = bf.String("kernel", "");
       f.Merge(bf);

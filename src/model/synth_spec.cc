@@ -179,7 +179,7 @@ Result<std::string> ArchForModelType(const std::string& mt) {
 std::string ModelTypeFromArchitectures(const json& c) {
   const json* a = Find(c, {"architectures"});
   if (a == nullptr || !a->is_array() || a->empty() || !(*a)[0].is_string()) return "";
-  const std::string name = (*a)[0].get<std::string>();
+  std::string name = (*a)[0].get<std::string>();
   static const std::vector<std::pair<std::string, std::string>> kMap = {
       {"Qwen3MoeForCausalLM", "qwen3_moe"},
       {"Qwen3NextForCausalLM", "qwen3_next"},
