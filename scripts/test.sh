@@ -2,7 +2,7 @@
 # Runs every moetune test on a fresh Debian 12 machine: installs what is missing
 # (Debian packages, the default llama.cpp engine), builds, runs the unit and
 # integration tests (real llama.cpp on generated models), then a short fuzz run.
-# Usage: scripts/test.sh            (FUZZ_SECONDS=N to change the fuzz run, default 60)
+# Usage: scripts/test.sh            (FUZZ_SECONDS=N seconds per fuzz target, default 15)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -19,7 +19,7 @@ if [ -d tests/fuzz ] && ls tests/fuzz/*_fuzz.cc >/dev/null 2>&1; then
       -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   fi
   cmake --build build-fuzz -j "$(nproc)" --target fuzzers
-  scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-60}"
+  scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-15}"
 fi
 
 # One closing line for the whole run (ctest's own summary is further up).

@@ -11,12 +11,14 @@
 #include "cli/bench_sim.h"
 #include "cli/command.h"
 #include "cli/report_output.h"
-#include "engine/bench_report.h"
+#include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
 #include "engine/tensor_override.h"
+#include "report/bench_report.h"
 #include "report/command_documents.h"
 #include "util/subprocess.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -76,8 +78,6 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
   }
   const auto ck = SplitList(a.type_k);
   const auto cv = SplitList(a.type_v);
-  if (a.repetitions < 1)
-    return Error(ErrorKind::kInvalidArgument, "--repetitions must be at least 1");
   // Rules that cannot reach llama-bench intact are a command-line error now,
   // not a failed run later.
   if (auto rules = ParseTensorOverrides(a.ot); !rules.ok()) {
@@ -166,26 +166,34 @@ int Run(const BenchArgs& a) {
   dopt.llama_dir = a.llama_dir;
   auto info = DiscoverEngine(dopt);
   if (!info.ok()) return ReportError(info.error());
-  for (const auto& w : info->warnings) std::cerr << "moetune: WARNING: " << w << "\n";
+  for (const auto& w : info->warnings) std::cerr << ForTerminal("moetune: WARNING: " + w + "\n");
 
   LlamaBenchOptions opt;
   opt.timeout_per_test = std::chrono::milliseconds(static_cast<int64_t>(a.timeout * 1000));
-  if (a.verbose) opt.on_engine_line = [](std::string_view l) { std::cerr << "  | " << l << "\n"; };
+  if (a.verbose) {
+    opt.on_engine_line = [](std::string_view l) {
+      std::cerr << ForTerminal("  | " + std::string(l) + "\n");
+    };
+  }
   LlamaBenchEngine engine(*info, opt);
+  // The model is an input: `-o MODEL.gguf` is refused, never written over.
+  const std::vector<std::string> inputs = {a.model};
   if (a.dry_run) {
+    std::string lines;
     for (const auto& inv : engine.PlanInvocations(*configs)) {
       std::string line;
       for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
-      std::cout << line << "\n";
+      lines += line + "\n";
     }
-    return kExitOk;
+    auto st = WriteOutput(a.output, lines, inputs);
+    return st.ok() ? kExitOk : ReportError(st.error());
   }
 
   const bool live = !a.no_progress && (a.progress || ::isatty(2));
   ProgressCallback progress;
   if (live) {
     progress = [](const BenchProgress& p) {
-      std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush;
+      std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
     };
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -195,7 +203,7 @@ int Run(const BenchArgs& a) {
 
   std::string text;
   if (a.json) {
-    text = BenchRunToJson(run, *info, wall).dump(2) + "\n";
+    text = JsonOutput(BenchRunToJson(run, *info, wall));
   } else {
     text = FormatBenchMarkdown(run);
     for (const auto& r : run.results) {
@@ -205,11 +213,11 @@ int Run(const BenchArgs& a) {
           fmt::format("{} t={} ngl={} ncmoe={} ub={}", c.test_name(), c.threads,
                       c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.placement.n_ubatch);
       for (const auto& w : SummaryWarnings(ResultSummary(r), label)) {
-        std::cerr << "moetune: note: " << w << "\n";
+        std::cerr << ForTerminal("moetune: note: " + w + "\n");
       }
     }
   }
-  if (auto st = WriteOutput(a.output, text); !st.ok()) return ReportError(st.error());
+  if (auto st = WriteOutput(a.output, text, inputs); !st.ok()) return ReportError(st.error());
   if (!a.report.empty()) {
     auto st =
         WriteReportFile(a.report, BenchDocument(run, *info, wall, OwnCommandLine()), {a.model});
@@ -232,28 +240,44 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("model", a->model, "GGUF model file")->required();
   cmd->add_option("--llama-dir", a->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
-  cmd->add_option("-t,--threads", a->threads, "Threads, list/range (default: all logical CPUs)");
-  cmd->add_option("--ngl,--n-gpu-layers", a->ngl, "GPU layers, list (default 99)");
+  // Lists may hold up to kMaxSweepConfigs values each, so that a product too
+  // large is refused by CheckSweepSize with the count and the limit.
+  constexpr int kItems = static_cast<int>(kMaxSweepConfigs);
+  cmd->add_option("-t,--threads", a->threads, "Threads, list/range (default: all logical CPUs)")
+      ->check(IntList(1, kMaxThreads, kItems));
+  cmd->add_option("--ngl,--n-gpu-layers", a->ngl, "GPU layers, list (default 99)")
+      ->check(IntList(0, kMaxGpuLayers, kItems));
   cmd->add_option("--ncmoe,--n-cpu-moe", a->ncmoe,
-                  "Layers whose experts stay on the CPU, list (default 0)");
+                  "Layers whose experts stay on the CPU, list (default 0)")
+      ->check(IntList(0, kMaxGpuLayers, kItems));
   cmd->add_option("--ot,--override-tensor", a->ot,
                   "Tensor overrides pattern=BUFT[,...] for every configuration (commas inside "
                   "a regex, as in {1,3}, belong to the pattern)");
-  cmd->add_option("--ub,--ubatch", a->ubatch, "Micro-batch sizes, list (default 512)");
-  cmd->add_option("-b,--batch", a->batch, "Batch sizes, list (default 2048)");
-  cmd->add_option("-d,--depth", a->depth, "Context depths before the test, list (default 0)");
-  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prefill test sizes, list (default 512; 0 = none)");
-  cmd->add_option("-n,--n-gen", a->n_gen, "Decode test sizes, list (default 128; 0 = none)");
+  cmd->add_option("--ub,--ubatch", a->ubatch, "Micro-batch sizes, list (default 512)")
+      ->check(IntList(1, kMaxBatch, kItems));
+  cmd->add_option("-b,--batch", a->batch, "Batch sizes, list (default 2048)")
+      ->check(IntList(1, kMaxBatch, kItems));
+  cmd->add_option("-d,--depth", a->depth, "Context depths before the test, list (default 0)")
+      ->check(IntList(0, kMaxTokens, kItems));
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prefill test sizes, list (default 512; 0 = none)")
+      ->check(IntList(0, kMaxTokens, kItems));
+  cmd->add_option("-n,--n-gen", a->n_gen, "Decode test sizes, list (default 128; 0 = none)")
+      ->check(IntList(0, kMaxTokens, kItems));
   cmd->add_option("--fa,--flash-attn", a->flash_attn,
-                  "on|off|auto (or 1|0|-1), list (default: the engine's)");
-  cmd->add_option("--ctk,--cache-type-k", a->type_k, "K cache types, list (default f16)");
-  cmd->add_option("--ctv,--cache-type-v", a->type_v, "V cache types, list (default f16)");
+                  "on|off|auto (or 1|0|-1), list (default: the engine's)")
+      ->check(FlashAttnList());
+  cmd->add_option("--ctk,--cache-type-k", a->type_k, "K cache types, list (default f16)")
+      ->check(KvCacheType(/*list=*/true));
+  cmd->add_option("--ctv,--cache-type-v", a->type_v, "V cache types, list (default f16)")
+      ->check(KvCacheType(/*list=*/true));
   cmd->add_option("--lm,--load-mode", a->load_mode, "Load mode (engines with -lm)");
   cmd->add_option("--rpc", a->rpc,
                   "RPC servers HOST:PORT[,...] (ggml-rpc-server) whose devices the engine uses");
-  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 5)");
+  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 5)")
+      ->check(IntRange(1, kMaxRepetitions));
   cmd->add_flag("--no-warmup", a->no_warmup, "Skip the warm-up run");
-  cmd->add_option("--timeout", a->timeout, "Seconds allowed per test (default 600)");
+  cmd->add_option("--timeout", a->timeout, "Seconds allowed per test (default 600)")
+      ->check(Seconds(1, kMaxTimeoutSeconds));
   cmd->add_flag("--json", a->json, "JSON output (see docs/cli.md)");
   cmd->add_option("-o,--output", a->output, "Write the output to this file instead of stdout");
   cmd->add_option("--report", a->report,

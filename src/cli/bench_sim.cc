@@ -6,8 +6,9 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "engine/bench_report.h"
 #include "engine/sim_engine.h"
+#include "report/bench_report.h"
+#include "util/utf8.h"
 
 namespace moetune {
 
@@ -23,7 +24,7 @@ void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* o, bool with_vram) {
 
 Result<SimEngineOptions> ResolveSimEngine(const SimBenchOptions& o, ResolvedMachine* machine) {
   MOETUNE_ASSIGN_OR_RETURN(*machine, ResolveMachine(o.machine));
-  for (const auto& n : machine->spec.notes) std::cerr << "moetune: note: " << n << "\n";
+  for (const auto& n : machine->spec.notes) std::cerr << ForTerminal("moetune: note: " + n + "\n");
   SimEngineOptions so;
   so.machine = machine->spec;
   so.constants = machine->constants;
@@ -56,7 +57,7 @@ int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool j
                     {"spill", SpillModeName(machine->spec.spill)},
                     {"calibrated", machine->calibration.has_value()},
                     {"seed", o.seed}};
-    text = j.dump(2) + "\n";
+    text = JsonOutput(j);
   } else {
     text = fmt::format(
         "SIMULATED by the speed model (not measured): {}\nseed {}, {} constants; the real engine "
@@ -64,7 +65,9 @@ int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool j
         machine->spec.label, o.seed, machine->calibration ? "calibrated" : "default", simulated);
     text += FormatBenchMarkdown(run);
   }
-  if (auto st = WriteOutput(output, text); !st.ok()) return ReportError(st.error());
+  std::vector<std::string> inputs;
+  if (!configs.empty()) inputs.push_back(configs.front().model);
+  if (auto st = WriteOutput(output, text, inputs); !st.ok()) return ReportError(st.error());
   if (run.FailureCount() > 0) {
     std::cerr << fmt::format(
         "moetune: {} of {} simulated configuration(s) failed (see the table)\n", run.FailureCount(),

@@ -6,28 +6,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "cli/command.h"
 #include "cli/machine_flags.h"
-#include "engine/bench_report.h"
+#include "cli/validators.h"
 #include "engine/calibration_runner.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
 #include "hw/machine_profile.h"
 #include "model/model_info.h"
 #include "perf/presets.h"
+#include "report/bench_report.h"
 #include "report/calibration_report.h"
+#include "util/read_file.h"
+#include "util/timestamp.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
+
+// Results of a long sweep are a few MB; the bound stops a wrong path early.
+constexpr std::size_t kMaxMeasurementFileBytes = std::size_t{256} << 20;
 
 struct CalibrateArgs {
   std::string model;
@@ -45,24 +49,14 @@ struct CalibrateArgs {
   std::string llama_dir;
 };
 
-std::string NowUtc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Records from llama-bench JSONL, a llama-bench JSON array, or `moetune bench --json`.
 // `engine` receives the engine build named by the first record ("" when none).
 Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, MeasurementStat stat,
                                                   std::string* engine) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Error(ErrorKind::kIo, fmt::format("cannot read measurements '{}'", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
+  // Only a regular file, read with a bound: a FIFO or /dev/zero is an error.
+  auto read = ReadRegularFile(path, kMaxMeasurementFileBytes);
+  if (!read.ok()) return read.take_error().Context("measurements");
+  const std::string& text = *read;
   std::vector<BenchRecord> records;
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_discarded() && (j.is_array() || j.contains("results"))) {
@@ -79,8 +73,12 @@ Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, Measu
   std::vector<Measurement> out;
   for (const auto& r : records) {
     if (engine->empty() && r.raw.contains("build_number") && r.raw["build_number"].is_number()) {
-      *engine = fmt::format("llama-bench build {} ({})", r.raw["build_number"].dump(),
-                            r.raw.value("build_commit", std::string("?")));
+      // The commit may be anything in a file from elsewhere: only a string is used.
+      const auto commit = r.raw.find("build_commit");
+      *engine =
+          fmt::format("llama-bench build {} ({})", r.raw["build_number"].dump(),
+                      commit != r.raw.end() && commit->is_string() ? commit->get<std::string>()
+                                                                   : std::string("?"));
     }
     auto m = MeasurementFromRecord(r, stat);
     if (m.ok()) out.push_back(std::move(m).value());
@@ -139,10 +137,14 @@ int Run(const CalibrateArgs& a) {
   auto model = LoadModelInfo(a.model);
   if (!model.ok()) return ReportError(model.error());
   MachineSpec spec = resolved->spec;
-  for (const auto& n : spec.notes) std::cerr << "moetune: note: " << n << "\n";
+  for (const auto& n : spec.notes) std::cerr << ForTerminal("moetune: note: " + n + "\n");
+  // Every file read is an input: `-o` onto one of them is refused.
+  std::vector<std::string> inputs = ModelFiles(*model);
+  inputs.insert(inputs.end(), a.measurements.begin(), a.measurements.end());
+  inputs.insert(inputs.end(), a.validate.begin(), a.validate.end());
 
-  auto stat = ParseMeasurementStat(a.stat);
-  if (!stat.ok()) return ReportError(stat.error());
+  auto stat = ParseMeasurementStat(a.stat);  // validated
+
   std::vector<Measurement> ms;
   std::string measured_engine;
   for (const auto& path : a.validate.empty() ? a.measurements : a.validate) {
@@ -160,14 +162,14 @@ int Run(const CalibrateArgs& a) {
   }
 
   if (!a.validate.empty()) {
-    std::cerr << fmt::format("moetune: predicting with {} constants\n",
-                             resolved->calibration
-                                 ? "calibrated (" + resolved->calibration->created_at + ")"
-                                 : std::string("default"));
+    std::cerr << ForTerminal(
+        fmt::format("moetune: predicting with {} constants\n",
+                    resolved->calibration ? "calibrated (" + resolved->calibration->created_at + ")"
+                                          : std::string("default")));
     auto pts = ValidateAcrossModels(a.model, *model, spec, resolved->constants, ms);
     if (!pts.ok()) return ReportError(pts.error());
-    const std::string text = a.json ? ValidationJson(*pts).dump(2) + "\n" : ValidationText(*pts);
-    auto st = WriteOutput(a.output, text);
+    const std::string text = a.json ? JsonOutput(ValidationJson(*pts)) : ValidationText(*pts);
+    auto st = WriteOutput(a.output, text, inputs);
     return st.ok() ? kExitOk : ReportError(st.error());
   }
 
@@ -192,25 +194,28 @@ int Run(const CalibrateArgs& a) {
     const auto configs = CalibrationConfigs(a.model, sm, o);
     LlamaBenchEngine bench(engine);
     if (a.dry_run) {
+      std::string lines;
       for (const auto& inv : bench.PlanInvocations(configs)) {
         std::string line;
         for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
-        std::cout << line << "\n";
+        lines += line + "\n";
       }
-      return kExitOk;
+      auto st = WriteOutput(a.output, lines, inputs);
+      return st.ok() ? kExitOk : ReportError(st.error());
     }
-    std::cerr << fmt::format("moetune: calibrating with {} short runs of {} (about a minute)...\n",
-                             configs.size(), a.model);
+    std::cerr << ForTerminal(
+        fmt::format("moetune: calibrating with {} short runs of {} (about a minute)...\n",
+                    configs.size(), a.model));
     ProgressCallback progress;
     if (::isatty(2)) {
       progress = [](const BenchProgress& p) {
-        std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush;
+        std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
       };
     }
     std::vector<std::string> failures;
     auto r = RunCalibration(bench, configs, sm, &failures, progress, *stat);
     if (::isatty(2)) std::cerr << "\n";
-    for (const auto& f : failures) std::cerr << "moetune: run failed: " << f << "\n";
+    for (const auto& f : failures) std::cerr << ForTerminal("moetune: run failed: " + f + "\n");
     if (!r.ok()) return ReportError(r.error());
     rec = std::move(r).value();
     rec.engine_version = engine.version_line;
@@ -226,7 +231,7 @@ int Run(const CalibrateArgs& a) {
       rec.engine_build = resolved->calibration->engine_build;
     }
   }
-  rec.created_at = NowUtc();
+  rec.created_at = NowUtcIso8601();
   rec.model_path = a.model;
   rec.model_name = model->arch.hp.name.empty() ? a.model : model->arch.hp.name;
   char host[256] = {0};
@@ -244,11 +249,10 @@ int Run(const CalibrateArgs& a) {
     profile->calibration = CalibrationRecordToJson(rec);
     if (auto st = SaveMachineProfile(*profile, resolved->profile_path); !st.ok())
       return ReportError(st.error());
-    std::cerr << "moetune: calibration saved in " << resolved->profile_path << "\n";
+    std::cerr << ForTerminal("moetune: calibration saved in " + resolved->profile_path + "\n");
   }
-  const std::string text =
-      a.json ? CalibrationRecordToJson(rec).dump(2) + "\n" : CalibrationText(rec);
-  auto st = WriteOutput(a.output, text);
+  const std::string text = a.json ? JsonOutput(CalibrationRecordToJson(rec)) : CalibrationText(rec);
+  auto st = WriteOutput(a.output, text, inputs);
   return st.ok() ? kExitOk : ReportError(st.error());
 }
 
@@ -263,11 +267,12 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRun* run) {
                 "One thread count and fewer repetitions (about half the time)");
   cmd->add_option("--stat", a->stat,
                   "Which repetition stands for a test: best (default; interference only slows "
-                  "runs down), median or mean");
+                  "runs down), median or mean")
+      ->check(Parses(ParseMeasurementStat, "best|median|mean"));
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per run (default 3)")
-      ->check(CLI::Range(1, 50));
+      ->check(IntRange(1, 50));
   cmd->add_option("--depth", a->depth, "Context depth of the attention runs (default 2048)")
-      ->check(CLI::Range(64, 1 << 20));
+      ->check(IntRange(64, 1 << 20));
   cmd->add_option("--measurements", a->measurements,
                   "Fit from llama-bench results (JSONL/JSON) instead of running");
   cmd->add_option("--validate", a->validate,

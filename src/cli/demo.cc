@@ -14,14 +14,18 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "engine/bench_report.h"
+#include "cli/machine_flags.h"
+#include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
 #include "model/model_info.h"
 #include "model/synth.h"
 #include "plan/launch.h"
+#include "report/bench_report.h"
+#include "report/engine_report.h"
 #include "util/subprocess.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -53,8 +57,14 @@ Status RunDemoTune(const std::string& self, DemoTune* t) {
   t->result = nlohmann::json::parse(out->stdout_text, nullptr, false);
   if (!out->status.success() || t->result.is_discarded() || !t->result.contains("pick") ||
       !t->result["pick"].is_object() || !t->result.contains("command")) {
-    const std::string why =
-        out->stderr_tail.empty() ? out->status.Describe() : out->stderr_tail.back();
+    // The tune's own words: its last line that is not CLI11's "--help" hint.
+    std::string why = out->status.Describe();
+    for (auto it = out->stderr_tail.rbegin(); it != out->stderr_tail.rend(); ++it) {
+      if (!it->empty() && it->find("Run with --help") == std::string::npos) {
+        why = *it;
+        break;
+      }
+    }
     return Error(ErrorKind::kInternal, fmt::format("demo: the {} tune failed ({}): {}", t->label,
                                                    out->status.Describe(), why));
   }
@@ -67,9 +77,11 @@ std::string Speedup(const nlohmann::json& v, const char* key) {
              : std::string("-");
 }
 
-void Step(int n, const std::string& what) {
-  std::cout << fmt::format("\n## {}. {}\n\n", n, what) << std::flush;
-}
+// Everything the demo prints passes ForTerminal: model names, engine output
+// and the plan's text may hold control bytes or invalid UTF-8.
+void Out(const std::string& text) { std::cout << ForTerminal(text) << std::flush; }
+
+void Step(int n, const std::string& what) { Out(fmt::format("\n## {}. {}\n\n", n, what)); }
 
 int Run(const DemoArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -80,13 +92,13 @@ int Run(const DemoArgs& a) {
     return ReportError(
         Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
 
-  std::cout << "# moetune demo\n";
+  Out("# moetune demo\n");
   Step(1, "Engine");
   DiscoveryOptions dopt;
   dopt.llama_dir = a.llama_dir;
   auto info = DiscoverEngine(dopt);
   if (!info.ok()) return ReportError(info.error());
-  std::cout << FormatEngineInfo(*info);
+  Out(FormatEngineInfo(*info));
 
   Step(2, "A small synthetic MoE model");
   const std::string model = (fs::path(a.dir) / fmt::format("{}-tiny.gguf", a.preset)).string();
@@ -100,8 +112,8 @@ int Run(const DemoArgs& a) {
   // model; a corrupt or truncated one is written again (and said so).
   if (fs::exists(model)) {
     if (auto cached = LoadModelInfo(model); !cached.ok()) {
-      std::cout << fmt::format("(the cached {} is unusable: {}; writing it again)\n", model,
-                               cached.error().message());
+      Out(fmt::format("(the cached {} is unusable: {}; writing it again)\n", model,
+                      cached.error().message()));
       fs::remove(model, ec);
     }
   }
@@ -109,10 +121,9 @@ int Run(const DemoArgs& a) {
     auto s = WriteSynthModel(sopt, model);
     if (!s.ok()) return ReportError(s.error());
   }
-  std::cout << fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model,
-                           sopt.spec.model_name, sopt.spec.arch, sopt.spec.n_layer,
-                           sopt.spec.n_expert, sopt.spec.n_expert_used,
-                           FormatBytes(Bytes(static_cast<int64_t>(fs::file_size(model, ec)))));
+  Out(fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model, sopt.spec.model_name,
+                  sopt.spec.arch, sopt.spec.n_layer, sopt.spec.n_expert, sopt.spec.n_expert_used,
+                  FormatBytes(Bytes(static_cast<int64_t>(fs::file_size(model, ec))))));
 
   Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
   std::error_code exe_ec;
@@ -139,10 +150,9 @@ int Run(const DemoArgs& a) {
     RunOptions t = o;
     t.spawn.argv.pop_back();  // the same plan as a table for the reader
     if (auto table = RunProcess(t); table.ok() && table->status.success()) {
-      std::cout << table->stdout_text;
+      Out(table->stdout_text);
     }
-    std::cout << fmt::format("\nplan step: --n-cpu-moe {} (from `moetune plan --json`)\n",
-                             planned_n);
+    Out(fmt::format("\nplan step: --n-cpu-moe {} (from `moetune plan --json`)\n", planned_n));
   }
 
   Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
@@ -154,13 +164,13 @@ int Run(const DemoArgs& a) {
     launch.ctx.n_ctx = 4096;
     auto fit = RunFitParams(*info, model, MemoryShapingFlags(launch));
     if (!fit.ok()) {
-      std::cout << fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message());
+      Out(fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message()));
       continue;
     }
     for (const auto& d : fit->devices) {
-      std::cout << fmt::format("--n-cpu-moe {}: {} model {}, context {}, compute {}\n", n, d.name,
-                               FormatBytes(d.model_bytes), FormatBytes(d.context_bytes),
-                               FormatBytes(d.compute_bytes));
+      Out(fmt::format("--n-cpu-moe {}: {} model {}, context {}, compute {}\n", n, d.name,
+                      FormatBytes(d.model_bytes), FormatBytes(d.context_bytes),
+                      FormatBytes(d.compute_bytes)));
     }
   }
 
@@ -187,11 +197,11 @@ int Run(const DemoArgs& a) {
   ProgressCallback progress;
   if (::isatty(2))
     progress = [](const BenchProgress& p) {
-      std::cerr << "\r\033[K" << FormatProgressLine(p) << std::flush;
+      std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
     };
   const BenchRun run = engine.Run(configs, progress);
   if (progress) std::cerr << "\n";
-  std::cout << FormatBenchMarkdown(run);
+  Out(FormatBenchMarkdown(run));
 
   Step(6, "Summary");
   const RunResult* best_pp = nullptr;
@@ -202,24 +212,23 @@ int Run(const DemoArgs& a) {
     if (best == nullptr || ResultSummary(r).median > ResultSummary(*best).median) best = &r;
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("- engine: {} ({}), backends {}\n", info->version_line, info->origin,
-                           run.backends.empty() ? "unknown" : run.backends);
-  for (const auto& w : info->warnings) std::cout << "- WARNING: " << w << "\n";
+  Out(fmt::format("- engine: {} ({}), backends {}\n", info->version_line, info->origin,
+                  run.backends.empty() ? "unknown" : run.backends));
+  for (const auto& w : info->warnings) Out("- WARNING: " + w + "\n");
   for (const RunResult* b : {best_pp, best_tg}) {
     if (b == nullptr) continue;
-    std::cout << fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n",
-                             b->config.test_name(), ResultSummary(*b).median,
-                             b->config.placement.n_cpu_moe, b->config.threads);
+    Out(fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n",
+                    b->config.test_name(), ResultSummary(*b).median, b->config.placement.n_cpu_moe,
+                    b->config.threads));
   }
-  std::cout << fmt::format(
+  Out(fmt::format(
       "- {} configurations measured in {} engine processes with {} model loads; {} failed\n",
-      run.results.size(), run.invocations.size(), run.TotalModelLoads(), run.FailureCount());
-  std::cout
-      << "- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where "
-         "the\n"
-         "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n";
+      run.results.size(), run.invocations.size(), run.TotalModelLoads(), run.FailureCount()));
+  Out("- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where "
+      "the\n"
+      "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n");
   if (run.FailureCount() > 0) {
-    std::cout << fmt::format("- demo finished in {:.1f} s\n", wall);
+    Out(fmt::format("- demo finished in {:.1f} s\n", wall));
     return kExitError;
   }
 
@@ -237,14 +246,14 @@ int Run(const DemoArgs& a) {
                                      "--journal", (fs::path(a.dir) / "tune-cpu.journal").string()});
   if (!a.llama_dir.empty()) real.argv.insert(real.argv.end(), {"--llama-dir", a.llama_dir});
   for (DemoTune* t : {&sim, &real}) {
-    std::cout << "$ moetune";
-    for (const auto& x : t->argv) std::cout << " " << x;
-    std::cout << "\n" << std::flush;
+    std::string line = "$ moetune";
+    for (const auto& x : t->argv) line += " " + x;
+    Out(line + "\n");
     if (auto st = RunDemoTune(self, t); !st.ok()) return ReportError(st.error());
   }
   std::cout << "\n| | simulated GPU machine | real llama.cpp on this CPU |\n|---|---|---|\n";
   auto row = [&](const std::string& name, auto&& cell) {
-    std::cout << fmt::format("| {} | {} | {} |\n", name, cell(sim.result), cell(real.result));
+    Out(fmt::format("| {} | {} | {} |\n", name, cell(sim.result), cell(real.result)));
   };
   row("machine", [](const nlohmann::json& j) { return j.value("machine", std::string()); });
   row("--n-cpu-moe", [](const nlohmann::json& j) {
@@ -272,7 +281,7 @@ int Run(const DemoArgs& a) {
     std::string cmd;
     for (const auto& x : t->result["command"])
       cmd += (cmd.empty() ? "" : " ") + x.get<std::string>();
-    std::cout << fmt::format("\n{} pick:\n    {}\n", t->label, cmd);
+    Out(fmt::format("\n{} pick:\n    {}\n", t->label, cmd));
   }
   std::cout << fmt::format(
       "\ntune step: simulated --n-cpu-moe {} -t {}; real --n-cpu-moe {} -t {}\n",
@@ -294,10 +303,13 @@ void RegisterDemoCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--dir", a->dir, "Working folder for the demo's files (default .moetune/demo)");
   cmd->add_option("--llama-dir", a->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
-  cmd->add_option("--preset", a->preset, "Model shape to synthesize (default qwen3moe)");
-  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 3)");
+  cmd->add_option("--preset", a->preset, "Model shape to synthesize (default qwen3moe)")
+      ->check(Parses(SynthPreset, "PRESET"));
+  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 3)")
+      ->check(IntRange(1, kMaxRepetitions));
   cmd->add_option("--sim-machine", a->sim_machine,
                   "What-if machine of the simulated tune (presets, see `moetune machines`)")
+      ->check(MachinePresetsValidator())
       ->capture_default_str();
   cmd->add_option("--tune-budget", a->tune_budget,
                   "Minutes for the real-engine tune (the last step)")

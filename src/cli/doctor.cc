@@ -9,11 +9,14 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "engine/decode_reference.h"
 #include "engine/engine_info.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
+#include "report/doctor_report.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -98,9 +101,12 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
       "doctor",
       "Show the true picture of this machine (GPUs, VRAM holders, CPU threads, RAM bandwidth, "
       "engine traps) and save the machine profile");
-  cmd->add_option("--model", o->model,
-                  "GGUF MoE model: make the verdicts concrete (expert layers)");
-  cmd->add_option("--ctx", o->ctx, "Context length for --model (e.g. 32K)")->capture_default_str();
+  auto* model_opt = cmd->add_option("--model", o->model,
+                                    "GGUF MoE model: make the verdicts concrete (expert layers)");
+  cmd->add_option("--ctx", o->ctx, "Context length for --model (e.g. 32K)")
+      ->check(TokenCount(1, kMaxContext))
+      ->needs(model_opt)
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON on stdout (fields in docs/cli.md)");
   cmd->add_option("--profile", o->profile,
                   "Where to save the machine profile (default $MOETUNE_PROFILE, "
@@ -117,11 +123,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
   cmd->callback([o, run] {
     *run = [o]() -> int {
       std::optional<int64_t> ctx;
-      if (!o->model.empty()) {
-        auto c = ParseTokenCount(o->ctx);
-        if (!c.ok()) return ReportError(c.error());
-        ctx = *c;
-      }
+      if (!o->model.empty()) ctx = *ParseTokenCount(o->ctx);  // validated
       DoctorOptions d;
       d.root = SysRoot(o->sysroot);
       d.nvml_library = o->nvml;
@@ -159,8 +161,9 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
         AddModelToReport(*needs, &report);
         if (engine && !o->no_decode) AddDecodeReference(*engine, o->model, *model, &report);
       }
+      // Names from drivers, /proc and the model file may be any bytes.
       const std::string text =
-          o->json ? DoctorReportToJson(report).dump(2) + "\n" : FormatDoctorText(report);
+          o->json ? JsonOutput(DoctorReportToJson(report)) : FormatDoctorText(report);
       if (auto st = WriteOutput("-", text); !st.ok()) return ReportError(st.error());
       if (!o->no_save) {
         const std::string path = o->profile.empty() ? DefaultMachineProfilePath() : o->profile;
@@ -168,10 +171,10 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
           // A profile the user asked for is worth an exit code; the default
           // location being unusable (no HOME, read-only home) is only a warning.
           if (!o->profile.empty()) return ReportError(st.error());
-          std::cerr << fmt::format("moetune: warning: machine profile not saved: {}\n",
-                                   st.error().message());
+          std::cerr << ForTerminal(fmt::format("moetune: warning: machine profile not saved: {}\n",
+                                               st.error().message()));
         } else {
-          std::cerr << fmt::format("moetune: machine profile saved to {}\n", path);
+          std::cerr << ForTerminal(fmt::format("moetune: machine profile saved to {}\n", path));
         }
       }
       if (engine_error) return ReportError(*engine_error);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/validators.h"
 #include "model/model_info.h"
 #include "report/model_report.h"
 #include "util/units.h"
@@ -22,21 +23,18 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--json", opts->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("--ctx", opts->contexts,
                   "Contexts to size (e.g. 4K 32768); default 4K 8K 32K 128K")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(TokenCount(1, kMaxContext));
   cmd->add_option("-o,--output", opts->output, "Write to this file (atomically) instead of stdout");
   cmd->callback([opts, run] {
     *run = [opts]() -> int {
       std::vector<int64_t> ctx;
-      for (const auto& s : opts->contexts) {
-        auto c = ParseTokenCount(s);
-        if (!c.ok()) return ReportError(c.error());
-        ctx.push_back(*c);
-      }
+      for (const auto& s : opts->contexts) ctx.push_back(*ParseTokenCount(s));  // validated
       if (ctx.empty()) ctx = DefaultInspectContexts();
       auto m = LoadModelInfo(opts->model);
       if (!m.ok()) return ReportError(m.error());
       const std::string text = opts->json ? JsonOutput(InspectJson(*m, ctx)) : InspectText(*m, ctx);
-      auto st = WriteOutput(opts->output, text, {opts->model});
+      auto st = WriteOutput(opts->output, text, ModelFiles(*m));
       return st.ok() ? kExitOk : ReportError(st.error());
     };
   });

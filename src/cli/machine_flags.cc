@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/validators.h"
 #include "hw/cpu_topology.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
@@ -10,19 +11,41 @@
 
 namespace moetune {
 
+CLI::Validator MachinePresetsValidator() {
+  return Accepted(
+      [](const std::string& s) {
+        MachineSpec scratch;
+        return ApplyMachinePresets(s, &scratch);
+      },
+      "PRESET[,PRESET...]");
+}
+
 void AddMachineFlags(CLI::App* cmd, MachineFlags* f, bool with_vram, bool with_profile) {
   cmd->add_option("--machine", f->machine,
                   "What-if machine from presets, e.g. rtx4070-12g,ddr4-3200-2ch,6p8e (see `moetune "
-                  "machines`)");
-  cmd->add_option("--gpu-bw", f->gpu_bw, "What-if GPU memory bandwidth, e.g. 504GB/s");
-  cmd->add_option("--pcie-bw", f->pcie_bw, "What-if host-to-GPU copy rate (pinned), e.g. 25GB/s");
-  cmd->add_option("--ram-bw", f->ram_bw, "What-if RAM read bandwidth, e.g. 40GB/s");
-  cmd->add_option("--cpu", f->cpu, "What-if CPU cores, e.g. 6P+8E, 8P+16E/smt2, 16C/smt2");
+                  "machines`)")
+      ->check(MachinePresetsValidator());
+  cmd->add_option("--gpu-bw", f->gpu_bw, "What-if GPU memory bandwidth, e.g. 504GB/s")
+      ->check(Parses(ParseBandwidthGbps, "RATE"));
+  cmd->add_option("--pcie-bw", f->pcie_bw, "What-if host-to-GPU copy rate (pinned), e.g. 25GB/s")
+      ->check(Parses(ParseBandwidthGbps, "RATE"));
+  cmd->add_option("--ram-bw", f->ram_bw, "What-if RAM read bandwidth, e.g. 40GB/s")
+      ->check(Parses(ParseBandwidthGbps, "RATE"));
+  cmd->add_option("--cpu", f->cpu, "What-if CPU cores, e.g. 6P+8E, 8P+16E/smt2, 16C/smt2")
+      ->check(Accepted(
+          [](const std::string& s) {
+            CpuSpec scratch;
+            return ParseCpuShape(s, &scratch);
+          },
+          "CORES"));
   cmd->add_option("--spill", f->spill,
-                  "GPU overflow: strict (allocations fail) or silent (spill to host memory)");
+                  "GPU overflow: strict (allocations fail) or silent (spill to host memory)")
+      ->check(Parses(ParseSpillMode, "strict|silent"));
   if (with_vram) {
-    cmd->add_option("--vram", f->vram, "What-if free GPU memory, e.g. 12GiB");
-    cmd->add_option("--reserve", f->reserve, "GPU memory other programs hold, e.g. 1.5GiB");
+    cmd->add_option("--vram", f->vram, "What-if free GPU memory, e.g. 12GiB")
+        ->check(ByteSize(0, kMaxMemoryBytes));
+    cmd->add_option("--reserve", f->reserve, "GPU memory other programs hold, e.g. 1.5GiB")
+        ->check(ByteSize(0, kMaxMemoryBytes));
   }
   if (with_profile)
     cmd->add_option("--profile", f->profile, "Machine profile (default: the doctor's)");

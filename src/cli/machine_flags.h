@@ -32,6 +32,9 @@ struct MachineFlags {
 /// `with_profile` adds --profile.
 void AddMachineFlags(CLI::App* cmd, MachineFlags* flags, bool with_vram, bool with_profile);
 
+/// Accepts a comma list of what-if machine presets (`--machine`, `demo --sim-machine`).
+CLI::Validator MachinePresetsValidator();
+
 struct ResolvedMachine {
   MachineSpec spec;
   std::string profile_path;

@@ -10,21 +10,23 @@
 #include "cli/command.h"
 #include "cli/plan_predict.h"
 #include "cli/report_output.h"
+#include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
-#include "gguf/ggml_type.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "model/context_support.h"
 #include "model/model_info.h"
 #include "plan/check.h"
 #include "plan/placement.h"
+#include "report/check_report.h"
 #include "report/command_documents.h"
 #include "report/emit.h"
 #include "report/model_report.h"
 #include "report/prediction_report.h"
 #include "report/report_blocks.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 
@@ -58,20 +60,6 @@ struct PlanOpts {
   MachineFlags machine;
 };
 
-Result<uint32_t> CacheType(const std::string& s, const char* flag) {
-  auto t = GgmlTypeByName(s);
-  static const char* kAllowed[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
-                                   "q4_1", "iq4_nl", "q5_0", "q5_1"};
-  for (const char* a : kAllowed) {
-    if (t && t->name == a) return t->id;
-  }
-  return Error(
-      ErrorKind::kInvalidArgument,
-      fmt::format("{} '{}' is not a KV cache type llama.cpp accepts; use one of f32, f16, bf16, "
-                  "q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
-                  flag, s));
-}
-
 // Free VRAM of the first GPU in the profile `moetune doctor` saved.
 Result<Bytes> VramFromProfile(const std::string& path_opt) {
   const std::string path = path_opt.empty() ? DefaultMachineProfilePath() : path_opt;
@@ -87,8 +75,9 @@ Result<Bytes> VramFromProfile(const std::string& path_opt) {
   if (profile->gpus.empty())
     return no_vram(fmt::format("the machine profile {} lists no GPU", path));
   const GpuInfo& g = profile->gpus.front();
-  std::cerr << fmt::format("moetune: --vram from {} ({}, {} free, measured {})\n", path, g.name,
-                           FormatBytes(Bytes(g.free_bytes)), profile->created_at);
+  std::cerr << ForTerminal(fmt::format("moetune: --vram from {} ({}, {} free, measured {})\n", path,
+                                       g.name, FormatBytes(Bytes(g.free_bytes)),
+                                       profile->created_at));
   return Bytes(g.free_bytes);
 }
 
@@ -118,19 +107,15 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   } else {
     r.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
   }
-  MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_k, CacheType(o.ctk, "--ctk"));
-  MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_v, CacheType(o.ctv, "--ctv"));
-  if (o.ubatch < 1 || o.batch < 1 || o.parallel < 1)
-    return Error(ErrorKind::kInvalidArgument,
-                 "--ubatch, --batch and --parallel must be at least 1");
+  // Every value below was checked by its option's validator.
+  r.ctx.type_k = *ParseKvCacheType(o.ctk);
+  r.ctx.type_v = *ParseKvCacheType(o.ctv);
   // The flags as given; llama.cpp clamps the micro-batch to the batch and the
   // batch to the context itself (LayoutContext mirrors it).
   r.ctx.n_ubatch = o.ubatch;
   r.ctx.n_batch = o.batch;
   r.ctx.n_seq = o.parallel;
   r.ctx.kv_unified = o.kvu;
-  if (o.fa != "on" && o.fa != "off")
-    return Error(ErrorKind::kInvalidArgument, fmt::format("--fa '{}': use on or off", o.fa));
   r.ctx.flash_attn = o.fa == "on";
   r.fine_fill = !o.no_fine_fill;
   return r;
@@ -227,28 +212,43 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   CLI::App* cmd =
       app.add_subcommand("plan", "Plan the GPU/CPU split (-ngl 99 --n-cpu-moe N) for a GPU");
   cmd->add_option("model", o->model, "GGUF model file (any part of a split model)")->required();
-  cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")->capture_default_str();
+  cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")
+      ->check(TokenCount(1, kMaxContext))
+      ->capture_default_str();
   cmd->add_option(
-      "--vram", o->vram,
-      "Free GPU memory (e.g. 12GiB, 11500MiB); default: first GPU of the doctor's profile");
+         "--vram", o->vram,
+         "Free GPU memory (e.g. 12GiB, 11500MiB); default: first GPU of the doctor's profile")
+      ->check(ByteSize(0, kMaxMemoryBytes));
   cmd->add_option("--profile", o->profile, "Machine profile to read when --vram is absent");
   cmd->add_option("--reserve", o->reserve, "Memory other programs hold or will hold on the GPU")
+      ->check(ByteSize(0, kMaxMemoryBytes))
       ->capture_default_str();
   cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
+      ->check(ByteSize(0, kMaxMemoryBytes))
       ->capture_default_str();
-  cmd->add_option("--host-ram", o->host_ram, "Host RAM available (default: MemAvailable)");
-  cmd->add_option("--ctk", o->ctk, "KV cache type for K")->capture_default_str();
-  cmd->add_option("--ctv", o->ctv, "KV cache type for V")->capture_default_str();
+  cmd->add_option("--host-ram", o->host_ram, "Host RAM available (default: MemAvailable)")
+      ->check(ByteSize(0, kMaxMemoryBytes));
+  cmd->add_option("--ctk", o->ctk, "KV cache type for K")
+      ->check(KvCacheType())
+      ->capture_default_str();
+  cmd->add_option("--ctv", o->ctv, "KV cache type for V")
+      ->check(KvCacheType())
+      ->capture_default_str();
   cmd->add_option("--ubatch,--ub", o->ubatch, "Micro-batch size (llama.cpp -ub)")
+      ->check(IntRange(1, kMaxBatch))
       ->capture_default_str();
   cmd->add_option("--batch,-b", o->batch, "Logical batch size (llama.cpp -b)")
+      ->check(IntRange(1, kMaxBatch))
       ->capture_default_str();
   cmd->add_option("--parallel,--np", o->parallel, "Server slots (llama-server -np)")
+      ->check(IntRange(1, kMaxParallel))
       ->capture_default_str();
   cmd->add_flag("--kvu", o->kvu,
                 "One KV cache shared by all slots (llama-server -kvu); default: one cache of "
                 "ctx/parallel tokens per slot");
-  cmd->add_option("--fa", o->fa, "Flash attention: on or off")->capture_default_str();
+  cmd->add_option("--fa", o->fa, "Flash attention: on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_flag("--no-fine-fill", o->no_fine_fill,
                 "Do not propose -ot overrides for single expert tensors");
   cmd->add_flag(
@@ -262,7 +262,8 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag(
       "--predict", o->predict,
       "Predict prefill/decode speed of every N with the speed model (docs/speed-model.md)");
-  cmd->add_option("-t,--threads", o->threads, "Threads for --predict (default: performance cores)");
+  cmd->add_option("-t,--threads", o->threads, "Threads for --predict (default: performance cores)")
+      ->check(IntRange(1, kMaxThreads));
   AddMachineFlags(cmd, &o->machine, /*with_vram=*/false, /*with_profile=*/false);
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of stdout");
@@ -320,7 +321,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
                                         op.target.decode.tokens_per_second});
           }
         }
-        auto st = WriteReportFile(o->report, PlanDocument(*m, plan, *req, extras), {o->model});
+        auto st = WriteReportFile(o->report, PlanDocument(*m, plan, *req, extras), ModelFiles(*m));
         if (!st.ok()) return ReportError(st.error());
       }
       std::string text;
@@ -332,12 +333,13 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
         nlohmann::json j = PlanJson(*m, plan, *req);
         if (check) j["check"] = PlanCheckJson(*check);
         if (pred) AddPlanPredictionJson(plan, *pred, &j);
-        text = j.dump(2) + "\n";
+        text = JsonOutput(j);
       } else {
         text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "") +
                (pred ? PlanPredictionText(plan, *pred) : "");
       }
-      auto st = WriteOutput(o->output, text);
+      // The model (every part of a split one) is an input: `-o MODEL.gguf` is refused.
+      auto st = WriteOutput(o->output, text, ModelFiles(*m));
       if (!st.ok()) return ReportError(st.error());
       if (check && !check->agrees()) return kExitCheckDisagrees;
       if (!plan.launch) {

@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "util/utf8.h"
+
 namespace moetune {
 
 std::string WhatIfVram(const MachineFlags& flags) {
@@ -22,7 +24,7 @@ Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
     spec.accel->vram_total = std::max(spec.accel->vram_total, request.vram_free);
     spec.reserve = request.reserve;
   }
-  for (const auto& n : spec.notes) std::cerr << "moetune: note: " << n << "\n";
+  for (const auto& n : spec.notes) std::cerr << ForTerminal("moetune: note: " + n + "\n");
   PlanPredictionOptions o;
   o.threads = threads;
   MOETUNE_ASSIGN_OR_RETURN(PlanPrediction p,

@@ -15,6 +15,7 @@
 #include "engine/engine_info.h"
 #include "report/watch_report.h"
 #include "util/units.h"
+#include "util/utf8.h"
 #include "watch/loop.h"
 #include "watch/serve_command.h"
 #include "watch/setup.h"
@@ -66,8 +67,9 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   if (tuned && tuned->command_argv) {
     for (auto* opt : plan_opts) {
       if (opt->count() > 0) {
-        std::cerr << "moetune serve: error: " << opt->get_name() << " cannot be used with --from "
-                  << o.from << ", which carries the whole command (command_argv)\n";
+        std::cerr << ForTerminal("moetune serve: error: " + opt->get_name() +
+                                 " cannot be used with --from " + o.from +
+                                 ", which carries the whole command (command_argv)\n");
         return kExitUsage;
       }
     }
@@ -139,9 +141,9 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
     if (curve != nullptr && curve->n_cpu_moe < n) return nullptr;
     return b;
   };
-  for (const auto& n : notes) std::cerr << "moetune serve: note: " << n << "\n";
-  std::cerr << "moetune serve: llama-server log: " << so.supervisor.log_file
-            << " (moetune watch --log reads it later)\n";
+  for (const auto& n : notes) std::cerr << ForTerminal("moetune serve: note: " + n + "\n");
+  std::cerr << ForTerminal("moetune serve: llama-server log: " + so.supervisor.log_file +
+                           " (moetune watch --log reads it later)\n");
   std::unique_ptr<WatchSink> sink;
   if (o.json) {
     sink = std::make_unique<JsonLinesSink>(stdout);
@@ -178,10 +180,12 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
   plan_opts.push_back(cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
                           ->check(ByteSize(0, int64_t{1} << 40))
                           ->capture_default_str());
-  plan_opts.push_back(
-      cmd->add_option("--ctk", o->ctk, "KV cache type for K")->capture_default_str());
-  plan_opts.push_back(
-      cmd->add_option("--ctv", o->ctv, "KV cache type for V")->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--ctk", o->ctk, "KV cache type for K")
+                          ->check(KvCacheType())
+                          ->capture_default_str());
+  plan_opts.push_back(cmd->add_option("--ctv", o->ctv, "KV cache type for V")
+                          ->check(KvCacheType())
+                          ->capture_default_str());
   plan_opts.push_back(cmd->add_option("--ubatch,--ub", o->ubatch, "Micro-batch size (-ub)")
                           ->check(IntRange(1, 65536))
                           ->capture_default_str());

@@ -3,13 +3,15 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/validators.h"
+#include "model/arch.h"
 #include "model/synth_sparse.h"
+#include "util/read_file.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -29,16 +31,15 @@ struct SynthArgs {
 };
 
 Result<SynthSpec> LoadSpec(const SynthArgs& a) {
-  if (a.preset.empty() == a.config.empty()) {
-    return Error(ErrorKind::kInvalidArgument,
-                 "give exactly one of --preset NAME or --config config.json");
-  }
   if (!a.preset.empty()) return SynthPreset(a.preset);
-  std::ifstream f(a.config);
-  if (!f) return Error(ErrorKind::kIo, fmt::format("cannot open '{}'", a.config));
-  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  // A config.json is a few KiB; the bound keeps a wrong path (/dev/zero, a
+  // model file) from being read without end.
+  auto text = ReadRegularFile(a.config, std::size_t{16} << 20);
+  if (!text.ok()) return text.take_error().Context("--config");
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return Error(ErrorKind::kFormat, fmt::format("'{}' is not valid JSON", a.config));
+    return Error(ErrorKind::kFormat,
+                 fmt::format("'{}' is not valid JSON; give a Hugging Face config.json", a.config));
   }
   auto spec = SynthSpecFromHfConfig(j);
   if (!spec.ok()) return spec.take_error().Context(a.config);
@@ -46,17 +47,23 @@ Result<SynthSpec> LoadSpec(const SynthArgs& a) {
 }
 
 int Run(const SynthArgs& a) {
+  // Command-line errors (exit 2) before any work.
+  if (a.preset.empty() == a.config.empty()) {
+    std::cerr
+        << "moetune synth: error: give exactly one of --preset NAME or --config config.json\n";
+    return kExitUsage;
+  }
+  if (a.out.empty() && !a.dry_run) {
+    std::cerr << "moetune synth: error: missing -o OUT.gguf (or --dry-run)\n";
+    return kExitUsage;
+  }
   auto spec_r = LoadSpec(a);
   if (!spec_r.ok()) return ReportError(spec_r.error());
-  auto scale = ParseSynthScale(a.scale);
-  if (!scale.ok()) return ReportError(scale.error());
-  auto quant = ParseSynthQuant(a.quant);
-  if (!quant.ok()) return ReportError(quant.error());
   SynthOptions o;
-  o.spec = ScaleSynthSpec(*spec_r, *scale);
+  o.spec = ScaleSynthSpec(*spec_r, *ParseSynthScale(a.scale));  // validated
   if (a.layers > 0) o.spec.n_layer = a.layers;
   if (a.ctx_train > 0) o.spec.n_ctx_train = a.ctx_train;
-  o.quant = *quant;
+  o.quant = *ParseSynthQuant(a.quant);  // validated
   o.seed = a.seed;
   if (auto st = ValidateSynthSpec(o.spec); !st.ok()) return ReportError(st.error());
   auto sum = SummarizeSynth(o.spec, o.quant);
@@ -71,11 +78,13 @@ int Run(const SynthArgs& a) {
     std::cout << desc << "\n";
     return kExitOk;
   }
-  if (a.out.empty()) return ReportError(Error(ErrorKind::kInvalidArgument, "missing -o OUT.gguf"));
   std::cerr << "moetune synth: writing " << a.out << (a.sparse ? " (sparse)" : "") << ": " << desc
             << "\n";
+  // The config.json it was made from is an input: -o onto it is refused.
+  std::vector<std::string> inputs;
+  if (!a.config.empty()) inputs.push_back(a.config);
   if (a.sparse) {
-    auto r = WriteSparseSynthModel(o, a.out);
+    auto r = WriteSparseSynthModel(o, a.out, inputs);
     return r.ok() ? kExitOk : ReportError(r.error());
   }
   // Progress on stderr every ~1 GiB, for full-scale writes.
@@ -88,7 +97,7 @@ int Run(const SynthArgs& a) {
     }
     return OkStatus();
   };
-  auto r = WriteSynthModel(o, a.out);
+  auto r = WriteSynthModel(o, a.out, inputs);
   if (!r.ok()) return ReportError(r.error());
   return kExitOk;
 }
@@ -101,14 +110,21 @@ void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
       "synth", "Write a synthetic GGUF model (random weights) of a real model's shape");
   std::string presets;
   for (const auto& n : SynthPresetNames()) presets += (presets.empty() ? "" : ", ") + n;
-  cmd->add_option("--preset", args->preset, "Model shape: " + presets);
-  cmd->add_option("--config", args->config, "Hugging Face config.json to take the shape from");
+  auto* preset = cmd->add_option("--preset", args->preset, "Model shape: " + presets)
+                     ->check(Parses(SynthPreset, "PRESET"));
+  cmd->add_option("--config", args->config, "Hugging Face config.json to take the shape from")
+      ->excludes(preset);
   cmd->add_option("--scale", args->scale,
-                  "tiny (default, a few MB), small, full, or a width factor in (0,1]");
-  cmd->add_option("--layers", args->layers, "Override the layer count");
-  cmd->add_option("--quant", args->quant, "f16, q8_0 (default), q6_k, q4_k, q4_k_m, mxfp4");
+                  "tiny (default, a few MB), small, full, or a width factor in (0,1]")
+      ->check(Parses(ParseSynthScale, "SCALE"));
+  cmd->add_option("--layers", args->layers, "Override the layer count")
+      ->check(IntRange(1, kMaxLayers));
+  cmd->add_option("--quant", args->quant, "f16, q8_0 (default), q6_k, q4_k, q4_k_m, mxfp4")
+      ->check(Parses(ParseSynthQuant, "QUANT"));
   cmd->add_option("--seed", args->seed, "Random seed (same seed, same file)");
-  cmd->add_option("--ctx-train", args->ctx_train, "Override the training context length");
+  // GGUF stores the training context as a 32-bit count ({arch}.context_length).
+  cmd->add_option("--ctx-train", args->ctx_train, "Override the training context length")
+      ->check(IntRange(1, kMaxTrainContext));
   cmd->add_option("-o,--output", args->out, "Output .gguf path");
   cmd->add_flag("--dry-run", args->dry_run, "Print the shape and sizes without writing");
   cmd->add_flag("--sparse", args->sparse,

@@ -22,6 +22,7 @@
 #include "tune/space.h"
 #include "tune/tuner.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -180,7 +181,7 @@ Result<TuneEngine> RealTuneEngine(const TuneArgs& a, TuneReport* report) {
   }
   for (const auto& w : info.warnings) report->checks.push_back("engine: " + w);
   if (critical && !a.force) {
-    for (const auto& c : report->checks) std::cerr << "moetune: " << c << "\n";
+    for (const auto& c : report->checks) std::cerr << ForTerminal("moetune: " + c + "\n");
     return Error(ErrorKind::kInvalidArgument,
                  "a critical check failed (above); fix it first, or pass --force to tune anyway");
   }
@@ -289,7 +290,7 @@ int Run(const TuneArgs& a) {
                 << std::flush;
     };
   }
-  for (const auto& n : notes) std::cerr << "moetune: note: " << n << "\n";
+  for (const auto& n : notes) std::cerr << ForTerminal("moetune: note: " + n + "\n");
   Tuner tuner(*te->engine, space, opt, journal.get(), progress);
   report.result = tuner.Run();
   if (live) std::cerr << "\n";

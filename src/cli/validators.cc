@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "engine/run_config.h"
+#include "model/context_support.h"
 #include "tune/objective.h"
 #include "util/units.h"
 
@@ -97,6 +98,39 @@ CLI::Validator IntRange(int64_t min, int64_t max) {
         return "";
       },
       "INT");
+}
+
+CLI::Validator Accepted(std::function<Status(const std::string&)> check, std::string type_name) {
+  return CLI::Validator(
+      [check = std::move(check)](std::string& s) -> std::string {
+        auto st = check(s);
+        return st.ok() ? "" : st.error().message();
+      },
+      std::move(type_name));
+}
+
+CLI::Validator KvCacheType(bool list) {
+  return Accepted(
+      [list](const std::string& s) -> Status {
+        for (const auto& item : list ? SplitList(s) : std::vector<std::string>{s}) {
+          auto t = ParseKvCacheType(item);
+          if (!t.ok()) return t.take_error();
+        }
+        return OkStatus();
+      },
+      list ? "TYPE[,TYPE...]" : "TYPE");
+}
+
+CLI::Validator FlashAttnList() {
+  return Accepted(
+      [](const std::string& s) -> Status {
+        for (const auto& item : SplitList(s)) {
+          auto v = NormalizeFlashAttn(item);
+          if (!v.ok()) return v.take_error();
+        }
+        return OkStatus();
+      },
+      "on|off|auto[,...]");
 }
 
 }  // namespace moetune

@@ -5,8 +5,32 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
+#include <string>
+
+#include "util/result.h"
 
 namespace moetune {
+
+/// Limits shared by every command's options: one figure per quantity.
+inline constexpr int kMaxThreads = 4096;
+/// Context lengths (--ctx): what ParseTokenCount reads (util/units.h).
+inline constexpr int64_t kMaxContext = 1000000000;
+/// Memory sizes (--vram, --reserve, --margin, --host-ram): 1 PiB.
+inline constexpr int64_t kMaxMemoryBytes = int64_t{1} << 50;
+/// -ngl / --n-cpu-moe: every layer of the largest model the reader accepts
+/// (model/arch.h kMaxLayers), plus the output layer.
+inline constexpr int kMaxGpuLayers = 100001;
+/// -b / -ub: llama.cpp holds them in int32 (llama_context_params n_batch,
+/// n_ubatch) and clamps them to the context itself.
+inline constexpr int kMaxBatch = 2147483647;
+/// Prompt, generation and depth sizes of a benchmark test.
+inline constexpr int kMaxTokens = 1 << 30;
+/// Server slots: llama.cpp's LLAMA_MAX_SEQ (src/llama-cparams.h) is 256.
+inline constexpr int kMaxParallel = 256;
+inline constexpr int kMaxRepetitions = 1000;
+/// A week: longer per-test limits are typing mistakes, not plans.
+inline constexpr double kMaxTimeoutSeconds = 7 * 86400.0;
 
 /// A context length ("32768", "32K") within [min, max] tokens.
 CLI::Validator TokenCount(int64_t min, int64_t max);
@@ -21,5 +45,25 @@ CLI::Validator IntList(int min, int max, int max_items = 1000);
 CLI::Validator Seconds(double min, double max);
 /// An integer within [min, max] ("accepted range MIN to MAX" in the message).
 CLI::Validator IntRange(int64_t min, int64_t max);
+/// A value `check` accepts; its error message is the validator's message. The
+/// one way to turn any of moetune's parsers into a command-line check, e.g.
+/// `Accepted([](const std::string& s) { return ParseSpillMode(s).status(); }, "MODE")`.
+CLI::Validator Accepted(std::function<Status(const std::string&)> check, std::string type_name);
+/// A value a parser `Result<T> parse(std::string_view)` accepts, e.g.
+/// `Parses(ParseBandwidthGbps, "RATE")`.
+template <typename Parse>
+CLI::Validator Parses(Parse parse, std::string type_name) {
+  return Accepted(
+      [parse](const std::string& s) -> Status {
+        auto r = parse(s);
+        if (!r.ok()) return r.take_error();
+        return OkStatus();
+      },
+      std::move(type_name));
+}
+/// A KV cache type llama.cpp accepts (f16, q8_0, ...); `list`: a comma list of them.
+CLI::Validator KvCacheType(bool list = false);
+/// Flash attention in llama.cpp's spellings: on/off/auto (1/0/-1, ...), a comma list.
+CLI::Validator FlashAttnList();
 
 }  // namespace moetune

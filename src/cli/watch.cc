@@ -11,6 +11,7 @@
 #include "cli/sampling_options.h"
 #include "cli/validators.h"
 #include "report/watch_report.h"
+#include "util/utf8.h"
 #include "watch/loop.h"
 #include "watch/replay.h"
 #include "watch/server_client.h"
@@ -84,7 +85,7 @@ int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   session.baseline = BaselineFor(tuned, n, command, &notes);
   session.n_layer = ModelLayerCount((*sampler)->props().model_path);
   Monitor monitor(std::move(sampler).value(), session);
-  for (const auto& note : notes) std::cerr << "moetune watch: note: " << note << "\n";
+  for (const auto& note : notes) std::cerr << ForTerminal("moetune watch: note: " + note + "\n");
   LoopOptions lo;
   lo.interval = Ms(o.sampling.interval);
   if (o.sampling.duration > 0) lo.duration = Ms(o.sampling.duration);

@@ -78,9 +78,6 @@ bool NvidiaGpuPresent(const std::string& system_root = "/");
 /// backend in the engine (a silent fallback that costs 20-40% or more).
 std::vector<std::string> EngineWarnings(const EngineInfo& info, bool nvidia_gpu_present);
 
-/// Human-readable report of `info` (for `moetune engine`).
-std::string FormatEngineInfo(const EngineInfo& info);
-
 /// What doctor's engine checks need, from a discovery (the one engine
 /// discovery every command uses) or from its error.
 EngineProbe EngineProbeFromInfo(const EngineInfo& info);

@@ -104,6 +104,12 @@ Result<int> ParseInt(std::string_view item, std::string_view whole) {
     }
     v = v * 10 + (item[i] - '0');
   }
+  // At most 10 digits were read, so v fits; the int it becomes must too
+  // ("-t 9999999999" wrapped to 1410065407 threads, "-ngl 4294967297" to 1).
+  if (v > INT32_MAX) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("'{}' in '{}' is too large (at most {})", item, whole, INT32_MAX));
+  }
   return static_cast<int>(neg ? -v : v);
 }
 

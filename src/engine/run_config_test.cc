@@ -21,6 +21,13 @@ TEST(ParseIntListTest, BadItemsAreNamed) {
   EXPECT_FALSE(ParseIntList("4-1").ok());
   EXPECT_FALSE(ParseIntList("1-8+0").ok());
   EXPECT_FALSE(ParseIntList("").ok());
+  // Values past int wrapped: 9999999999 became 1410065407, 4294967297 became 1.
+  for (const char* big : {"9999999999", "4294967297", "1,2147483648", "-2147483649"}) {
+    auto w = ParseIntList(big);
+    ASSERT_FALSE(w.ok()) << big;
+    EXPECT_NE(w.error().message().find("too large"), std::string::npos) << w.error().message();
+  }
+  EXPECT_EQ(*ParseIntList("2147483647"), (std::vector<int>{2147483647}));
 }
 
 TEST(RunConfigTest, TestNamesAndKeys) {

@@ -1,10 +1,10 @@
 #pragma once
-/// `moetune doctor` as a library call: probes GPUs, CPU, memory and the engine,
-/// builds the machine profile, and renders the report (text or JSON). The CLI
-/// (src/cli/doctor.cc) only parses flags, adds the model, prints and saves.
+/// `moetune doctor` as a library call: probes GPUs, CPU, memory and the engine
+/// and builds the machine profile and its verdicts. report/doctor_report.h
+/// renders it (text or JSON); the CLI (src/cli/doctor.cc) only parses flags,
+/// adds the model, prints and saves.
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,12 +53,5 @@ void AddModelToReport(const ModelNeeds& model, DoctorReport* report);
 
 /// Every note about a missing or partial source, prefixed by its area.
 std::vector<std::string> MissingSources(const DoctorReport& report);
-
-/// The machine profile's JSON plus "verdicts", "engine", "model",
-/// "missing_sources" and "doctor_seconds" (docs/cli.md, "## doctor").
-nlohmann::json DoctorReportToJson(const DoctorReport& report);
-
-/// The human-readable report.
-std::string FormatDoctorText(const DoctorReport& report);
 
 }  // namespace moetune

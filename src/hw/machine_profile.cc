@@ -1,14 +1,14 @@
 #include "hw/machine_profile.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "util/json_fields.h"
+#include "util/output_file.h"
 #include "util/read_file.h"
+#include "util/utf8.h"
 
 namespace moetune {
 
@@ -55,41 +55,54 @@ json GpuToJson(const GpuInfo& g) {
           {"notes", g.notes}};
 }
 
-GpuInfo GpuFromJson(const json& j) {
+// Ranges of the saved fields: generous for every machine, tight enough that a
+// damaged or hand-edited profile cannot bring negative or absurd figures in.
+constexpr int64_t kMaxMemory = int64_t{1} << 50;  // 1 PiB of GPU or host memory
+constexpr int64_t kMaxCount = 1 << 20;            // devices, cores, CPUs, threads
+constexpr double kMaxGbps = 1e6;                  // 1 PB/s
+
+GpuInfo GpuFromJson(const json& j, const std::string& where, JsonFields* parent) {
+  JsonFields f(j, where);
   GpuInfo g;
-  g.index = j.at("index").get<int>();
-  g.vendor = j.at("vendor").get<std::string>();
-  g.name = j.at("name").get<std::string>();
-  g.pci_bus_id = j.value("pci_bus_id", "");
-  g.total_bytes = j.at("total_bytes").get<int64_t>();
-  g.free_bytes = j.at("free_bytes").get<int64_t>();
-  g.used_bytes = j.value("used_bytes", int64_t{0});
-  g.reserved_bytes = j.value("reserved_bytes", int64_t{0});
-  g.used_by_others_bytes = j.at("used_by_others_bytes").get<int64_t>();
-  g.memory_query = j.value("memory_query", "");
-  g.processes_known = j.value("processes_known", false);
-  for (const auto& p : j.value("processes", json::array())) {
-    GpuProcess gp;
-    gp.pid = p.at("pid").get<uint32_t>();
-    gp.name = p.value("name", "");
-    if (p.contains("used_bytes") && !p["used_bytes"].is_null())
-      gp.used_bytes = p["used_bytes"].get<int64_t>();
-    g.processes.push_back(gp);
+  g.index = static_cast<int>(f.Int("index", 0, kMaxCount));
+  g.vendor = f.String("vendor");
+  g.name = f.String("name");
+  g.pci_bus_id = f.String("pci_bus_id", "");
+  g.total_bytes = f.Int("total_bytes", 0, kMaxMemory);
+  // Free memory above the total is a damaged profile, not a bigger GPU.
+  g.free_bytes = f.Int("free_bytes", 0, g.total_bytes);
+  g.used_bytes = f.Int("used_bytes", 0, kMaxMemory, 0);
+  g.reserved_bytes = f.Int("reserved_bytes", 0, kMaxMemory, 0);
+  g.used_by_others_bytes = f.Int("used_by_others_bytes", 0, kMaxMemory);
+  g.memory_query = f.String("memory_query", "");
+  g.processes_known = f.Bool("processes_known", false);
+  if (const json* procs = f.OptionalArray("processes")) {
+    for (size_t i = 0; i < procs->size() && f.ok(); ++i) {
+      JsonFields pf((*procs)[i], fmt::format("{}[{}]", f.Path("processes"), i));
+      GpuProcess gp;
+      gp.pid = static_cast<uint32_t>(pf.Int("pid", 0, UINT32_MAX));
+      gp.name = pf.String("name", "");
+      if (auto used = pf.OptionalInt("used_bytes", 0, kMaxMemory)) gp.used_bytes = *used;
+      f.Merge(pf);
+      g.processes.push_back(gp);
+    }
   }
-  if (j.contains("pcie")) {
-    const json& pc = j["pcie"];
-    g.pcie_gen_current = pc.value("gen_current", 0);
-    g.pcie_gen_max = pc.value("gen_max", 0);
-    g.pcie_width_current = pc.value("width_current", 0);
-    g.pcie_width_max = pc.value("width_max", 0);
-    g.pcie_bandwidth_gbps = pc.value("bandwidth_gbps", 0.0);
+  if (const json* pcie = f.OptionalObject("pcie")) {
+    JsonFields pf(*pcie, f.Path("pcie"));
+    g.pcie_gen_current = static_cast<int>(pf.Int("gen_current", 0, 64, 0));
+    g.pcie_gen_max = static_cast<int>(pf.Int("gen_max", 0, 64, 0));
+    g.pcie_width_current = static_cast<int>(pf.Int("width_current", 0, 64, 0));
+    g.pcie_width_max = static_cast<int>(pf.Int("width_max", 0, 64, 0));
+    g.pcie_bandwidth_gbps = pf.Number("bandwidth_gbps", 0, kMaxGbps, 0.0);
+    f.Merge(pf);
   }
-  g.memory_bus_width_bits = j.value("memory_bus_width_bits", 0);
-  g.memory_clock_max_mhz = j.value("memory_clock_max_mhz", 0);
-  g.peak_bandwidth_gbps = j.value("peak_bandwidth_gbps", 0.0);
-  g.gtt_total_bytes = j.value("gtt_total_bytes", int64_t{0});
-  g.gtt_used_bytes = j.value("gtt_used_bytes", int64_t{0});
-  g.notes = j.value("notes", std::vector<std::string>{});
+  g.memory_bus_width_bits = static_cast<int>(f.Int("memory_bus_width_bits", 0, 1 << 16, 0));
+  g.memory_clock_max_mhz = static_cast<int>(f.Int("memory_clock_max_mhz", 0, 1 << 20, 0));
+  g.peak_bandwidth_gbps = f.Number("peak_bandwidth_gbps", 0, kMaxGbps, 0.0);
+  g.gtt_total_bytes = f.Int("gtt_total_bytes", 0, kMaxMemory, 0);
+  g.gtt_used_bytes = f.Int("gtt_used_bytes", 0, kMaxMemory, 0);
+  g.notes = f.Strings("notes");
+  parent->Merge(f);
   return g;
 }
 
@@ -122,34 +135,42 @@ json CpuToJson(const CpuTopology& c) {
           {"notes", c.notes}};
 }
 
-CpuTopology CpuFromJson(const json& j) {
+CpuTopology CpuFromJson(const json& j, JsonFields* parent) {
+  JsonFields f(j, "cpu");
   CpuTopology c;
-  c.model_name = j.value("model_name", "");
-  c.vendor = j.value("vendor", "");
-  c.sockets = j.value("sockets", 0);
-  c.physical_cores = j.at("physical_cores").get<int>();
-  c.online_cpus = j.value("online_cpus", 0);
-  c.possible_cpus = j.value("possible_cpus", 0);
-  c.logical_cpus = j.at("logical_cpus").get<int>();
-  c.allowed_cpus = ParseCpuList(j.value("allowed_cpus", "")).value_or(std::vector<int>{});
-  c.allowed_physical_cores = j.value("allowed_physical_cores", c.physical_cores);
-  c.allowed_performance_cores = j.value("allowed_performance_cores", 0);
-  c.max_smt = j.value("smt_threads_per_core", 1);
-  c.hybrid = j.value("hybrid", false);
-  c.performance_cores = j.value("performance_cores", 0);
-  c.efficiency_cores = j.value("efficiency_cores", 0);
-  c.kind_source = j.value("core_kind_source", "");
-  c.l3_domains = j.value("l3_domains", 0);
-  c.llc_bytes = j.value("llc_bytes", int64_t{0});
-  if (j.contains("cpu_quota") && !j["cpu_quota"].is_null())
-    c.cpu_quota = j["cpu_quota"].get<double>();
-  c.llama_default_threads = j.value("llama_default_threads", 0);
-  c.llama_default_reason = j.value("llama_default_reason", "");
-  for (const auto& s : j.at("suggested_threads")) {
-    c.suggested_threads.push_back(
-        {s.at("threads").get<int>(), s.value("label", ""), s.value("reason", "")});
+  auto count = [&f](std::string_view key, int64_t fallback) {
+    return static_cast<int>(f.Int(key, 0, kMaxCount, fallback));
+  };
+  c.model_name = f.String("model_name", "");
+  c.vendor = f.String("vendor", "");
+  c.sockets = count("sockets", 0);
+  c.physical_cores = static_cast<int>(f.Int("physical_cores", 0, kMaxCount));
+  c.online_cpus = count("online_cpus", 0);
+  c.possible_cpus = count("possible_cpus", 0);
+  c.logical_cpus = static_cast<int>(f.Int("logical_cpus", 0, kMaxCount));
+  c.allowed_cpus = ParseCpuList(f.String("allowed_cpus", "")).value_or(std::vector<int>{});
+  c.allowed_physical_cores = count("allowed_physical_cores", c.physical_cores);
+  c.allowed_performance_cores = count("allowed_performance_cores", 0);
+  c.max_smt = static_cast<int>(f.Int("smt_threads_per_core", 1, 64, 1));
+  c.hybrid = f.Bool("hybrid", false);
+  c.performance_cores = count("performance_cores", 0);
+  c.efficiency_cores = count("efficiency_cores", 0);
+  c.kind_source = f.String("core_kind_source", "");
+  c.l3_domains = count("l3_domains", 0);
+  c.llc_bytes = f.Int("llc_bytes", 0, kMaxMemory, 0);
+  if (auto quota = f.OptionalNumber("cpu_quota", 0, kMaxCount)) c.cpu_quota = *quota;
+  c.llama_default_threads = count("llama_default_threads", 0);
+  c.llama_default_reason = f.String("llama_default_reason", "");
+  if (const json* threads = f.Array("suggested_threads")) {
+    for (size_t i = 0; i < threads->size() && f.ok(); ++i) {
+      JsonFields sf((*threads)[i], fmt::format("cpu.suggested_threads[{}]", i));
+      c.suggested_threads.push_back({static_cast<int>(sf.Int("threads", 1, kMaxCount)),
+                                     sf.String("label", ""), sf.String("reason", "")});
+      f.Merge(sf);
+    }
   }
-  c.notes = j.value("notes", std::vector<std::string>{});
+  c.notes = f.Strings("notes");
+  parent->Merge(f);
   return c;
 }
 
@@ -176,35 +197,34 @@ json MemoryToJson(const SystemMemory& m, const std::optional<BandwidthResult>& b
   return out;
 }
 
-void MemoryFromJson(const json& j, MachineProfile* p) {
+void MemoryFromJson(const json& j, MachineProfile* p, JsonFields* parent) {
+  JsonFields f(j, "memory");
   SystemMemory& m = p->memory;
-  m.total_bytes = j.at("total_bytes").get<int64_t>();
-  m.available_bytes = j.at("available_bytes").get<int64_t>();
-  m.meminfo_available_bytes = j.value("meminfo_available_bytes", m.available_bytes);
-  m.cached_bytes = j.value("cached_bytes", int64_t{0});
-  m.swap_total_bytes = j.value("swap_total_bytes", int64_t{0});
-  m.swap_free_bytes = j.value("swap_free_bytes", int64_t{0});
-  if (j.contains("cgroup_limit_bytes") && !j["cgroup_limit_bytes"].is_null()) {
-    m.cgroup_limit_bytes = j["cgroup_limit_bytes"].get<int64_t>();
-  }
-  if (j.contains("cgroup_usage_bytes") && !j["cgroup_usage_bytes"].is_null()) {
-    m.cgroup_usage_bytes = j["cgroup_usage_bytes"].get<int64_t>();
-  }
-  m.notes = j.value("notes", std::vector<std::string>{});
-  if (j.contains("read_bandwidth_gbps") && !j["read_bandwidth_gbps"].is_null()) {
+  m.total_bytes = f.Int("total_bytes", 0, kMaxMemory);
+  m.available_bytes = f.Int("available_bytes", 0, kMaxMemory);
+  m.meminfo_available_bytes = f.Int("meminfo_available_bytes", 0, kMaxMemory, m.available_bytes);
+  m.cached_bytes = f.Int("cached_bytes", 0, kMaxMemory, 0);
+  m.swap_total_bytes = f.Int("swap_total_bytes", 0, kMaxMemory, 0);
+  m.swap_free_bytes = f.Int("swap_free_bytes", 0, kMaxMemory, 0);
+  m.cgroup_limit_bytes = f.OptionalInt("cgroup_limit_bytes", 0, kMaxMemory);
+  m.cgroup_usage_bytes = f.OptionalInt("cgroup_usage_bytes", 0, kMaxMemory);
+  m.notes = f.Strings("notes");
+  if (auto read = f.OptionalNumber("read_bandwidth_gbps", 0, kMaxGbps)) {
     BandwidthResult bw;
-    bw.read_gbps = j["read_bandwidth_gbps"].get<double>();
-    if (j.contains("read_bandwidth")) {
-      const json& b = j["read_bandwidth"];
-      bw.median_gbps = b.value("median_gbps", 0.0);
-      bw.pass_gbps = b.value("passes_gbps", std::vector<double>{});
-      bw.threads = b.value("threads", 0);
-      bw.buffer_bytes = b.value("buffer_bytes", int64_t{0});
-      bw.seconds = b.value("seconds", 0.0);
-      bw.kernel = b.value("kernel", std::string());
+    bw.read_gbps = *read;
+    if (const json* b = f.OptionalObject("read_bandwidth")) {
+      JsonFields bf(*b, "memory.read_bandwidth");
+      bw.median_gbps = bf.Number("median_gbps", 0, kMaxGbps, 0.0);
+      bw.pass_gbps = bf.Numbers("passes_gbps", 0, kMaxGbps);
+      bw.threads = static_cast<int>(bf.Int("threads", 0, kMaxCount, 0));
+      bw.buffer_bytes = bf.Int("buffer_bytes", 0, kMaxMemory, 0);
+      bw.seconds = bf.Number("seconds", 0, 1e6, 0.0);
+      bw.kernel = bf.String("kernel", "");
+      f.Merge(bf);
     }
     p->bandwidth = bw;
   }
+  parent->Merge(f);
 }
 
 }  // namespace
@@ -226,29 +246,32 @@ json MachineProfileToJson(const MachineProfile& p) {
 
 Result<MachineProfile> MachineProfileFromJson(const json& j) {
   MachineProfile p;
-  try {
-    p.schema_version = j.at("schema_version").get<int>();
-    if (p.schema_version != 1) {
-      return Error(
-          ErrorKind::kUnsupported,
-          fmt::format("machine profile schema_version {} is not 1; run `moetune doctor` to "
-                      "write a new one",
-                      p.schema_version));
-    }
-    p.created_at = j.value("created_at", "");
-    p.hostname = j.value("hostname", "");
-    p.moetune_version = j.value("moetune_version", "");
-    for (const auto& g : j.at("gpus")) p.gpus.push_back(GpuFromJson(g));
-    p.nvidia_driver_version = j.value("nvidia_driver_version", "");
-    p.gpu_notes = j.value("gpu_notes", std::vector<std::string>{});
-    p.cpu = CpuFromJson(j.at("cpu"));
-    MemoryFromJson(j.at("memory"), &p);
-    p.notes = j.value("notes", std::vector<std::string>{});
-    if (j.contains("calibration")) p.calibration = j["calibration"];
-  } catch (const json::exception& e) {
-    return Error(ErrorKind::kFormat, fmt::format("not a moetune machine profile ({}); run `moetune "
-                                                 "doctor` to write a new one",
-                                                 e.what()));
+  JsonFields f(j, "");
+  p.schema_version = static_cast<int>(f.Int("schema_version", 0, 1 << 20));
+  if (f.ok() && p.schema_version != 1) {
+    return Error(ErrorKind::kUnsupported,
+                 fmt::format("machine profile schema_version {} is not 1; run `moetune doctor` to "
+                             "write a new one",
+                             p.schema_version));
+  }
+  p.created_at = f.String("created_at", "");
+  p.hostname = f.String("hostname", "");
+  p.moetune_version = f.String("moetune_version", "");
+  if (const json* gpus = f.Array("gpus")) {
+    for (size_t i = 0; i < gpus->size() && f.ok(); ++i)
+      p.gpus.push_back(GpuFromJson((*gpus)[i], fmt::format("gpus[{}]", i), &f));
+  }
+  p.nvidia_driver_version = f.String("nvidia_driver_version", "");
+  p.gpu_notes = f.Strings("gpu_notes");
+  if (const json* cpu = f.Object("cpu")) p.cpu = CpuFromJson(*cpu, &f);
+  if (const json* memory = f.Object("memory")) MemoryFromJson(*memory, &p, &f);
+  p.notes = f.Strings("notes");
+  if (const json* calibration = f.OptionalObject("calibration")) p.calibration = *calibration;
+  if (!f.ok()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("not a moetune machine profile: {}; run `moetune doctor` to write a "
+                             "new one (or correct that field)",
+                             f.error().message()));
   }
   return p;
 }
@@ -301,23 +324,12 @@ Status SaveMachineProfile(const MachineProfile& profile, const std::string& path
                  fmt::format("cannot create folder '{}' for the machine profile: {}", dir.string(),
                              ec.message()));
   }
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    json j = MachineProfileToJson(profile);
-    if (!profile.calibration.is_null()) j["calibration"] = profile.calibration;
-    f << j.dump(2) << "\n";
-    f.flush();
-    if (!f) {
-      std::filesystem::remove(tmp, ec);
-      return Error(ErrorKind::kIo, fmt::format("cannot write machine profile '{}'", tmp));
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Error(ErrorKind::kIo, fmt::format("cannot move machine profile into '{}'", path));
-  }
+  json j = MachineProfileToJson(profile);
+  if (!profile.calibration.is_null()) j["calibration"] = profile.calibration;
+  // Names from drivers and /proc may be any bytes: DumpJson never throws on them.
+  // WriteFileSafely: atomic, no temporary left behind (signals included).
+  auto st = WriteFileSafely(path, DumpJson(j, 2) + "\n");
+  if (!st.ok()) return st.take_error().Context("machine profile");
   return OkStatus();
 }
 

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 namespace moetune {
 namespace {
@@ -95,6 +98,87 @@ TEST(MachineProfile, LoadErrorsSayWhatToDo) {
   ASSERT_FALSE(zero.ok());
   EXPECT_NE(zero.error().message().find("character device"), std::string::npos)
       << zero.error().message();
+}
+
+// A mistyped or hostile field is an error naming the field, never an exception
+// (nlohmann's value() threw on "free_bytes": "lots" and converted 1e300 to an
+// integer, which is undefined behaviour).
+TEST(MachineProfile, MistypedOrAbsurdFieldsAreNamedErrors) {
+  const nlohmann::json good = MachineProfileToJson(Sample());
+  ASSERT_TRUE(MachineProfileFromJson(good).ok());
+  struct Case {
+    nlohmann::json::json_pointer where;
+    nlohmann::json value;
+    std::string field;
+  };
+  using P = nlohmann::json::json_pointer;
+  const std::vector<Case> cases = {
+      {P("/gpus/0/free_bytes"), "lots", "gpus[0].free_bytes"},
+      {P("/gpus/0/free_bytes"), -1, "gpus[0].free_bytes"},
+      {P("/gpus/0/free_bytes"), int64_t{25} << 30, "gpus[0].free_bytes"},  // above the total
+      {P("/gpus/0/total_bytes"), 1e300, "gpus[0].total_bytes"},
+      {P("/gpus/0/name"), 42, "gpus[0].name"},
+      {P("/gpus/0/processes/1/pid"), -5, "gpus[0].processes[1].pid"},
+      {P("/gpus/0/pcie/gen_max"), "four", "gpus[0].pcie.gen_max"},
+      {P("/gpus/0/notes"), "not a list", "gpus[0].notes"},
+      {P("/cpu/physical_cores"), 2.5, "cpu.physical_cores"},
+      {P("/cpu/suggested_threads/0/threads"), 0, "cpu.suggested_threads[0].threads"},
+      {P("/cpu/cpu_quota"), "half", "cpu.cpu_quota"},
+      {P("/memory/total_bytes"), -1, "memory.total_bytes"},
+      {P("/memory/read_bandwidth_gbps"), "fast", "memory.read_bandwidth_gbps"},
+      {P("/memory/read_bandwidth/passes_gbps"), nlohmann::json::array({1, "x"}),
+       "memory.read_bandwidth.passes_gbps"},
+      {P("/gpus"), nlohmann::json::object(), "gpus"},
+      {P("/schema_version"), "1", "schema_version"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = good;
+    j[c.where] = c.value;
+    auto p = MachineProfileFromJson(j);
+    ASSERT_FALSE(p.ok()) << c.field;
+    EXPECT_EQ(p.error().kind(), ErrorKind::kFormat);
+    EXPECT_NE(p.error().message().find("'" + c.field + "'"), std::string::npos)
+        << p.error().message();
+    EXPECT_NE(p.error().message().find("moetune doctor"), std::string::npos) << p.error().message();
+  }
+  nlohmann::json missing = good;
+  missing["cpu"].erase("physical_cores");
+  auto m = MachineProfileFromJson(missing);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("'cpu.physical_cores' is missing"), std::string::npos)
+      << m.error().message();
+  EXPECT_FALSE(MachineProfileFromJson(nlohmann::json::array()).ok());
+  EXPECT_FALSE(MachineProfileFromJson(nlohmann::json("profile")).ok());
+}
+
+TEST(MachineProfile, LoadNamesTheFileAndTheField) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("moetune-typo-" + std::to_string(::getpid()) + ".json");
+  nlohmann::json j = MachineProfileToJson(Sample());
+  j["gpus"][0]["free_bytes"] = "22GiB";
+  std::ofstream(path) << j.dump();
+  auto p = LoadMachineProfile(path.string());
+  std::filesystem::remove(path);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find(path.string()), std::string::npos) << p.error().message();
+  EXPECT_NE(p.error().message().find("gpus[0].free_bytes"), std::string::npos)
+      << p.error().message();
+}
+
+TEST(MachineProfile, NamesThatAreNotUtf8AreSavedAndLoaded) {
+  // A GPU or host name from a driver may be any bytes: saving threw in dump().
+  MachineProfile p = Sample();
+  p.hostname = "box\xff";
+  p.gpus[0].name = "GPU\xfe\x1b[2J";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("moetune-utf8-" + std::to_string(::getpid()));
+  const std::string path = (dir / "machine.json").string();
+  ASSERT_TRUE(SaveMachineProfile(p, path).ok());
+  auto back = LoadMachineProfile(path);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->gpus[0].free_bytes, p.gpus[0].free_bytes);
+  EXPECT_NE(back->hostname.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
 }
 
 TEST(MachineProfile, DefaultPathFollowsEnvironment) {

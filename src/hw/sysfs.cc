@@ -89,7 +89,10 @@ std::optional<int> ParseCpuNumber(std::string_view s) {
 }  // namespace
 
 std::optional<std::vector<int>> ParseCpuList(std::string_view text) {
-  std::vector<int> out;
+  // Ranges first, merged, then expanded once: linear in the text and at most
+  // kMaxCpu CPUs however often a range repeats ("0-65535,0-65535,..." in a
+  // damaged profile).
+  std::vector<std::pair<int, int>> ranges;
   text = Trim(text);
   while (!text.empty()) {
     const size_t comma = text.find(',');
@@ -99,16 +102,21 @@ std::optional<std::vector<int>> ParseCpuList(std::string_view text) {
     if (dash == std::string_view::npos) {
       auto v = ParseCpuNumber(part);
       if (!v) return std::nullopt;
-      out.push_back(*v);
+      ranges.emplace_back(*v, *v);
     } else {
       auto lo = ParseCpuNumber(part.substr(0, dash));
       auto hi = ParseCpuNumber(part.substr(dash + 1));
       if (!lo || !hi || *hi < *lo) return std::nullopt;
-      for (int c = *lo; c <= *hi; ++c) out.push_back(c);
+      ranges.emplace_back(*lo, *hi);
     }
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<int> out;
+  int next = 0;  // the lowest CPU not yet in `out`
+  for (const auto& [lo, hi] : ranges) {
+    for (int c = std::max(lo, next); c <= hi; ++c) out.push_back(c);
+    next = std::max(next, hi + 1);
+  }
   return out;
 }
 

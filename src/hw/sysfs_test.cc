@@ -17,6 +17,20 @@ TEST(ParseCpuList, RejectsGarbage) {
   EXPECT_FALSE(ParseCpuList("0-4000000000").has_value());
 }
 
+TEST(ParseCpuList, RepeatedRangesStayOneSet) {
+  // A damaged profile's "0-65535,0-65535,..." grew a vector of every repeat
+  // (gigabytes for a few MB of text); the CPUs are a set, built once.
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "0-65535,";
+  text += "3";
+  auto cpus = ParseCpuList(text);
+  ASSERT_TRUE(cpus.has_value());
+  EXPECT_EQ(cpus->size(), 65536u);
+  EXPECT_EQ(cpus->front(), 0);
+  EXPECT_EQ(cpus->back(), 65535);
+  EXPECT_EQ(*ParseCpuList("8-9,0-3,2-5,9"), (std::vector<int>{0, 1, 2, 3, 4, 5, 8, 9}));
+}
+
 TEST(ParseCpuMask, ReadsGroupsMostSignificantFirst) {
   EXPECT_EQ(*ParseCpuMask("00000003"), (std::vector<int>{0, 1}));
   EXPECT_EQ(*ParseCpuMask("00000001,00000000"), std::vector<int>{32});

@@ -189,7 +189,7 @@ Result<ModelArch> AnalyzeArchitecture(const GgufModel& model) {
     return Error(ErrorKind::kFormat,
                  "the model has no layers (no '<arch>.block_count' key and no blk.N tensors); "
                  "is this a language model GGUF?");
-  if (hp.n_layer > 100000)
+  if (hp.n_layer > kMaxLayers)
     return Error(ErrorKind::kFormat,
                  fmt::format("{}block_count = {} is implausible", a, hp.n_layer));
   if (max_layer >= static_cast<int>(hp.n_layer))

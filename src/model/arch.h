@@ -33,6 +33,11 @@ enum class TensorRole {
   kOther,          // MTP/NextN heads, rope factors, unknown names
 };
 inline constexpr int kTensorRoleCount = 10;
+
+/// The most layers (block_count) a model may have: more is refused as
+/// implausible (the largest published models have about 130), and `synth`
+/// writes no model the reader would refuse.
+inline constexpr int64_t kMaxLayers = 100000;
 const char* TensorRoleName(TensorRole role);
 
 enum class AttentionKind {

@@ -17,6 +17,18 @@ bool Quantized(uint32_t type) {
 
 }  // namespace
 
+Result<uint32_t> ParseKvCacheType(std::string_view name) {
+  static constexpr std::string_view kAccepted[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
+                                                   "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  for (std::string_view a : kAccepted) {
+    if (name == a) return GgmlTypeByName(a)->id;
+  }
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("'{}' is not a KV cache type llama.cpp accepts; use one of f32, f16, "
+                           "bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
+                           name));
+}
+
 Status CheckEngineAccepts(const ModelArch& arch, const ContextParams& cp) {
   if (!cp.flash_attn && Quantized(cp.type_v))
     return Error(ErrorKind::kInvalidArgument,

@@ -19,4 +19,10 @@ std::string CommandModelPath(const ModelInfo& m) {
   return m.gguf.parts.size() > 1 ? m.gguf.parts.front().path : m.path;
 }
 
+std::vector<std::string> ModelFiles(const ModelInfo& m) {
+  std::vector<std::string> files = {m.path};
+  for (const auto& part : m.gguf.parts) files.push_back(part.path);
+  return files;
+}
+
 }  // namespace moetune

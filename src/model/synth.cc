@@ -161,6 +161,26 @@ void AddSynthHparams(const SynthSpec& s, GgufWriter& w) {
   if (s.arch == "llama4") u32("interleave_moe_layer_step", 1);
 }
 
+namespace {
+
+// Adds one tensor to the totals; the sums of a shape at the edge of its ranges
+// could pass 2^64 bytes, which is an error, not a wrapped size.
+Status AddToSummary(uint64_t n_elements, uint64_t n_bytes, SynthSummary* sum) {
+  auto params = CheckedAdd(sum->n_params, n_elements);
+  auto bytes = CheckedAdd(sum->tensor_bytes, n_bytes);
+  if (!params || !bytes) {
+    return Error(ErrorKind::kInvalidArgument,
+                 "the model's tensors add up to more than 2^64 bytes; use fewer layers or "
+                 "smaller widths");
+  }
+  sum->n_tensors += 1;
+  sum->n_params = *params;
+  sum->tensor_bytes = *bytes;
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<SynthSummary> SummarizeSynth(const SynthSpec& spec, SynthQuant quant) {
   MOETUNE_ASSIGN_OR_RETURN(auto tensors, SynthTensorList(spec));
   SynthSummary sum;
@@ -168,9 +188,10 @@ Result<SynthSummary> SummarizeSynth(const SynthSpec& spec, SynthQuant quant) {
     const auto info = GgmlTypeById(SynthTensorType(t, quant));
     const auto row = GgmlRowBytes(*info, static_cast<uint64_t>(t.ne[0]));
     if (!row) return Error(ErrorKind::kInternal, fmt::format("tensor {}: bad row length", t.name));
-    sum.n_tensors += 1;
-    sum.n_params += t.n_elements();
-    sum.tensor_bytes += *row * (t.n_elements() / static_cast<uint64_t>(t.ne[0]));
+    auto bytes = CheckedMul(*row, t.n_elements() / static_cast<uint64_t>(t.ne[0]));
+    if (!bytes)
+      return Error(ErrorKind::kInvalidArgument, fmt::format("tensor {}: too large", t.name));
+    MOETUNE_TRY(AddToSummary(t.n_elements(), *bytes, &sum));
   }
   return sum;
 }
@@ -207,19 +228,18 @@ Result<GgufWriter> BuildSynthWriter(const SynthOptions& o, SynthSummary* summary
     };
     auto st = w.AddTensor(name, std::move(ne), type, std::move(fill));
     if (!st.ok()) return st.take_error().Context(fmt::format("tensor '{}'", name));
-    sum.n_tensors += 1;
-    sum.n_params += n_elem;
-    sum.tensor_bytes += w.tensors().back().n_bytes;
+    MOETUNE_TRY(AddToSummary(n_elem, w.tensors().back().n_bytes, &sum));
   }
   *total = sum.tensor_bytes;
   if (summary != nullptr) *summary = sum;
   return w;
 }
 
-Result<SynthSummary> WriteSynthModel(const SynthOptions& o, const std::string& path) {
+Result<SynthSummary> WriteSynthModel(const SynthOptions& o, const std::string& path,
+                                     const std::vector<std::string>& inputs) {
   SynthSummary sum;
   MOETUNE_ASSIGN_OR_RETURN(GgufWriter w, BuildSynthWriter(o, &sum));
-  MOETUNE_TRY(w.WriteAtomically(path));
+  MOETUNE_TRY(w.WriteAtomically(path, inputs));
   return sum;
 }
 

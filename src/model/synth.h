@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "gguf/writer.h"
 #include "model/synth_spec.h"
@@ -38,8 +39,10 @@ Result<GgufWriter> BuildSynthWriter(const SynthOptions& options, SynthSummary* s
 /// Sizes of the model without generating any data (used for full-scale checks).
 Result<SynthSummary> SummarizeSynth(const SynthSpec& spec, SynthQuant quant);
 
-/// Writes the model to `path` atomically (temp file + rename).
-Result<SynthSummary> WriteSynthModel(const SynthOptions& options, const std::string& path);
+/// Writes the model to `path` atomically (temp file + rename); `path` may not
+/// be one of `inputs` (the files the command read, e.g. the config.json).
+Result<SynthSummary> WriteSynthModel(const SynthOptions& options, const std::string& path,
+                                     const std::vector<std::string>& inputs = {});
 
 /// The hyperparameter keys written for `spec` (the {arch}.* part), for tests and docs.
 void AddSynthHparams(const SynthSpec& spec, GgufWriter& writer);

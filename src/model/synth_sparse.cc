@@ -5,7 +5,8 @@
 
 namespace moetune {
 
-Result<SynthSummary> WriteSparseSynthModel(const SynthOptions& options, const std::string& path) {
+Result<SynthSummary> WriteSparseSynthModel(const SynthOptions& options, const std::string& path,
+                                           const std::vector<std::string>& inputs) {
   SynthSummary sum;
   MOETUNE_ASSIGN_OR_RETURN(GgufWriter w, BuildSynthWriter(options, &sum));
   MOETUNE_ASSIGN_OR_RETURN(std::vector<uint8_t> header, w.HeaderBytes());
@@ -18,7 +19,9 @@ Result<SynthSummary> WriteSparseSynthModel(const SynthOptions& options, const st
       return Error(ErrorKind::kInvalidArgument, "the model's data section overflows a file size");
     size = *next;
   }
-  MOETUNE_ASSIGN_OR_RETURN(auto out, OutputFile::Open(path));
+  OutputFileOptions out_options;
+  out_options.inputs = inputs;
+  MOETUNE_ASSIGN_OR_RETURN(auto out, OutputFile::Open(path, out_options));
   MOETUNE_TRY(out->Write(std::span<const uint8_t>(header)));
   MOETUNE_TRY(out->ExtendTo(size));
   MOETUNE_TRY(out->Commit());

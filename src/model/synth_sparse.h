@@ -7,13 +7,16 @@
 /// included). Its weights read as zeros: not for speed measurements.
 
 #include <string>
+#include <vector>
 
 #include "model/synth.h"
 #include "util/result.h"
 
 namespace moetune {
 
-/// Writes `options`' model to `path` atomically (temp file + rename) as a sparse file.
-Result<SynthSummary> WriteSparseSynthModel(const SynthOptions& options, const std::string& path);
+/// Writes `options`' model to `path` atomically (temp file + rename) as a sparse
+/// file; `path` may not be one of `inputs`.
+Result<SynthSummary> WriteSparseSynthModel(const SynthOptions& options, const std::string& path,
+                                           const std::vector<std::string>& inputs = {});
 
 }  // namespace moetune

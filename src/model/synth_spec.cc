@@ -7,6 +7,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "model/arch.h"
+#include "util/checked.h"
+
 namespace moetune {
 namespace {
 
@@ -132,7 +135,9 @@ Result<int64_t> GetInt(const json& c, std::initializer_list<const char*> keys) {
     for (const char* k : keys) names += std::string(names.empty() ? "" : " or ") + k;
     return Error(ErrorKind::kFormat, fmt::format("config.json lacks {}; add it", names));
   }
-  if (!v->is_number_integer() || v->get<int64_t>() < 0) {
+  // An unsigned value above INT64_MAX would wrap in get<int64_t>().
+  if (!v->is_number_integer() || (v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX) ||
+      v->get<int64_t>() < 0) {
     return Error(ErrorKind::kFormat,
                  fmt::format("config.json key '{}' must be a non-negative integer, is {}",
                              *keys.begin(), v->dump()));
@@ -140,9 +145,11 @@ Result<int64_t> GetInt(const json& c, std::initializer_list<const char*> keys) {
   return v->get<int64_t>();
 }
 
-int64_t GetIntOr(const json& c, std::initializer_list<const char*> keys, int64_t fallback) {
-  const json* v = Find(c, keys);
-  return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : fallback;
+// An optional key: `fallback` when absent; an error naming the key when it is
+// not a non-negative integer (a negative length would wrap in the GGUF's u32).
+Result<int64_t> GetIntOr(const json& c, std::initializer_list<const char*> keys, int64_t fallback) {
+  if (Find(c, keys) == nullptr) return fallback;
+  return GetInt(c, keys);
 }
 
 double GetFloatOr(const json& c, std::initializer_list<const char*> keys, double fallback) {
@@ -274,19 +281,35 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
   MOETUNE_ASSIGN_OR_RETURN(s.n_layer, GetInt(c, {"num_hidden_layers", "n_layer"}));
   MOETUNE_ASSIGN_OR_RETURN(s.n_embd, GetInt(c, {"hidden_size", "n_embd"}));
   MOETUNE_ASSIGN_OR_RETURN(s.n_head, GetInt(c, {"num_attention_heads"}));
-  s.n_head_kv = GetIntOr(c, {"num_key_value_heads"}, s.n_head);
+  MOETUNE_ASSIGN_OR_RETURN(s.n_head_kv, GetIntOr(c, {"num_key_value_heads"}, s.n_head));
   if (s.n_head == 0) return Error(ErrorKind::kFormat, "config.json num_attention_heads is 0");
-  s.head_dim = GetIntOr(c, {"head_dim"}, s.n_embd / s.n_head);
+  MOETUNE_ASSIGN_OR_RETURN(s.head_dim, GetIntOr(c, {"head_dim"}, s.n_embd / s.n_head));
   MOETUNE_ASSIGN_OR_RETURN(s.n_vocab, GetInt(c, {"vocab_size"}));
-  s.n_ctx_train = GetIntOr(c, {"max_position_embeddings"}, 4096);
-  s.rms_eps = static_cast<float>(GetFloatOr(c, {"rms_norm_eps"}, 1e-6));
+  MOETUNE_ASSIGN_OR_RETURN(s.n_ctx_train, GetIntOr(c, {"max_position_embeddings"}, 4096));
+  const double eps = GetFloatOr(c, {"rms_norm_eps"}, 1e-6);
   double theta = GetFloatOr(c, {"rope_theta"}, 10000.0);
   if (const json* rp = Find(c, {"rope_parameters"}); rp != nullptr && rp->is_object()) {
     theta = GetFloatOr(*rp, {"rope_theta"}, theta);
   }
+  // GGUF stores both as f32: a value outside float's range cannot be converted.
+  constexpr double kMaxF32 = 3.4e38;
+  if (!(eps > 0 && eps < 1) || !(theta > 0 && theta < kMaxF32)) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("config.json rms_norm_eps {} or rope_theta {} is out of range (need "
+                             "0 < rms_norm_eps < 1 and a positive rope_theta)",
+                             eps, theta));
+  }
+  s.rms_eps = static_cast<float>(eps);
   s.rope_theta = static_cast<float>(theta);
   const double partial = GetFloatOr(c, {"partial_rotary_factor"}, 1.0);
-  s.n_rot = static_cast<int64_t>(std::lround(static_cast<double>(s.head_dim) * partial));
+  if (!(partial > 0.0 && partial <= 1.0)) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("config.json partial_rotary_factor {} is outside (0, 1]", partial));
+  }
+  // head_dim is checked against its range by ValidateSynthSpec below; here it
+  // may still be any non-negative 64-bit value, so round in double first.
+  s.n_rot =
+      static_cast<int64_t>(std::min(std::round(static_cast<double>(s.head_dim) * partial), 9.0e18));
 
   const bool moe_arch =
       arch != "qwen2" && arch != "qwen3" &&
@@ -296,14 +319,24 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
                              GetInt(c, {"num_experts", "num_local_experts", "n_routed_experts"}));
     MOETUNE_ASSIGN_OR_RETURN(s.n_expert_used,
                              GetInt(c, {"num_experts_per_tok", "experts_per_token"}));
+    if (s.n_expert == 0) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("config.json has 0 experts, but model_type '{}' is a "
+                               "Mixture-of-Experts model; give the expert count",
+                               mt));
+    }
   }
   // Which key holds the expert width depends on the family.
   if (arch == "gpt-oss" || arch == "llama" || arch == "llama4") {
     MOETUNE_ASSIGN_OR_RETURN(s.n_ff_exp, GetInt(c, {"intermediate_size"}));
-    s.n_ff = arch == "llama4" ? GetIntOr(c, {"intermediate_size_mlp"}, s.n_ff_exp) : s.n_ff_exp;
+    if (arch == "llama4") {
+      MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetIntOr(c, {"intermediate_size_mlp"}, s.n_ff_exp));
+    } else {
+      s.n_ff = s.n_ff_exp;
+    }
   } else if (moe_arch) {
     MOETUNE_ASSIGN_OR_RETURN(s.n_ff_exp, GetInt(c, {"moe_intermediate_size"}));
-    s.n_ff = GetIntOr(c, {"intermediate_size"}, s.n_ff_exp);
+    MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetIntOr(c, {"intermediate_size"}, s.n_ff_exp));
   } else {
     MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetInt(c, {"intermediate_size"}));
   }
@@ -311,23 +344,29 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
   if (arch == "llama4") {
     s.n_expert_shared = 1;
     s.n_ff_shexp = s.n_ff_exp;
-    if (GetIntOr(c, {"interleave_moe_layer_step"}, 1) != 1) {
+    MOETUNE_ASSIGN_OR_RETURN(const int64_t step, GetIntOr(c, {"interleave_moe_layer_step"}, 1));
+    if (step != 1) {
       return Error(ErrorKind::kUnsupported,
                    "config.json interleave_moe_layer_step != 1 (Maverick-style) is not supported "
                    "by synth; use 1");
     }
   }
-  if (const int64_t shi = GetIntOr(c, {"shared_expert_intermediate_size"}, 0); shi > 0) {
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t shi, GetIntOr(c, {"shared_expert_intermediate_size"}, 0));
+  if (shi > 0) {
     s.n_expert_shared = 1;
     s.n_ff_shexp = shi;
   }
-  if (const int64_t nsh = GetIntOr(c, {"n_shared_experts"}, 0); nsh > 0) {
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t nsh, GetIntOr(c, {"n_shared_experts"}, 0));
+  if (nsh > 0) {
     s.n_expert_shared = nsh;
-    s.n_ff_shexp = s.n_ff_exp * nsh;
+    // Both factors are any non-negative 64-bit values here: a product that
+    // overflows is a width far out of range (ValidateSynthSpec says which).
+    const auto width = CheckedMul(static_cast<uint64_t>(s.n_ff_exp), static_cast<uint64_t>(nsh));
+    s.n_ff_shexp = width && *width <= INT64_MAX ? static_cast<int64_t>(*width) : INT64_MAX;
   }
-  s.leading_dense = GetIntOr(c, {"first_k_dense_replace"}, 0);
+  MOETUNE_ASSIGN_OR_RETURN(s.leading_dense, GetIntOr(c, {"first_k_dense_replace"}, 0));
   if (arch == "gpt-oss") {
-    s.sliding_window = GetIntOr(c, {"sliding_window"}, 128);
+    MOETUNE_ASSIGN_OR_RETURN(s.sliding_window, GetIntOr(c, {"sliding_window"}, 128));
     s.n_ff = s.n_ff_exp;
   }
   if (arch == "qwen35moe" || arch == "qwen3next") {
@@ -340,19 +379,24 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
     MOETUNE_ASSIGN_OR_RETURN(s.ssm_state, GetInt(c, {"linear_key_head_dim"}));
     MOETUNE_ASSIGN_OR_RETURN(s.ssm_groups, GetInt(c, {"linear_num_key_heads"}));
     MOETUNE_ASSIGN_OR_RETURN(s.ssm_dt_rank, GetInt(c, {"linear_num_value_heads"}));
-    if (GetIntOr(c, {"linear_value_head_dim"}, s.ssm_state) != s.ssm_state) {
+    MOETUNE_ASSIGN_OR_RETURN(const int64_t value_dim,
+                             GetIntOr(c, {"linear_value_head_dim"}, s.ssm_state));
+    if (value_dim != s.ssm_state) {
       return Error(ErrorKind::kUnsupported,
                    "config.json linear_value_head_dim differs from linear_key_head_dim; llama.cpp "
                    "uses one ssm.state_size for both");
     }
   }
   if (arch == "deepseek2") {
-    s.q_lora_rank = GetIntOr(c, {"q_lora_rank"}, 0);
+    MOETUNE_ASSIGN_OR_RETURN(s.q_lora_rank, GetIntOr(c, {"q_lora_rank"}, 0));
     MOETUNE_ASSIGN_OR_RETURN(s.kv_lora_rank, GetInt(c, {"kv_lora_rank"}));
     MOETUNE_ASSIGN_OR_RETURN(s.qk_rope_dim, GetInt(c, {"qk_rope_head_dim"}));
     MOETUNE_ASSIGN_OR_RETURN(s.qk_nope_dim, GetInt(c, {"qk_nope_head_dim"}));
     MOETUNE_ASSIGN_OR_RETURN(s.v_head_dim, GetInt(c, {"v_head_dim"}));
-    s.head_dim = s.qk_nope_dim + s.qk_rope_dim;
+    // Each is at most INT64_MAX here; their sum is checked before it is used.
+    const auto head =
+        CheckedAdd(static_cast<uint64_t>(s.qk_nope_dim), static_cast<uint64_t>(s.qk_rope_dim));
+    s.head_dim = head && *head <= INT64_MAX ? static_cast<int64_t>(*head) : INT64_MAX;
     s.n_rot = s.qk_rope_dim;
     s.n_head_kv = s.n_head;
   }
@@ -448,10 +492,53 @@ Status ValidateSynthSpec(const SynthSpec& s) {
   auto bad = [&](const std::string& what) {
     return Error(ErrorKind::kInvalidArgument, fmt::format("invalid {} shape: {}", s.arch, what));
   };
-  if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.head_dim <= 0) {
-    return bad("layers, hidden size, heads and head size must be positive");
+  // Every field within its range first, so that the products below (and the
+  // tensor sizes the writer computes from them) cannot overflow.
+  struct Field {
+    const char* name;
+    int64_t value;
+    int64_t min;
+    int64_t max;
+  };
+  const Field fields[] = {
+      {"layers", s.n_layer, 1, kMaxLayers},
+      {"hidden size", s.n_embd, 1, kMaxSynthWidth},
+      {"FFN width", s.n_ff, 0, kMaxSynthWidth},
+      {"expert FFN width", s.n_ff_exp, 0, kMaxSynthWidth},
+      {"shared expert FFN width", s.n_ff_shexp, 0, kMaxSynthWidth},
+      {"experts", s.n_expert, 0, kMaxSynthExperts},
+      {"experts used", s.n_expert_used, 0, kMaxSynthExperts},
+      {"shared experts", s.n_expert_shared, 0, kMaxSynthExperts},
+      {"attention heads", s.n_head, 1, kMaxSynthHeads},
+      {"KV heads", s.n_head_kv, 1, kMaxSynthHeads},
+      {"head size", s.head_dim, 1, kMaxSynthHeadDim},
+      {"rotary dims", s.n_rot, 0, kMaxSynthHeadDim},
+      {"vocab", s.n_vocab, 0, kMaxSynthVocab},
+      {"training context", s.n_ctx_train, 1, kMaxTrainContext},
+      {"sliding window", s.sliding_window, 0, kMaxTrainContext},
+      {"full-attention interval", s.full_attention_interval, 0, s.n_layer},
+      {"leading dense layers", s.leading_dense, 0, s.n_layer},
+      {"conv kernel", s.ssm_conv_kernel, 0, kMaxSynthHeadDim},
+      {"state size", s.ssm_state, 0, kMaxSynthHeadDim},
+      {"linear key heads", s.ssm_groups, 0, kMaxSynthHeads},
+      {"linear value heads", s.ssm_dt_rank, 0, kMaxSynthHeads},
+      {"q_lora_rank", s.q_lora_rank, 0, kMaxSynthWidth},
+      {"kv_lora_rank", s.kv_lora_rank, 0, kMaxSynthWidth},
+      {"qk_rope_head_dim", s.qk_rope_dim, 0, kMaxSynthHeadDim},
+      {"qk_nope_head_dim", s.qk_nope_dim, 0, kMaxSynthHeadDim},
+      {"v_head_dim", s.v_head_dim, 0, kMaxSynthHeadDim},
+  };
+  for (const Field& f : fields) {
+    if (f.value < f.min || f.value > f.max) {
+      return bad(fmt::format("{} {} is outside {} to {}", f.name, f.value, f.min, f.max));
+    }
   }
-  if (s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) {
+  if (!(std::isfinite(s.rope_theta) && s.rope_theta > 0) ||
+      !(std::isfinite(s.rms_eps) && s.rms_eps > 0)) {
+    return bad(
+        fmt::format("rope theta {} and RMS epsilon {} must be positive", s.rope_theta, s.rms_eps));
+  }
+  if (s.n_head % s.n_head_kv != 0) {
     return bad(fmt::format("{} heads are not a multiple of {} KV heads", s.n_head, s.n_head_kv));
   }
   if (s.n_rot <= 0 || s.n_rot > s.head_dim || s.n_rot % 2 != 0) {
@@ -464,16 +551,25 @@ Status ValidateSynthSpec(const SynthSpec& s) {
         fmt::format("{} used of {} experts (width {})", s.n_expert_used, s.n_expert, s.n_ff_exp));
   }
   if (s.n_expert_shared > 0 && s.n_ff_shexp <= 0) return bad("shared experts without a width");
+  // These architectures give every MoE layer a shared expert (llama.cpp creates
+  // its ffn_*_shexp tensors unconditionally, src/llama-model.cpp load_tensors).
+  const bool shared_always = s.arch == "qwen35moe" || s.arch == "qwen3next" || s.arch == "llama4" ||
+                             s.arch == "glm4moe" || s.arch == "deepseek2";
+  if (shared_always && s.moe() && s.n_ff_shexp <= 0) {
+    return bad(
+        "its MoE layers have a shared expert: give its width (shared_expert_intermediate_size "
+        "or n_shared_experts)");
+  }
   if (s.leading_dense >= s.n_layer && s.moe()) {
     return bad(fmt::format("{} leading dense layers leave no MoE layer of {}", s.leading_dense,
                            s.n_layer));
   }
   if ((s.leading_dense > 0 || !s.moe()) && s.n_ff <= 0) return bad("dense layers need a FFN width");
+  const bool hybrid = s.arch == "qwen35moe" || s.arch == "qwen3next";
+  if (hybrid && s.full_attention_interval <= 0) {
+    return bad("a hybrid model needs a full-attention interval of at least 1");
+  }
   if (s.full_attention_interval > 0) {
-    if (s.n_layer < s.full_attention_interval) {
-      return bad(fmt::format("{} layers hold no full-attention layer (every {}th)", s.n_layer,
-                             s.full_attention_interval));
-    }
     if (s.ssm_groups <= 0 || s.ssm_dt_rank % s.ssm_groups != 0 || s.ssm_state <= 0 ||
         s.ssm_conv_kernel <= 0) {
       return bad(

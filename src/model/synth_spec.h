@@ -87,7 +87,20 @@ Result<SynthScale> ParseSynthScale(std::string_view text);
 /// heads and experts kept.
 SynthSpec ScaleSynthSpec(const SynthSpec& spec, const SynthScale& scale);
 
-/// Checks a spec for consistency (head counts divide, patterns fit the layer count).
+/// Ranges of a synthetic shape (ValidateSynthSpec). Generous against every
+/// published model, small enough that no tensor size or sum of sizes computed
+/// from them overflows 64 bits. Layers: model/arch.h kMaxLayers (what the
+/// reader accepts).
+inline constexpr int64_t kMaxSynthWidth = int64_t{1} << 20;  // hidden, FFN widths, LoRA ranks
+inline constexpr int64_t kMaxSynthHeads = 4096;              // attention and linear heads
+inline constexpr int64_t kMaxSynthHeadDim = 4096;            // head, rotary, state sizes
+inline constexpr int64_t kMaxSynthExperts = 4096;
+inline constexpr int64_t kMaxSynthVocab = int64_t{1} << 22;
+/// GGUF stores the training context and the sliding window as 32-bit counts.
+inline constexpr int64_t kMaxTrainContext = 4294967295;
+
+/// Checks a spec: every field within its range, and consistency (head counts
+/// divide, patterns fit the layer count, used experts <= experts).
 Status ValidateSynthSpec(const SynthSpec& spec);
 
 }  // namespace moetune

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/arch.h"
 
 namespace moetune {
 namespace {
@@ -174,6 +178,87 @@ TEST(SynthSpecTest, ConfigErrorsNameTheProblem) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("num_hidden_layers"), std::string::npos);
   EXPECT_FALSE(SynthSpecFromHfConfig(json::array()).ok());
+}
+
+// Issue 8: configs that divided by zero, overflowed or wrapped in a u32.
+TEST(SynthSpecTest, AbsurdConfigsAreErrorsNamingTheField) {
+  const json base = json::parse(R"({"model_type": "qwen3_moe", "num_hidden_layers": 4,
+      "hidden_size": 256, "moe_intermediate_size": 256, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "num_experts": 4,
+      "num_experts_per_tok": 2})");
+  ASSERT_TRUE(SynthSpecFromHfConfig(base).ok());
+  struct Case {
+    json patch;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{{"num_experts", 0}}, "0 experts"},
+      {{{"num_experts_per_tok", 8}}, "8 used of 4 experts"},
+      {{{"head_dim", int64_t{1} << 62}}, "head size"},
+      {{{"hidden_size", int64_t{1} << 40}}, "hidden size"},
+      {{{"max_position_embeddings", -1}}, "max_position_embeddings"},
+      {{{"max_position_embeddings", int64_t{1} << 33}}, "training context"},
+      {{{"first_k_dense_replace", -2}}, "first_k_dense_replace"},
+      {{{"num_key_value_heads", 3}}, "not a multiple"},
+      {{{"n_shared_experts", int64_t{1} << 40}, {"moe_intermediate_size", int64_t{1} << 40}},
+       "outside"},
+      {{{"num_hidden_layers", 100001}}, "layers 100001"},
+      {{{"rope_theta", 1e300}}, "rope_theta"},
+      {{{"partial_rotary_factor", 0}}, "partial_rotary_factor"},
+      {{{"vocab_size", 18446744073709551615u}}, "vocab_size"},
+  };
+  for (const auto& c : cases) {
+    json config = base;
+    config.update(c.patch);
+    auto r = SynthSpecFromHfConfig(config);
+    ASSERT_FALSE(r.ok()) << c.patch.dump();
+    EXPECT_NE(r.error().message().find(c.needle), std::string::npos)
+        << c.patch.dump() << ": " << r.error().message();
+  }
+  // A hybrid model needs its full-attention interval.
+  json next = base;
+  next.update({{"model_type", "qwen3_next"},
+               {"full_attention_interval", 0},
+               {"linear_conv_kernel_dim", 4},
+               {"linear_key_head_dim", 64},
+               {"linear_num_key_heads", 2},
+               {"linear_num_value_heads", 4}});
+  next["shared_expert_intermediate_size"] = 256;
+  auto r = SynthSpecFromHfConfig(next);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("full-attention interval"), std::string::npos)
+      << r.error().message();
+  // The fuzzer's finding: a Qwen3.5 config without the shared expert's width
+  // made zero-width tensors, and `synth --dry-run` divided by zero (SIGFPE).
+  next["full_attention_interval"] = 4;
+  next.erase("shared_expert_intermediate_size");
+  auto no_shared = SynthSpecFromHfConfig(next);
+  ASSERT_FALSE(no_shared.ok());
+  EXPECT_NE(no_shared.error().message().find("shared expert"), std::string::npos)
+      << no_shared.error().message();
+  SynthSpec zero = *SynthPreset("qwen35moe");
+  zero.n_ff_shexp = 0;
+  EXPECT_FALSE(ValidateSynthSpec(zero).ok());
+}
+
+TEST(SynthSpecTest, EveryFieldIsRangeChecked) {
+  SynthSpec s = *SynthPreset("qwen3moe");
+  ASSERT_TRUE(ValidateSynthSpec(s).ok());
+  SynthSpec t = s;
+  t.n_ctx_train = -1;
+  EXPECT_FALSE(ValidateSynthSpec(t).ok());
+  t = s;
+  t.leading_dense = -1;
+  EXPECT_FALSE(ValidateSynthSpec(t).ok());
+  t = s;
+  t.n_layer = kMaxLayers + 1;
+  EXPECT_FALSE(ValidateSynthSpec(t).ok());
+  t = s;
+  t.ssm_dt_rank = int64_t{1} << 40;  // its product with the state size overflowed
+  EXPECT_FALSE(ValidateSynthSpec(t).ok());
+  t = s;
+  t.n_layer = kMaxLayers;
+  EXPECT_TRUE(ValidateSynthSpec(t).ok());
 }
 
 }  // namespace

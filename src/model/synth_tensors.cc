@@ -200,7 +200,19 @@ Result<std::vector<SynthTensor>> SynthTensorList(const SynthSpec& s) {
     }
   }
   b.Tail();
-  return b.Take();
+  std::vector<SynthTensor> tensors = b.Take();
+  // Every size divides by ne[0] later: a zero or negative dimension is an error
+  // here, whatever shape let it through.
+  for (const auto& t : tensors) {
+    for (int64_t d : t.ne) {
+      if (d <= 0) {
+        return Error(ErrorKind::kInvalidArgument,
+                     fmt::format("invalid {} shape: tensor {} would have a dimension of {}", s.arch,
+                                 t.name, d));
+      }
+    }
+  }
+  return tensors;
 }
 
 Result<SynthQuant> ParseSynthQuant(std::string_view text) {

@@ -136,6 +136,30 @@ TEST_F(SynthTest, FailureMidWriteLeavesNoFile) {
   EXPECT_TRUE(fs::is_empty(dir_)) << "temporary file left behind";
 }
 
+TEST_F(SynthTest, AnInputIsNeverOverwritten) {
+  // `synth --config C.json -o C.json` replaced the config with the model.
+  const auto config = dir_ / "config.json";
+  std::ofstream(config) << "{}";
+  auto r = WriteSynthModel(Tiny("qwen3moe"), config.string(), {config.string()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("input"), std::string::npos) << r.error().message();
+  EXPECT_EQ(Slurp(config), (std::vector<char>{'{', '}'}));
+}
+
+TEST_F(SynthTest, SizesBeyond64BitsAreAnError) {
+  // Widths at the edge of their ranges in many layers: the sums of the tensor
+  // sizes pass 2^64 bytes and are refused instead of wrapping.
+  SynthSpec s = *SynthPreset("qwen3moe");
+  s.n_layer = 2000;
+  s.n_embd = kMaxSynthWidth;
+  s.n_ff = s.n_ff_exp = kMaxSynthWidth;
+  s.n_expert = kMaxSynthExperts;
+  ASSERT_TRUE(ValidateSynthSpec(s).ok());
+  auto sum = SummarizeSynth(s, SynthQuant::kF16);
+  ASSERT_FALSE(sum.ok());
+  EXPECT_NE(sum.error().message().find("2^64"), std::string::npos) << sum.error().message();
+}
+
 TEST_F(SynthTest, EveryTinyPresetIsSmallAndBuilds) {
   for (const auto& name : SynthPresetNames()) {
     auto sum = SummarizeSynth(ScaleSynthSpec(*SynthPreset(name), SynthScale{}), SynthQuant::kQ8_0);

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "util/json_fields.h"
+
 namespace moetune {
 
 using nlohmann::json;
@@ -82,20 +84,26 @@ json PointToJson(const CalibrationPoint& p) {
           {"predicted_tps", p.predicted_tps}};
 }
 
-CalibrationPoint PointFromJson(const json& j) {
+// A rate or a count beyond any machine's is a damaged record.
+constexpr double kMaxRate = 1e9;
+constexpr int64_t kMaxCount = int64_t{1} << 30;
+
+CalibrationPoint PointFromJson(const json& j, const std::string& where, JsonFields* parent) {
+  JsonFields f(j, where);
   CalibrationPoint p;
-  p.label = j.value("label", "");
-  p.prefill = j.value("prefill", true);
-  p.threads = j.value("threads", 1);
-  p.n_ubatch = j.value("n_ubatch", 512);
-  p.n_depth = j.value("n_depth", 0);
-  p.n_tokens = j.value("n_tokens", 0);
-  p.n_cpu_moe = j.value("n_cpu_moe", 0);
-  p.n_gpu_layers = j.value("n_gpu_layers", 0);
-  p.rpc = j.value("rpc", false);
-  p.measured_tps = j.value("measured_tps", 0.0);
-  p.predicted_default_tps = j.value("predicted_default_tps", 0.0);
-  p.predicted_tps = j.value("predicted_tps", 0.0);
+  p.label = f.String("label", "");
+  p.prefill = f.Bool("prefill", true);
+  p.threads = static_cast<int>(f.Int("threads", 1, kMaxCount, 1));
+  p.n_ubatch = static_cast<int>(f.Int("n_ubatch", 1, kMaxCount, 512));
+  p.n_depth = static_cast<int>(f.Int("n_depth", 0, kMaxCount, 0));
+  p.n_tokens = static_cast<int>(f.Int("n_tokens", 0, kMaxCount, 0));
+  p.n_cpu_moe = static_cast<int>(f.Int("n_cpu_moe", 0, kMaxCount, 0));
+  p.n_gpu_layers = static_cast<int>(f.Int("n_gpu_layers", 0, kMaxCount, 0));
+  p.rpc = f.Bool("rpc", false);
+  p.measured_tps = f.Number("measured_tps", 0, kMaxRate, 0.0);
+  p.predicted_default_tps = f.Number("predicted_default_tps", 0, kMaxRate, 0.0);
+  p.predicted_tps = f.Number("predicted_tps", 0, kMaxRate, 0.0);
+  parent->Merge(f);
   return p;
 }
 
@@ -119,22 +127,29 @@ json CalibrationRecordToJson(const CalibrationRecord& r) {
 
 Result<CalibrationRecord> CalibrationRecordFromJson(const json& j) {
   CalibrationRecord r;
-  if (!j.is_object()) return Error(ErrorKind::kFormat, "calibration record is not an object");
-  try {
-    MOETUNE_ASSIGN_OR_RETURN(r.constants, CalibrationConstantsFromJson(j.at("constants")));
-    r.fitted = j.value("fitted", std::vector<std::string>{});
-    r.created_at = j.value("created_at", "");
-    r.engine_version = j.value("engine_version", "");
-    r.engine_build = j.value("engine_build", int64_t{-1});
-    r.model_path = j.value("model_path", "");
-    r.model_name = j.value("model_name", "");
-    r.hostname = j.value("hostname", "");
-    r.median_error_default = j.value("median_error_default", 0.0);
-    r.median_error = j.value("median_error", 0.0);
-    for (const auto& p : j.value("points", json::array())) r.points.push_back(PointFromJson(p));
-  } catch (const json::exception& e) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("calibration record: {} (run `moetune calibrate` again)", e.what()));
+  JsonFields f(j, "calibration");
+  if (const json* constants = f.Object("constants")) {
+    auto c = CalibrationConstantsFromJson(*constants);
+    if (!c.ok()) return c.take_error().Context("calibration record");
+    r.constants = *c;
+  }
+  r.fitted = f.Strings("fitted");
+  r.created_at = f.String("created_at", "");
+  r.engine_version = f.String("engine_version", "");
+  r.engine_build = f.Int("engine_build", -1, INT64_MAX, -1);
+  r.model_path = f.String("model_path", "");
+  r.model_name = f.String("model_name", "");
+  r.hostname = f.String("hostname", "");
+  r.median_error_default = f.Number("median_error_default", 0, kMaxRate, 0.0);
+  r.median_error = f.Number("median_error", 0, kMaxRate, 0.0);
+  if (const json* points = f.OptionalArray("points")) {
+    for (size_t i = 0; i < points->size() && f.ok(); ++i)
+      r.points.push_back(PointFromJson((*points)[i], fmt::format("calibration.points[{}]", i), &f));
+  }
+  if (!f.ok()) {
+    return Error(ErrorKind::kFormat, fmt::format("calibration record: {} (run `moetune calibrate` "
+                                                 "again)",
+                                                 f.error().message()));
   }
   return r;
 }

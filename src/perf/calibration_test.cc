@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 namespace moetune {
 namespace {
 
@@ -43,6 +47,29 @@ TEST(CalibrationConstants, MissingKeysKeepDefaultsAndBadValuesNameTheKey) {
   }
   EXPECT_FALSE(CalibrationRecordFromJson(nlohmann::json::array()).ok());
   EXPECT_FALSE(CalibrationRecordFromJson({{"constants", 3}}).ok());
+}
+
+TEST(CalibrationRecord, MistypedFieldsAreNamedNeverThrown) {
+  CalibrationRecord r;
+  r.points.push_back(CalibrationPoint{});
+  const nlohmann::json good = CalibrationRecordToJson(r);
+  // value() threw on these, and 1e300 as an int was undefined behaviour.
+  for (const auto& [key, value, field] :
+       std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"/points/0/threads", 1e300, "calibration.points[0].threads"},
+           {"/points/0/threads", "four", "calibration.points[0].threads"},
+           {"/points/0/measured_tps", -3, "calibration.points[0].measured_tps"},
+           {"/engine_build", "11669", "calibration.engine_build"},
+           {"/fitted", "all", "calibration.fitted"},
+           {"/points", 7, "calibration.points"}}) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(key)] = value;
+    auto back = CalibrationRecordFromJson(j);
+    ASSERT_FALSE(back.ok()) << key;
+    EXPECT_NE(back.error().message().find("'" + field + "'"), std::string::npos)
+        << back.error().message();
+    EXPECT_NE(back.error().message().find("moetune calibrate"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -373,6 +373,7 @@ Status ParseCpuShape(std::string_view text, CpuSpec* cpu) {
     i += 4;
     if (!number(&smt) || i != t.size()) return bad();
   }
+  if (p < 1) return bad();  // before the division: "0c8t" has no cores
   if (logical > 0) {
     if (logical % p != 0) return bad();
     smt = logical / p;

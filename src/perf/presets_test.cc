@@ -85,7 +85,8 @@ TEST(WhatIfFlags, CpuShapes) {
   EXPECT_EQ(c.smt, 2);
   ASSERT_TRUE(ParseCpuShape("4", &c).ok());
   EXPECT_EQ(c.p_cores, 4);
-  for (const char* bad : {"", "P", "6P+", "6P+8X", "8c15t", "6P/smt", "0", "6P+8E/smt9"})
+  // "0c8t" divided by zero cores (SIGFPE) before it was refused.
+  for (const char* bad : {"", "P", "6P+", "6P+8X", "8c15t", "6P/smt", "0", "6P+8E/smt9", "0c8t"})
     EXPECT_FALSE(ParseCpuShape(bad, &c).ok()) << bad;
 }
 

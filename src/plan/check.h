@@ -8,13 +8,17 @@
 /// The engine's figures come in as EngineDeviceSizes (the command layer
 /// converts the engine's report); plan never runs the engine itself.
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "plan/placement.h"
 
 namespace moetune {
+
+/// The tolerances of the check: relative to the engine's figure.
+inline constexpr double kCheckModelTolerance = 0.01;
+inline constexpr double kCheckContextTolerance = 0.01;
+inline constexpr double kCheckComputeTolerance = 0.15;
 
 /// One device line of the engine's dry run, in bytes (MiB precision).
 struct EngineDeviceSizes {
@@ -56,8 +60,5 @@ bool WithinTolerance(int64_t predicted, int64_t engine, double rel);
 Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
                                         const WeightMap& weights, const LaunchConfig& launch,
                                         const std::vector<EngineDeviceSizes>& devices);
-
-nlohmann::json PlanCheckJson(const PlanCheck& check);
-std::string PlanCheckText(const PlanCheck& check);
 
 }  // namespace moetune

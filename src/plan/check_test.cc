@@ -71,8 +71,6 @@ TEST(ComparePlanWithEngine, DeviceAndHostLinesAreComparedWithTheirSide) {
   EXPECT_FALSE(bad->agrees());
   EXPECT_FALSE(bad->rows[0].context_ok);
   EXPECT_TRUE(bad->rows[0].model_ok);
-  EXPECT_NE(PlanCheckText(*bad).find(" !"), std::string::npos);
-  EXPECT_FALSE(PlanCheckJson(*bad)["agrees"].get<bool>());
 }
 
 TEST(ComparePlanWithEngine, NoDeviceMeansAllHostWithANote) {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "gguf/ggml_type.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
+#include "model/context_support.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
 #include "util/units.h"
@@ -58,23 +58,6 @@ std::vector<std::string> ServeArgv(const std::vector<std::string>& base,
   return argv;
 }
 
-namespace {
-
-Result<uint32_t> CacheType(const std::string& s, const char* flag) {
-  static const char* kAllowed[] = {"f32",  "f16",    "bf16", "q8_0", "q4_0",
-                                   "q4_1", "iq4_nl", "q5_0", "q5_1"};
-  auto t = GgmlTypeByName(s);
-  for (const char* a : kAllowed) {
-    if (t && t->name == a) return t->id;
-  }
-  return Error(ErrorKind::kInvalidArgument,
-               fmt::format("{} '{}' is not a KV cache type llama.cpp accepts; use one of f32, "
-                           "f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
-                           flag, s));
-}
-
-}  // namespace
-
 Result<std::vector<std::string>> PlannedServerCommand(const std::string& model,
                                                       const ServePlanOptions& o,
                                                       std::vector<std::string>* notes) {
@@ -106,8 +89,12 @@ Result<std::vector<std::string>> PlannedServerCommand(const std::string& model,
   r.margin = o.margin;
   r.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
   r.ctx.n_ctx = o.n_ctx;
-  MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_k, CacheType(o.type_k, "--ctk"));
-  MOETUNE_ASSIGN_OR_RETURN(r.ctx.type_v, CacheType(o.type_v, "--ctv"));
+  auto type_k = ParseKvCacheType(o.type_k);
+  if (!type_k.ok()) return type_k.take_error().Context("--ctk");
+  auto type_v = ParseKvCacheType(o.type_v);
+  if (!type_v.ok()) return type_v.take_error().Context("--ctv");
+  r.ctx.type_k = *type_k;
+  r.ctx.type_v = *type_v;
   r.ctx.n_batch = o.n_batch;
   r.ctx.n_ubatch = std::min<int64_t>(o.n_ubatch, o.n_batch);
   r.ctx.n_seq = o.n_parallel;

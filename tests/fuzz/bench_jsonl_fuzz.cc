@@ -9,24 +9,18 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/bench_jsonl.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using namespace moetune;
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "bench_jsonl_fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "bench_jsonl_fuzz", what); }
 
 }  // namespace
 

@@ -11,11 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "engine/engine_output.h"
+#include "fuzz_check.h"
 #include "hw/bandwidth_reference.h"
 #include "util/text.h"
 
@@ -23,12 +22,7 @@ namespace {
 
 using namespace moetune;
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "engine_output_fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "engine_output_fuzz", what); }
 
 }  // namespace
 

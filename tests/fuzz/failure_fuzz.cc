@@ -7,8 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -16,18 +14,14 @@
 #include <vector>
 
 #include "engine/failure.h"
+#include "fuzz_check.h"
 #include "util/text.h"
 
 namespace {
 
 using namespace moetune;
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "failure_fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "failure_fuzz", what); }
 
 }  // namespace
 

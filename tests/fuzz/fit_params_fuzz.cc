@@ -8,23 +8,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "engine/fit_params.h"
 #include "engine/tensor_override.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using namespace moetune;
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fit_params_fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "fit_params_fuzz", what); }
 
 }  // namespace
 

@@ -9,10 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <span>
 
+#include "fuzz_check.h"
 #include "gguf/ggml_type.h"
 #include "gguf/reader.h"
 #include "gguf/split.h"
@@ -23,12 +22,7 @@ namespace {
 
 using namespace moetune;
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "gguf_fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "gguf_fuzz", what); }
 
 void CheckInvariants(const GgufFile& f, uint64_t file_size) {
   Check(f.alignment != 0 && (f.alignment & (f.alignment - 1)) == 0, "alignment power of two");

@@ -6,11 +6,10 @@
 // safety rule's one-layer step above one.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 #include <string_view>
 
+#include "fuzz_check.h"
 #include "report/analysis_report.h"
 #include "tune/analysis.h"
 #include "tune/measurements.h"
@@ -18,12 +17,7 @@
 
 namespace {
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "measurements_fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { moetune::fuzz::Check(ok, "measurements_fuzz", what); }
 
 }  // namespace
 

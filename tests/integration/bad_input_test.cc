@@ -105,11 +105,12 @@ TEST_F(BadInputTest, RandomGarbageAfterMagicNeverCrashes) {
 }
 
 TEST_F(BadInputTest, BadSizesAndOptionsNameTheFix) {
+  // Values the command line itself can refuse are a bad command line (exit 2).
   auto r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "twelve"}, 60);
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("12GiB"), std::string::npos) << r.err;
   r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "8GiB", "--ctk", "q3_k"}, 60);
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("q8_0"), std::string::npos) << r.err;
   r = RunCommand({MoetuneBinary(), "plan", good_, "--vram", "8GiB", "--fa", "off", "--ctv", "q8_0"},
                  60);

@@ -75,14 +75,15 @@ TEST(DemoTest, CompletesWithEveryStepChecked) {
   EXPECT_NE(r.out.find("demo finished in"), std::string::npos) << r.out;
   EXPECT_TRUE(LeftoverDescendants().empty());
 
-  // A failing tune step fails the demo, with the tune's own words.
+  // An unknown what-if machine is a bad command line, refused before any step
+  // runs (exit 2), naming the flag and the value.
   const auto bad = RunCommand(
       {MoetuneBinary(), "demo", "--dir", demo, "-r", "1", "--sim-machine", "gpu-of-the-future"},
       900);
-  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
-  EXPECT_NE(bad.err.find("the simulated tune failed"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("--sim-machine"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("gpu-of-the-future"), std::string::npos) << bad.err;
-  EXPECT_EQ(bad.out.find("demo finished in"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("## 1."), std::string::npos) << bad.out;
   EXPECT_TRUE(LeftoverDescendants().empty());
 }
 

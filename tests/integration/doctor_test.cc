@@ -271,8 +271,8 @@ TEST(Doctor, BadContextIsAClearError) {
   CommandResult r = RunCommand({MoetuneBinary(), "doctor", "--model", "/nonexistent.gguf", "--ctx",
                                 "lots", "--no-save", "--no-bandwidth", "--no-engine"},
                                60);
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("lots"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << "a bad command line";
+  EXPECT_NE(r.err.find("--ctx: cannot read token count 'lots'"), std::string::npos) << r.err;
 }
 
 }  // namespace

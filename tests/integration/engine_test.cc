@@ -14,6 +14,7 @@
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
+#include "report/engine_report.h"
 #include "support.h"
 #include "util/subprocess.h"
 

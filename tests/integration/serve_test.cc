@@ -225,6 +225,7 @@ TEST_F(ServeTest, BadValuesAreUsageErrors) {
       {{"--ubatch", "abc"}, "--ubatch: 'abc' is not a whole number (accepted range 1 to 65536)"},
       {{"--batch", "0"}, "--batch: 0 is outside the accepted range 1 to 1048576"},
       {{"--fa", "maybe"}, "--fa: maybe not in {on,off}"},
+      {{"--ctk", "q3_k"}, "--ctk: 'q3_k' is not a KV cache type llama.cpp accepts"},
       {{"--ctx", "100"}, "--ctx: 100 tokens is outside the accepted range 256 to"},
       {{"--vram", "lots"}, "--vram"},
       {{"--reserve", "-1GiB"}, "--reserve"},

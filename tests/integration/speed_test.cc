@@ -110,13 +110,12 @@ TEST_F(SpeedTest, StrictOverflowFailsAsDeviceOomSilentSpillRuns) {
   ASSERT_EQ(silent.exit_code, 0) << silent.err;
   const auto jl = nlohmann::json::parse(silent.out);
   EXPECT_GT(jl["results"][0]["engine_record"]["spill_bytes"].get<int64_t>(), 0);
-  // A bad what-if value is a bad command line (exit 1 with the value named) or
-  // a CLI11 error (exit 2).
+  // A bad what-if value is a bad command line: exit 2 with the flag and the value named.
   auto bad = base;
   bad.insert(bad.end(), {"--gpu-bw", "fast"});
   const auto b = Moetune(bad);
-  EXPECT_EQ(b.exit_code, 1);
-  EXPECT_NE(b.err.find("fast"), std::string::npos);
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find("--gpu-bw: bad bandwidth 'fast'"), std::string::npos) << b.err;
   auto bad_engine = base;
   bad_engine[3] = "vulkan";
   EXPECT_EQ(Moetune(bad_engine).exit_code, 2);

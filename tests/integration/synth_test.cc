@@ -117,13 +117,14 @@ TEST(SynthServerTest, LlamaServerLoadsAndTokenizesText) {
 TEST(SynthCliTest, BadInputGivesAClearErrorAndNoFile) {
   TempDir dir;
   const std::string out = dir.File("x.gguf");
+  // Bad values are a bad command line (exit 2), and no file is written.
   auto r = RunCommand({MoetuneBinary(), "synth", "--preset", "nope", "-o", out}, 30);
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown preset 'nope'"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
   r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--quant", "q3_k", "-o", out},
                  30);
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--quant"), std::string::npos) << r.err;
   r = RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "full", "--dry-run"},
                  30);

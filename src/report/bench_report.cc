@@ -1,4 +1,4 @@
-#include "engine/bench_report.h"
+#include "report/bench_report.h"
 
 #include <fmt/format.h>
 
@@ -32,7 +32,7 @@ std::string FormatBenchMarkdown(const BenchRun& run) {
     const auto& c = r.config;
     const std::string model = std::filesystem::path(c.model).filename().string();
     std::string size = "";
-    if (r.ok() && r.record.contains("model_size") && r.record["model_size"].is_number()) {
+    if (r.ok() && r.record.contains("model_size") && r.record["model_size"].is_number_integer()) {
       size = FormatBytes(Bytes(r.record["model_size"].get<int64_t>()));
     }
     std::string backend =

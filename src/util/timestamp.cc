@@ -1,0 +1,16 @@
+#include "util/timestamp.h"
+
+#include <ctime>
+
+namespace moetune {
+
+std::string NowUtcIso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace moetune

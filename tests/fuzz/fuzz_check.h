@@ -1,0 +1,32 @@
+#pragma once
+/// Shared by the fuzz targets: the property check (a violated property aborts,
+/// which libFuzzer reports as a finding with the input that caused it) and the
+/// input read as JSON.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+
+namespace moetune::fuzz {
+
+inline void Check(bool ok, const char* target, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "%s invariant violated: %s\n", target, what);
+    std::abort();
+  }
+}
+
+/// The input as JSON, or nullopt when it is not JSON (those inputs test only
+/// nlohmann's parser, not moetune's readers).
+inline std::optional<nlohmann::json> JsonInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+}  // namespace moetune::fuzz
