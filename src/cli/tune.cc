@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/tune_output.h"
 #include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
@@ -41,6 +42,8 @@ struct TuneArgs {
   int repetitions = 3;
   bool progress = false;
   bool no_progress = false;
+  std::string report;
+  std::string emit;
 };
 
 std::string ModelFingerprint(const ModelInfo& m) {
@@ -81,7 +84,8 @@ std::vector<std::string> TunedServerArgs(const TuneReport& t, const RunConfig& b
   if (!b.placement.flash_attn.empty()) a.insert(a.end(), {"-fa", b.placement.flash_attn});
   if (b.placement.type_k != "f16") a.insert(a.end(), {"-ctk", b.placement.type_k});
   if (b.placement.type_v != "f16") a.insert(a.end(), {"-ctv", b.placement.type_v});
-  if (b.load_mode == "none") a.push_back("--no-mmap");
+  // llama-server 0.7.0 has no --no-mmap; -lm takes llama-bench's load modes.
+  if (!b.load_mode.empty()) a.insert(a.end(), {"-lm", b.load_mode});
   a.insert(a.end(), {"-np", "1", "-fit", "off"});
   return a;
 }
@@ -144,6 +148,7 @@ int Run(const TuneArgs& a) {
     req.ctx.n_ctx = ctx;
     in.plan = req;
     report.vram_budget = vram - req.reserve;
+    report.reserve = req.reserve;
   }
   std::vector<std::string> notes;
   TuneSpace space = BuildTuneSpace(in, &notes);
@@ -201,9 +206,7 @@ int Run(const TuneArgs& a) {
   report.server_argv = TunedServerArgs(report, report.result.best);
   report.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}", a.model, a.ctx,
                                   a.workload, a.vram.empty() ? "" : " --vram " + a.vram)};
-  const std::string text = a.json ? JsonOutput(TuneJson(report)) : TuneText(report);
-  auto st = WriteOutput(a.output, text, {a.model});
-  return st.ok() ? kExitOk : ReportError(st.error());
+  return WriteTuneOutputs(report, {a.report, a.emit, a.json, a.output}, {a.model});
 }
 
 }  // namespace
@@ -242,6 +245,7 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", a->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", a->output, "Write to this file instead of stdout");
+  AddTuneOutputOptions(cmd, &a->report, &a->emit);
   cmd->add_flag("--progress", a->progress, "Progress line on stderr even when not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "No progress line");
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
