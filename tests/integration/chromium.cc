@@ -145,6 +145,12 @@ void CheckReport(const std::string& html, const Expect& want, const std::string&
   EXPECT_NE(
       text.find("http-equiv=\"Content-Security-Policy\" content=\"default-src &#39;none&#39;"),
       std::string::npos);
+  // Keep the report for people who want to look (and scripts/report-screenshots.sh).
+  if (const char* keep = std::getenv("MOETUNE_REPORT_SHOTS"); keep && *keep) {
+    std::error_code ec;
+    fs::copy_file(html, fs::path(keep) / (name + ".html"), fs::copy_options::overwrite_existing,
+                  ec);
+  }
   TempDir dir;
   const PageLoad page = Load(html, dir);
   ASSERT_EQ(page.exit_code, 0) << page.log.substr(0, 3000);

@@ -47,7 +47,9 @@ struct Expect {
   size_t figures = 0;
 };
 
-/// Everything the issue asks of one HTML report (gtest assertions).
+/// Everything the issue asks of one HTML report (gtest assertions). With
+/// $MOETUNE_REPORT_SHOTS set, the report and its screenshots are kept there
+/// as `name`.html and `name`-desktop.png / -phone.png.
 void CheckReport(const std::string& html, const Expect& want, const std::string& name);
 
 }  // namespace moetune::itest
