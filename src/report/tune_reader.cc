@@ -15,6 +15,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxTuneFileBytes = std::size_t{64} << 20;
+constexpr int64_t kMaxBytes = int64_t{1} << 50;
 
 // Typed access to JSON fields that remembers the first field of the wrong
 // type (a missing or null field takes its fallback).
@@ -63,8 +64,9 @@ class Fields {
   int Int(const json& j, const char* key, const std::string& where, int fallback = 0) {
     return static_cast<int>(OptInt(j, key, where).value_or(fallback));
   }
+  // Up to a pebibyte each, so that sums of a dozen of them stay far from overflow.
   int64_t Bytes(const json& j, const char* key, const std::string& where) {
-    return OptInt(j, key, where, INT64_MIN / 4, INT64_MAX / 4).value_or(0);
+    return OptInt(j, key, where, -kMaxBytes, kMaxBytes).value_or(0);
   }
   std::vector<std::string> Strings(const json& j, const char* key, const std::string& where) {
     std::vector<std::string> out;

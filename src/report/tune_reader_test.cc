@@ -91,6 +91,13 @@ TEST(TuneReader, WrongFieldsAreNamed) {
   j = TuneJson(Tune());
   j["memory"]["headroom_bytes"] = 1e300;
   EXPECT_FALSE(TuneReportFromJson(j).ok());
+  // Sizes beyond a pebibyte are refused: sums of them must not overflow.
+  j = TuneJson(Tune());
+  j["memory"]["gpu"]["kv_bytes"] = int64_t{1} << 60;
+  bad = TuneReportFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("memory.gpu.kv_bytes"), std::string::npos)
+      << bad.error().message();
 }
 
 TEST(TuneReader, FilesThatAreNotATune) {

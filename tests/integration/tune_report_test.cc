@@ -156,6 +156,28 @@ TEST(TuneEmitCli, BadValuesAreACommandLineError) {
   EXPECT_NE(missing.err.find("missing.json"), std::string::npos) << missing.err;
 }
 
+// A tune's JSON is untrusted: terminal escapes in its strings never reach the
+// terminal or the report as raw control bytes.
+TEST(TuneEmitCli, HostileTextInARecordedTune) {
+  json j = json::parse(ReadText(TuneFixture("cpu-only-tiny.json")));
+  const std::string hostile = "\x1b[2J\x1b]0;owned\x07\u009b31m";
+  j["engine"] = hostile;
+  j["machine"] = hostile;
+  j["notes"].push_back(hostile);
+  j["decisions"][0]["evidence"] = hostile;
+  TempDir dir;
+  std::ofstream(dir.File("hostile.json")) << j.dump();
+  auto r = RunCommand(
+      {MoetuneBinary(), "report", dir.File("hostile.json"), "--report", dir.File("h.html")}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& text : {r.out, r.err, ReadText(dir.File("h.html"))}) {
+    EXPECT_EQ(text.find('\x1b'), std::string::npos);
+    EXPECT_EQ(text.find('\x07'), std::string::npos);
+    EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos);
+  }
+  EXPECT_NE(r.out.find("owned"), std::string::npos);  // the text itself is kept
+}
+
 std::string WaitForGet(int port, const std::string& path, double seconds) {
   httplib::Client cli("127.0.0.1", port);
   cli.set_connection_timeout(1, 0);
