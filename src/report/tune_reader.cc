@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -252,6 +253,59 @@ RunConfig ConfigFrom(Fields& f, const json& j, const std::string& where) {
   return c;
 }
 
+// One setting of a configuration, named as in TuneJson's pick.
+struct SettingField {
+  const char* key;
+  std::string (*get)(const RunConfig&);
+  void (*copy)(const RunConfig& from, RunConfig* to);
+};
+
+const SettingField kSettingFields[] = {
+    {"model", [](const RunConfig& c) { return c.model; },
+     [](const RunConfig& f, RunConfig* t) { t->model = f.model; }},
+    {"n_cpu_moe", [](const RunConfig& c) { return std::to_string(c.placement.n_cpu_moe); },
+     [](const RunConfig& f, RunConfig* t) { t->placement.n_cpu_moe = f.placement.n_cpu_moe; }},
+    {"n_gpu_layers", [](const RunConfig& c) { return std::to_string(c.placement.n_gpu_layers); },
+     [](const RunConfig& f, RunConfig* t) {
+       t->placement.n_gpu_layers = f.placement.n_gpu_layers;
+     }},
+    {"override_tensor", [](const RunConfig& c) { return c.placement.override_tensor; },
+     [](const RunConfig& f, RunConfig* t) {
+       t->placement.override_tensor = f.placement.override_tensor;
+     }},
+    {"threads", [](const RunConfig& c) { return std::to_string(c.threads); },
+     [](const RunConfig& f, RunConfig* t) { t->threads = f.threads; }},
+    {"n_ubatch", [](const RunConfig& c) { return std::to_string(c.placement.n_ubatch); },
+     [](const RunConfig& f, RunConfig* t) { t->placement.n_ubatch = f.placement.n_ubatch; }},
+    {"n_batch", [](const RunConfig& c) { return std::to_string(c.placement.n_batch); },
+     [](const RunConfig& f, RunConfig* t) { t->placement.n_batch = f.placement.n_batch; }},
+    {"flash_attn", [](const RunConfig& c) { return c.placement.flash_attn; },
+     [](const RunConfig& f, RunConfig* t) { t->placement.flash_attn = f.placement.flash_attn; }},
+    {"type_k", [](const RunConfig& c) { return c.placement.type_k; },
+     [](const RunConfig& f, RunConfig* t) { t->placement.type_k = f.placement.type_k; }},
+    {"type_v", [](const RunConfig& c) { return c.placement.type_v; },
+     [](const RunConfig& f, RunConfig* t) { t->placement.type_v = f.placement.type_v; }},
+    {"load_mode", [](const RunConfig& c) { return c.load_mode; },
+     [](const RunConfig& f, RunConfig* t) { t->load_mode = f.load_mode; }},
+};
+
+// Tunes written before the pick and the defaults carried every setting: the
+// settings `j` lacks come from the latest measurement that agrees with it on
+// the ones it has.
+void CompleteSettings(const json& j, const std::vector<RunResult>& measurements, RunConfig* c) {
+  std::vector<const SettingField*> given, missing;
+  for (const auto& f : kSettingFields) (j.contains(f.key) ? given : missing).push_back(&f);
+  if (missing.empty()) return;
+  for (auto it = measurements.rbegin(); it != measurements.rend(); ++it) {
+    const bool agrees = std::all_of(given.begin(), given.end(), [&](const SettingField* f) {
+      return f->get(it->config) == f->get(*c);
+    });
+    if (!agrees) continue;
+    for (const SettingField* f : missing) f->copy(it->config, c);
+    return;
+  }
+}
+
 DeviceBreakdown DeviceFrom(Fields& f, const json& j, const std::string& where) {
   DeviceBreakdown d;
   if (const json* w = f.Object(j, "weights", where)) {
@@ -327,7 +381,6 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   if (const json* v = f.Object(j, "versus_defaults", "")) {
     DefaultsComparison d;
     d.defaults = ConfigFrom(f, *v, "versus_defaults.");
-    if (d.defaults.model.empty()) d.defaults.model = r.best.model;
     d.how = f.Str(*v, "how", "versus_defaults.");
     d.note = f.Str(*v, "note", "versus_defaults.");
     d.tuned_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "tuned");
@@ -359,8 +412,9 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
     return Error(ErrorKind::kFormat,
                  "tune JSON: no \"command\": this is not the output of moetune tune --json");
   }
-  if (r.best.model.empty() && !r.measurements.empty())
-    r.best.model = r.measurements[0].config.model;
+  if (const json* p = f.Get(j, "pick")) CompleteSettings(*p, r.measurements, &r.best);
+  if (const json* v = f.Get(j, "versus_defaults"); v && r.versus_defaults)
+    CompleteSettings(*v, r.measurements, &r.versus_defaults->defaults);
   return t;
 }
 

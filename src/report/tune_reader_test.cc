@@ -49,6 +49,22 @@ TEST(TuneReader, RenderedAgainTheReportIsTheSame) {
   EXPECT_EQ(RenderReport(a, ReportFormat::kMarkdown), RenderReport(b, ReportFormat::kMarkdown));
 }
 
+// Tunes saved before the pick and the defaults carried every setting: what
+// they lack is taken from the measurements that agree with them.
+TEST(TuneReader, OlderTunesAreCompletedFromTheirMeasurements) {
+  json j = TuneJson(Tune());
+  for (const char* k : {"model", "override_tensor", "n_prompt", "n_gen"}) j["pick"].erase(k);
+  for (const char* k : {"n_gpu_layers", "flash_attn", "type_k", "type_v", "load_mode"})
+    j["versus_defaults"].erase(k);
+  auto read = TuneReportFromJson(j);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->result.best.model, Tune().result.best.model);
+  EXPECT_EQ(read->result.best.placement, Tune().result.best.placement);
+  EXPECT_EQ(read->result.versus_defaults->defaults.placement,
+            Tune().result.versus_defaults->defaults.placement);
+  EXPECT_EQ(VersusDefaultsMeasurements(*read).results.size(), 8u);
+}
+
 TEST(TuneReader, AnalysisRoundTrip) {
   AnalysisReport ar;
   ar.analysis = Tune().result.analysis;

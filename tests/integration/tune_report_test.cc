@@ -1,9 +1,11 @@
-// Integration: the report and the configuration of a tune. Recorded tunes (a
-// real one of this machine's CPU-only engine, tests/fixtures/tune/, and one of
-// the Tuner on a handwritten GPU machine with a cliff and placements that fail
-// to load) are rendered and opened in headless Chromium; every emitted format
-// parses back to the tuned command; a real `tune --report --emit env` writes
-// a report and a configuration that the installed llama-server runs.
+// Integration: the report and the configuration of a tune. Recorded tunes
+// (tests/fixtures/tune/: a real one of this machine's CPU-only engine, and the
+// simulated engine's on a what-if RTX 4070 with a cliff, collapses at depth and
+// placements that fail to load) are rendered by `moetune report`, as is the
+// Tuner's run on a handwritten GPU machine, and opened in headless Chromium;
+// every emitted format parses back to the tuned command; a real
+// `tune --report --emit env` writes a report and a configuration that the
+// installed llama-server runs.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -90,6 +92,40 @@ TEST(TuneReportHtml, RecordedTuneOfACpuOnlyEngine) {
   EXPECT_NE(r.out.find("Run this:"), std::string::npos);
 }
 
+// The simulated engine's tunes of a full-scale model on a what-if RTX 4070
+// (tests/fixtures/tune/README.md): a cliff and collapses at depth with silent
+// spill, placements that fail to load with strict allocation.
+TEST(TuneReportHtml, RecordedSimulatedTuneWithACliff) {
+  TempDir dir;
+  const std::string html = dir.File("silent.html");
+  auto r = RunCommand(
+      {MoetuneBinary(), "report", TuneFixture("sim-rtx4070-silent-spill.json"), "--report", html},
+      60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 13 placements at depth 0; 6 of them at 3 depths; threads 7/8/16; -ub 512/1024; the
+  // memory map; tuned against defaults on 4 tests.
+  CheckReport(html,
+              {{{"ncurve", 26}, {"depth", 36}, {"cmp1", 6}, {"cmp2", 4}, {"versus", 8}}, {}, 6},
+              "tune-sim-silent");
+  const std::string text = ReadText(html);
+  EXPECT_EQ(CountMatches(text, "class=\"marker mk-cliff\""), 1u);
+  EXPECT_GE(CountMatches(text, "class=\"pt c[0-9] rejected\" data-chart=\"depth\""), 1u);
+  EXPECT_NE(text.find("SIMULATED"), std::string::npos);
+  EXPECT_NE(text.find("--n-cpu-moe 22"), std::string::npos);
+}
+
+TEST(TuneReportHtml, RecordedSimulatedTuneWithFailedPlacements) {
+  TempDir dir;
+  const std::string html = dir.File("strict.html");
+  auto r = RunCommand(
+      {MoetuneBinary(), "report", TuneFixture("sim-rtx4070-strict.json"), "--report", html}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 13 placements at depth 0, 4 of which failed to load (a cross in each panel).
+  CheckReport(html, {{{"ncurve", 18}, {"cmp1", 6}, {"cmp2", 4}, {"versus", 8}}, {{"ncurve", 8}}, 6},
+              "tune-sim-strict");
+  EXPECT_NE(ReadText(html).find("oom_device"), std::string::npos);
+}
+
 TEST(TuneReportHtml, SimulatedTuneWithACliffAndFailedPlacements) {
   const TuneReport t = testing::FakeGpuTune();
   const Analysis& a = t.result.analysis;
@@ -124,8 +160,12 @@ TEST(TuneReportHtml, SimulatedTuneWithACliffAndFailedPlacements) {
 }
 
 TEST(TuneEmitCli, EveryFormatOfARecordedTuneParsesBackToItsCommand) {
-  const std::string fixture = TuneFixture("cpu-only-tiny.json");
-  ExpectEveryFormatParsesBack({MoetuneBinary(), "report", fixture}, RecordedCommand(fixture));
+  for (const char* name :
+       {"cpu-only-tiny.json", "sim-rtx4070-silent-spill.json", "sim-rtx4070-strict.json"}) {
+    SCOPED_TRACE(name);
+    const std::string fixture = TuneFixture(name);
+    ExpectEveryFormatParsesBack({MoetuneBinary(), "report", fixture}, RecordedCommand(fixture));
+  }
 }
 
 TEST(TuneEmitCli, BadValuesAreACommandLineError) {
