@@ -116,7 +116,7 @@ inline std::vector<std::string> FakeServerArgv(const TuneReport& t) {
 }
 
 // A tune of the fake machine at 16K tokens of context, with its memory map.
-inline TuneReport FakeGpuTune(TuneSpace space = FakeGpuSpace()) {
+inline TuneReport FakeGpuTune(const TuneSpace& space = FakeGpuSpace()) {
   TuneOptions o;
   o.ctx = 16384;
   o.budget_seconds = 36000;
