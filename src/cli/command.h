@@ -50,5 +50,6 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRun* run);
 void RegisterMachinesCommand(CLI::App& app, CommandRun* run);
 void RegisterWatchCommand(CLI::App& app, CommandRun* run);
 void RegisterServeCommand(CLI::App& app, CommandRun* run);
+void RegisterReportCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -265,8 +265,9 @@ int Run(const DemoArgs& a) {
       [](const nlohmann::json& j) { return std::to_string(j["pick"].value("n_ubatch", 0)); });
   row("-fa", [](const nlohmann::json& j) { return j["pick"].value("flash_attn", std::string()); });
   row("load mode", [](const nlohmann::json& j) {
-    return j["pick"].value("load_mode", std::string()) == "none" ? std::string("--no-mmap")
-                                                                 : std::string("memory-mapped");
+    return j["pick"].value("load_mode", std::string()) == "none"
+               ? std::string("read into RAM (-lm none)")
+               : std::string("memory-mapped");
   });
   row("vs llama.cpp defaults (empty context)", [](const nlohmann::json& j) {
     return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_depth0");

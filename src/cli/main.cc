@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     moetune::RegisterMachinesCommand(app, &run);
     moetune::RegisterWatchCommand(app, &run);
     moetune::RegisterServeCommand(app, &run);
+    moetune::RegisterReportCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 
 #include "cli/bench_sim.h"
 #include "cli/command.h"
+#include "cli/tune_output.h"
 #include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
@@ -45,6 +46,8 @@ struct TuneArgs {
   bool progress = false;
   bool no_progress = false;
   SimBenchOptions sim;  // --engine, --seed and the what-if machine flags
+  std::string report;
+  std::string emit;
 };
 
 std::string ModelFingerprint(const ModelInfo& m) {
@@ -208,7 +211,8 @@ std::vector<std::string> TunedServerArgs(const TuneReport& t, const RunConfig& b
   if (!b.placement.flash_attn.empty()) a.insert(a.end(), {"-fa", b.placement.flash_attn});
   if (b.placement.type_k != "f16") a.insert(a.end(), {"-ctk", b.placement.type_k});
   if (b.placement.type_v != "f16") a.insert(a.end(), {"-ctv", b.placement.type_v});
-  if (b.load_mode == "none") a.push_back("--no-mmap");
+  // llama-server 0.7.0 has no --no-mmap; -lm takes llama-bench's load modes.
+  if (!b.load_mode.empty()) a.insert(a.end(), {"-lm", b.load_mode});
   a.insert(a.end(), {"-np", "1", "-fit", "off"});
   return a;
 }
@@ -249,6 +253,7 @@ int Run(const TuneArgs& a) {
     req.ctx.n_ctx = ctx;
     in.plan = req;
     report.vram_budget = vram - req.reserve;
+    report.reserve = req.reserve;
   }
   std::vector<std::string> notes = te->notes;
   TuneSpace space = BuildTuneSpace(in, &notes);
@@ -307,9 +312,7 @@ int Run(const TuneArgs& a) {
   report.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}{}", a.model, a.ctx,
                                   a.workload, a.vram.empty() ? "" : " --vram " + a.vram,
                                   te->reproduce)};
-  const std::string text = a.json ? JsonOutput(TuneJson(report)) : TuneText(report);
-  auto st = WriteOutput(a.output, text, {a.model});
-  return st.ok() ? kExitOk : ReportError(st.error());
+  return WriteTuneOutputs(report, {a.report, a.emit, a.json, a.output}, {a.model});
 }
 
 }  // namespace
@@ -351,6 +354,7 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", a->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", a->output, "Write to this file instead of stdout");
+  AddTuneOutputOptions(cmd, &a->report, &a->emit);
   cmd->add_flag("--progress", a->progress, "Progress line on stderr even when not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "No progress line");
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });

@@ -27,7 +27,9 @@ ChartPoint MeasuredPoint(double x, const Summary& s, std::string note) {
   p.y = s.mean;
   const Interval iv = MeanInterval(s);
   if (iv.has_spread) {
-    p.low = iv.low;
+    // Speeds are never negative: a wide interval of few repetitions stops at 0
+    // on the chart (the data table keeps its numbers).
+    p.low = std::max(0.0, iv.low);
     p.high = iv.high;
   }
   p.note = std::move(note);

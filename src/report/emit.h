@@ -35,14 +35,28 @@ enum class EmitFormat { kServer, kEnv, kIni, kCompose };
 Result<EmitFormat> ParseEmitFormat(std::string_view name);
 const char* EmitFormatName(EmitFormat format);
 
+/// What follows a flag on the command line.
+enum class FlagArity {
+  kValue,   // one value: `-c 4096`
+  kList,    // one value that may repeat; repeats are joined with commas (`-ot a,b`)
+  kSwitch,  // no value: `-kvu`. Written as the flag alone (server, compose) or as
+            // `true` (env, ini), which llama.cpp reads as "on" (common/arg.cpp
+            // common_arg_utils::is_truthy; common/preset.cpp to_args).
+};
+
 /// A llama-server flag moetune can write in every format.
 struct ServerFlag {
   const char* spelling;   // how moetune writes it on a command line: "-ngl", "--n-cpu-moe"
   const char* long_name;  // "--n-gpu-layers"; its name without dashes is the preset key
   const char* env;        // "LLAMA_ARG_N_GPU_LAYERS"; nullptr: llama.cpp has no variable
-  bool list;              // values may repeat and are joined with commas (-ot)
+  FlagArity arity;
   std::vector<const char*> aliases;  // other spellings accepted on input ("--gpu-layers")
+
+  bool takes_value() const { return arity != FlagArity::kSwitch; }
 };
+
+/// The value env and ini files give a switch (FlagArity::kSwitch).
+inline constexpr const char* kSwitchOnValue = "true";
 
 /// The flags in canonical order (the order CanonicalServerArgv writes them).
 const std::vector<ServerFlag>& KnownServerFlags();
@@ -51,9 +65,10 @@ const ServerFlag* FindServerFlag(std::string_view arg);
 /// The preset key of a flag: its long name without the leading dashes.
 std::string PresetKey(const ServerFlag& flag);
 
-/// argv[0] (the program) followed by every flag with its value, in the order
-/// of KnownServerFlags, list flags joined with commas. Errors name an unknown
-/// flag, a flag without its value, or a non-list flag given twice.
+/// argv[0] (the program) followed by every flag with its value (a switch
+/// alone), in the order of KnownServerFlags, list flags joined with commas.
+/// Errors name an unknown flag, a flag without its value, or a non-list flag
+/// given twice with different values.
 Result<std::vector<std::string>> CanonicalServerArgv(const std::vector<std::string>& argv);
 
 struct EmitContext {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "report/emit_test_util.h"
 
 namespace moetune {
@@ -91,6 +93,44 @@ TEST(Emit, EveryFormatParsesBackToTheSameArgv) {
   expected[2] = "/models/Qwen3 30B's.gguf";
   expected.insert(expected.end(), {"--port", "8080"});
   EXPECT_EQ(*compose, expected);
+}
+
+// Four slots sharing one cache: -kvu is a switch, without a value.
+std::vector<std::string> SlotsArgv() {
+  return {"llama-server", "-m", "/models/m.gguf", "-ngl", "99", "--n-cpu-moe", "4",  "-c", "16384",
+          "-np",          "4",  "-kvu",           "-t",   "6",  "-fit",        "off"};
+}
+
+TEST(Emit, SwitchIsAFlagWithoutValue) {
+  auto c =
+      CanonicalServerArgv({"llama-server", "--kv-unified", "-np", "4", "-m", "m.gguf", "-kvu"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(*c, (std::vector<std::string>{"llama-server", "-m", "m.gguf", "-np", "4", "-kvu"}));
+  EXPECT_EQ(*CanonicalServerArgv(SlotsArgv()), SlotsArgv());
+  // A switch at the end is complete; a value flag there is not.
+  EXPECT_TRUE(CanonicalServerArgv({"llama-server", "-kvu"}).ok());
+  EXPECT_FALSE(CanonicalServerArgv({"llama-server", "-kvu", "-np"}).ok());
+}
+
+TEST(Emit, SwitchInEveryFormat) {
+  const auto argv = SlotsArgv();
+  const std::string server = Emit(EmitFormat::kServer, argv);
+  EXPECT_NE(server.find(" \\\n  -kvu \\\n  -t 6"), std::string::npos) << server;
+  EXPECT_EQ(ShellWords(server), argv);
+  const std::string env = Emit(EmitFormat::kEnv, argv);
+  EXPECT_NE(env.find("\nLLAMA_ARG_KV_UNIFIED=true\n"), std::string::npos) << env;
+  EXPECT_EQ(ArgvFromEnv(env), argv);
+  const std::string ini = Emit(EmitFormat::kIni, argv);
+  EXPECT_NE(ini.find("\nkv-unified = true\n"), std::string::npos) << ini;
+  EXPECT_EQ(ArgvFromIni(ini), argv);
+  const std::string compose = Emit(EmitFormat::kCompose, argv);
+  EXPECT_NE(compose.find("      - '-np'\n      - '4'\n      - '-kvu'\n      - '-t'\n"),
+            std::string::npos)
+      << compose;
+  auto inner = ComposeServerArgv(argv);
+  ASSERT_TRUE(inner.ok());
+  EXPECT_EQ(ArgvFromCompose(compose), *inner);
+  EXPECT_EQ(std::count(inner->begin(), inner->end(), "-kvu"), 1);
 }
 
 TEST(Emit, RegexIsQuotedInEveryFormat) {
@@ -187,6 +227,9 @@ TEST(Emit, FlagTableIsConsistent) {
       EXPECT_EQ(std::string(f.env).rfind("LLAMA_ARG_", 0), 0u) << f.env;
     }
   }
+  EXPECT_FALSE(FindServerFlag("-kvu")->takes_value());
+  EXPECT_EQ(PresetKey(*FindServerFlag("-kvu")), "kv-unified");
+  EXPECT_EQ(FindServerFlag("-ot")->arity, FlagArity::kList);
   EXPECT_EQ(PresetKey(*FindServerFlag("-ngl")), "n-gpu-layers");
   EXPECT_EQ(FindServerFlag("-ncmoe"), FindServerFlag("--n-cpu-moe"));
   EXPECT_EQ(FindServerFlag("--nope"), nullptr);

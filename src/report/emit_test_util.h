@@ -62,13 +62,22 @@ inline std::vector<std::string> ShellWords(std::string_view text) {
   return words;
 }
 
-// Flags in their canonical order, with values, rebuilt from name -> value pairs.
+// Flags in their canonical order, with values, rebuilt from name -> value
+// pairs. A switch is on when its value is "true" (llama.cpp also takes on,
+// enabled, 1) and then stands alone; any other value is a failure.
 inline std::vector<std::string> Ordered(
     const std::vector<std::pair<const ServerFlag*, std::string>>& pairs) {
   std::vector<std::string> argv = {"llama-server"};
   for (const auto& f : KnownServerFlags()) {
     for (const auto& [flag, value] : pairs) {
-      if (flag == &f) argv.insert(argv.end(), {f.spelling, value});
+      if (flag != &f) continue;
+      if (f.takes_value()) {
+        argv.insert(argv.end(), {f.spelling, value});
+      } else if (value == "true" || value == "on" || value == "enabled" || value == "1") {
+        argv.push_back(f.spelling);
+      } else {
+        ADD_FAILURE() << f.spelling << " is a switch, written with value '" << value << "'";
+      }
     }
   }
   return argv;

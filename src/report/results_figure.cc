@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -60,15 +61,19 @@ std::vector<std::string> ConfigurationLabels(const std::vector<RunResult>& resul
   return out;
 }
 
-Figure ResultsFigure(const std::vector<RunResult>& results, const std::string& id) {
-  const auto labels = ConfigurationLabels(results);
+Figure ResultsFigure(const std::vector<RunResult>& results, const ResultsFigureOptions& options) {
+  const std::string& id = options.id;
+  const bool named = !results.empty() && options.labels.size() == results.size();
+  const auto labels = named ? options.labels : ConfigurationLabels(results);
+  // Named configurations are told apart by their names (two may share settings).
+  auto key_of = [&](size_t i) { return named ? labels[i] : ConfigKey(results[i].config); };
   // Configurations in order of first appearance; tests likewise.
   std::map<std::string, int> config_index;
   std::vector<std::string> config_labels;
   std::vector<std::string> tests;
   std::map<std::string, std::vector<size_t>> by_test;
   for (size_t i = 0; i < results.size(); ++i) {
-    const std::string key = ConfigKey(results[i].config);
+    const std::string key = key_of(i);
     if (config_index.emplace(key, static_cast<int>(config_labels.size())).second)
       config_labels.push_back(labels[i]);
     const std::string test = results[i].config.test_name();
@@ -78,8 +83,9 @@ Figure ResultsFigure(const std::vector<RunResult>& results, const std::string& i
   ChartSpec spec;
   spec.id = id;
   spec.described_by = id + "-data";
-  spec.title = "Tokens/s of every configuration";
-  spec.x_label = "configuration (what differs between them)";
+  spec.title = options.title;
+  spec.panel_height = options.panel_height;
+  spec.x_label = named ? "configuration" : "configuration (what differs between them)";
   // Label every configuration when there are few; every k-th otherwise.
   // Ordinal positions, half a step of margin on both sides.
   spec.x_min = -0.5;
@@ -99,7 +105,7 @@ Figure ResultsFigure(const std::vector<RunResult>& results, const std::string& i
     ChartSeries s{test, 0, false, true, false, {}};
     for (size_t i : by_test[test]) {
       const RunResult& r = results[i];
-      const int x = config_index[ConfigKey(r.config)];
+      const int x = config_index[key_of(i)];
       ChartPoint p;
       p.x = x;
       if (!r.ok()) {
@@ -116,7 +122,7 @@ Figure ResultsFigure(const std::vector<RunResult>& results, const std::string& i
         const Interval iv = MeanInterval(sum);
         p.y = sum.mean;
         if (iv.has_spread) {
-          p.low = iv.low;
+          p.low = std::max(0.0, iv.low);  // speeds are never negative (table keeps the CI)
           p.high = iv.high;
         }
         p.note = fmt::format("{} {}: {:.2f} t/s (n={})", labels[i], test, sum.mean, sum.n);

@@ -12,8 +12,23 @@
 
 namespace moetune {
 
+struct ResultsFigureOptions {
+  std::string id = "results";
+  std::string title = "Tokens/s of every configuration";
+  /// One label per result naming its configuration; empty: what differs
+  /// between them (ConfigurationLabels).
+  std::vector<std::string> labels;
+  int panel_height = 200;  // of each test's panel (SVG units)
+};
+
 /// nullopt-free: a run without results gives a figure with an empty table.
-Figure ResultsFigure(const std::vector<RunResult>& results, const std::string& id = "results");
+Figure ResultsFigure(const std::vector<RunResult>& results, const ResultsFigureOptions& options);
+inline Figure ResultsFigure(const std::vector<RunResult>& results,
+                            const std::string& id = "results") {
+  ResultsFigureOptions o;
+  o.id = id;
+  return ResultsFigure(results, o);
+}
 
 /// The settings that differ between configurations, as a short label per
 /// result ("t=4 N=2"); "all" when nothing differs.

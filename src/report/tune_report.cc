@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "engine/result_json.h"
 #include "plan/placement.h"
 #include "report/analysis_report.h"
@@ -49,10 +51,15 @@ json TuneJson(const TuneReport& t) {
     versus = {
         {"how", v.how},
         {"n_cpu_moe", v.defaults.placement.n_cpu_moe},
+        {"n_gpu_layers", v.defaults.placement.n_gpu_layers},
         {"override_tensor", v.defaults.placement.override_tensor},
         {"threads", v.defaults.threads},
         {"n_ubatch", v.defaults.placement.n_ubatch},
         {"n_batch", v.defaults.placement.n_batch},
+        {"flash_attn", v.defaults.placement.flash_attn},
+        {"type_k", v.defaults.placement.type_k},
+        {"type_v", v.defaults.placement.type_v},
+        {"load_mode", v.defaults.load_mode},
         {"seconds_per_request_depth0",
          {{"tuned", OptSeconds(v.tuned_seconds_depth0)},
           {"defaults", OptSeconds(v.default_seconds_depth0)}}},
@@ -74,21 +81,26 @@ json TuneJson(const TuneReport& t) {
   ar.options.target_ctx = t.ctx;
   ar.result_count = r.measurements.size();
   const RunConfig& b = r.best;
-  json pick = {{"n_cpu_moe", b.placement.n_cpu_moe},
+  json pick = {{"model", b.model},
+               {"n_cpu_moe", b.placement.n_cpu_moe},
                {"n_gpu_layers", b.placement.n_gpu_layers},
+               {"override_tensor", b.placement.override_tensor},
                {"threads", b.threads},
                {"n_ubatch", b.placement.n_ubatch},
                {"n_batch", b.placement.n_batch},
                {"flash_attn", b.placement.flash_attn},
                {"type_k", b.placement.type_k},
                {"type_v", b.placement.type_v},
-               {"load_mode", b.load_mode}};
+               {"load_mode", b.load_mode},
+               {"n_prompt", b.n_prompt},
+               {"n_gen", b.n_gen}};
   json memory = nullptr;
   if (t.memory) {
     memory = {{"gpu", DeviceJson(t.memory->gpu)},
               {"host", DeviceJson(t.memory->host)},
               {"headroom_bytes", t.memory->headroom},
-              {"vram_budget_bytes", t.vram_budget}};
+              {"vram_budget_bytes", t.vram_budget},
+              {"reserve_bytes", t.reserve}};
   }
   return {{"model", {{"path", t.model_path}, {"name", t.model_name}}},
           {"ctx", t.ctx},
@@ -163,6 +175,41 @@ std::string TuneText(const TuneReport& t) {
                    t.journal.empty() ? "" : fmt::format(" (journal: {})", t.journal));
   for (const auto& n : r.notes) o += "note: " + n + "\n";
   return o;
+}
+
+std::string TuneEngineVersion(const TuneReport& t) {
+  // tune records "<llama-server --version line> at <folder>".
+  constexpr std::string_view kVersion = "version: ";
+  if (t.engine.rfind(kVersion, 0) != 0) return t.engine;
+  std::string v = t.engine.substr(kVersion.size());
+  if (const size_t at = v.find(" at "); at != std::string::npos) v.resize(at);
+  return "llama.cpp " + v;
+}
+
+Result<std::string> TuneEmit(const TuneReport& t, EmitFormat format) {
+  if (t.server_argv.empty())
+    return Error(ErrorKind::kInvalidArgument, "the tune gave no llama-server command to emit");
+  std::vector<std::string> argv = t.server_argv;
+  // An absolute model path: the configuration is used from other folders.
+  for (size_t i = 1; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "-m" || argv[i] == "--model") {
+      argv[i + 1] = std::filesystem::absolute(argv[i + 1]).lexically_normal().string();
+      break;
+    }
+  }
+  EmitContext ctx;
+  ctx.header.push_back(fmt::format("llama-server configuration tuned by moetune {} for {}{}",
+                                   MOETUNE_VERSION,
+                                   std::filesystem::path(t.model_path).filename().string(),
+                                   t.simulated ? " (SIMULATED engine: not measured here)" : ""));
+  ctx.header.push_back("tuned with " + TuneEngineVersion(t));
+  ctx.header.push_back(fmt::format(
+      "context {}, {} workload ({} prompt + {} answer tokens){}", t.ctx, t.workload.name,
+      t.workload.prompt_tokens, t.workload.answer_tokens,
+      t.vram_budget > 0 ? fmt::format(", {} GPU budget", FormatBytes(Bytes(t.vram_budget))) : ""));
+  ctx.header.push_back("machine: " + t.machine);
+  ctx.gpu = t.vram_budget > 0 || t.result.placement_tuned;
+  return EmitServerConfig(format, argv, ctx);
 }
 
 }  // namespace moetune

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "plan/placement.h"
+#include "report/emit.h"
 #include "tune/tuner.h"
+#include "util/result.h"
 
 namespace moetune {
 
@@ -24,6 +26,7 @@ struct TuneReport {
   std::vector<std::string> checks;        // warnings from the machine and engine checks
   std::optional<PlacementOption> memory;  // the plan's memory map of the pick
   int64_t vram_budget = 0;                // free VRAM minus reserve, when known
+  int64_t reserve = 0;                    // GPU memory other programs hold (--reserve)
   std::vector<std::string> server_argv;   // the llama-server command
   std::vector<std::string> reproduce;     // commands that reproduce this tune
   std::string journal;
@@ -32,5 +35,15 @@ struct TuneReport {
 
 nlohmann::json TuneJson(const TuneReport& report);
 std::string TuneText(const TuneReport& report);
+
+/// `--emit FORMAT`: the tuned llama-server command as ready-to-paste
+/// configuration (report/emit.h), with the model path made absolute (from
+/// the current folder when it is relative) and a header naming moetune, the
+/// llama.cpp version it was tuned with, the context and the workload.
+Result<std::string> TuneEmit(const TuneReport& report, EmitFormat format);
+
+/// The llama.cpp version in `report.engine` ("llama.cpp 0.7.0 (build 11669,
+/// commit Debian)"), or the engine line as it is when it names none.
+std::string TuneEngineVersion(const TuneReport& report);
 
 }  // namespace moetune

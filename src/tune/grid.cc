@@ -181,7 +181,7 @@ std::string DescribeSettings(const TuneSettings& s) {
   std::string d = fmt::format("-ncmoe {} -t {} -ub {}", s.n, s.threads, s.ubatch);
   if (!s.flash_attn.empty()) d += " -fa " + s.flash_attn;
   if (s.kv_type != "f16") d += " -ctk/v " + s.kv_type;
-  if (s.load_mode == "none") d += " --no-mmap";
+  if (s.load_mode == "none") d += " -lm none";
   return d;
 }
 

@@ -602,7 +602,9 @@ void Tuner::TuneLoadMode() {
   const size_t chosen = MeasureAndChoose(ss, "load mode", &scored, &cmp);
   cur_.load_mode = ss[chosen].load_mode;
   result_.decisions.push_back(
-      {phase_, cur_.load_mode.empty() ? "memory-mapped (default)" : "--no-mmap (loaded, pinned)",
+      {phase_,
+       cur_.load_mode.empty() ? "memory-mapped (default)"
+                              : "-lm none (loaded, pinned; --no-mmap in older builds)",
        cmp[chosen] == 1 ? "fastest beyond the noise" : "tie: the default stays",
        fmt::format("mmap: prefill {:.1f}, decode {:.1f} t/s{}; loaded: prefill {:.1f}, decode "
                    "{:.1f} t/s{}",

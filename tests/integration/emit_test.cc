@@ -38,11 +38,18 @@ class EmitTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
+  // The plan's command line; `slots` adds four slots sharing one cache (-np 4 -kvu).
+  static std::vector<std::string> Plan(bool slots, std::vector<std::string> tail) {
+    std::vector<std::string> argv = {MoetuneBinary(), "plan",  model_,  "--vram", "72MiB",
+                                     "--margin",      "16MiB", "--ctx", "3072"};
+    if (slots) argv.insert(argv.end(), {"--parallel", "4", "--kvu"});
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    return argv;
+  }
+
   // The plan's command (from --json), with the model path made absolute as --emit writes it.
-  static std::vector<std::string> PlanArgv() {
-    const auto r = RunCommand({MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--margin",
-                               "16MiB", "--ctx", "3072", "--json"},
-                              120);
+  static std::vector<std::string> PlanArgv(bool slots = false) {
+    const auto r = RunCommand(Plan(slots, {"--json"}), 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const json j = json::parse(r.out, nullptr, false);
     if (j.is_discarded()) return {};
@@ -53,13 +60,14 @@ class EmitTest : public ::testing::Test {
     return argv;
   }
 
-  static std::string Emit(const std::string& format) {
-    const auto r = RunCommand({MoetuneBinary(), "plan", model_, "--vram", "72MiB", "--margin",
-                               "16MiB", "--ctx", "3072", "--emit", format},
-                              120);
+  static std::string Emit(const std::string& format, bool slots = false) {
+    const auto r = RunCommand(Plan(slots, {"--emit", format}), 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
   }
+
+  static std::vector<std::string> RouterArgv(bool slots);
+  static std::pair<json, json> ServeFromEnvironment(bool slots);
 
   static inline TempDir* dir_ = nullptr;
   static inline std::string model_;
@@ -148,29 +156,30 @@ TEST_F(EmitTest, EnvironmentNamesAreTheInstalledServers) {
   }
 }
 
-TEST_F(EmitTest, InstalledServerReadsThePreset) {
+// The arguments the installed llama-server's router derives from the emitted
+// preset (less what the router controls itself), made canonical.
+std::vector<std::string> EmitTest::RouterArgv(bool slots) {
   auto engine = EngineDir();
-  ASSERT_TRUE(engine.has_value());
-  const std::string ini = dir_->File("preset.ini");
-  std::ofstream(ini) << Emit("ini");
+  if (!engine) return {"(no engine)"};
+  const std::string ini = dir_->File(slots ? "preset-slots.ini" : "preset.ini");
+  std::ofstream(ini) << Emit("ini", slots);
   auto free_port = FindFreeLoopbackPort();
-  ASSERT_TRUE(free_port.ok());
+  if (!free_port.ok()) return {"(no free port)"};
   const int port = *free_port;
   BackgroundProcess router({(*engine / "llama-server").string(), "--models-preset", ini, "--host",
                             "127.0.0.1", "--port", std::to_string(port)},
-                           dir_->File("router.log"));
-  ASSERT_TRUE(router.started());
+                           dir_->File(slots ? "router-slots.log" : "router.log"));
+  if (!router.started()) return {"(router did not start)"};
   const std::string body = WaitForGet(port, "/models", 60);
-  ASSERT_FALSE(body.empty()) << "router did not answer /models";
   const json j = json::parse(body, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << body;
+  if (j.is_discarded() || !j.contains("data")) return {"(no /models answer)", body};
   // The router lists the preset with the arguments it will start the model with.
   std::vector<std::string> args;
   for (const auto& m : j["data"]) {
     if (m.value("id", "") == "emit model")
       args = m["status"]["args"].get<std::vector<std::string>>();
   }
-  ASSERT_FALSE(args.empty()) << body;
+  if (args.empty()) return {"(preset not listed)", body};
   // Leave out what the router itself controls: its program, host, port, alias, log colours.
   std::vector<std::string> model_args = {"llama-server"};
   for (size_t i = 1; i < args.size(); ++i) {
@@ -182,39 +191,77 @@ TEST_F(EmitTest, InstalledServerReadsThePreset) {
     model_args.push_back(args[i]);
   }
   auto canon = CanonicalServerArgv(model_args);
-  ASSERT_TRUE(canon.ok()) << canon.error().message();
-  EXPECT_EQ(*canon, PlanArgv());
+  if (!canon.ok()) return {"(" + canon.error().message() + ")"};
+  return *canon;
 }
 
-TEST_F(EmitTest, InstalledServerReadsTheEnvironment) {
+// Starts the installed llama-server with only the emitted environment
+// (`env NAME=value ... llama-server`) and returns its /props and /slots.
+std::pair<json, json> EmitTest::ServeFromEnvironment(bool slots) {
   auto engine = EngineDir();
-  ASSERT_TRUE(engine.has_value());
-  const auto env_argv = testing::ArgvFromEnv(Emit("env"));
-  ASSERT_EQ(env_argv, PlanArgv());
-  // Only the variables on the server's command line: `env NAME=value ... llama-server`.
+  if (!engine) return {};
   std::vector<std::string> argv = {"/usr/bin/env"};
-  const std::string text = Emit("env");
+  const std::string text = Emit("env", slots);
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == '#') continue;
     const auto eq = line.find('=');
     const auto value = testing::ShellWords(line.substr(eq + 1));
-    ASSERT_EQ(value.size(), 1u) << line;
+    EXPECT_EQ(value.size(), 1u) << line;
+    if (eq == std::string::npos || value.size() != 1) return {};
     argv.push_back(line.substr(0, eq) + "=" + value[0]);
   }
   auto free_port = FindFreeLoopbackPort();
-  ASSERT_TRUE(free_port.ok());
+  if (!free_port.ok()) return {};
   const int port = *free_port;
   argv.insert(argv.end(), {"LLAMA_ARG_HOST=127.0.0.1", "LLAMA_ARG_PORT=" + std::to_string(port),
                            (*engine / "llama-server").string()});
-  BackgroundProcess server(argv, dir_->File("env-server.log"));
-  ASSERT_TRUE(server.started());
-  ASSERT_FALSE(WaitForGet(port, "/health", 120).empty()) << "llama-server did not become healthy";
-  const json props = json::parse(WaitForGet(port, "/props", 10), nullptr, false);
-  ASSERT_FALSE(props.is_discarded());
+  BackgroundProcess server(argv, dir_->File(slots ? "env-server-slots.log" : "env-server.log"));
+  if (!server.started() || WaitForGet(port, "/health", 120).empty()) return {};
+  return {json::parse(WaitForGet(port, "/props", 10), nullptr, false),
+          json::parse(WaitForGet(port, "/slots", 10), nullptr, false)};
+}
+
+TEST_F(EmitTest, InstalledServerReadsThePreset) {
+  ASSERT_TRUE(EngineDir().has_value());
+  EXPECT_EQ(RouterArgv(false), PlanArgv());
+}
+
+TEST_F(EmitTest, InstalledServerReadsTheEnvironment) {
+  ASSERT_TRUE(EngineDir().has_value());
+  ASSERT_EQ(testing::ArgvFromEnv(Emit("env")), PlanArgv());
+  const auto [props, slots] = ServeFromEnvironment(false);
+  ASSERT_TRUE(props.is_object()) << "llama-server did not become healthy";
   EXPECT_EQ(props["model_path"], model_);
   EXPECT_EQ(props["total_slots"], 1);  // -np 1 (the server's own default is 4 slots)
   EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 3072);
+}
+
+// Four slots sharing one cache (-np 4 -kvu, a switch without a value): every
+// format carries it, and the installed server reads it from the preset and
+// from the environment (each slot then sees the whole context, not a quarter).
+TEST_F(EmitTest, SharedCacheSlotsInEveryFormat) {
+  ASSERT_TRUE(EngineDir().has_value());
+  const auto argv = PlanArgv(true);
+  ASSERT_NE(std::find(argv.begin(), argv.end(), "-kvu"), argv.end())
+      << ::testing::PrintToString(argv);
+  EXPECT_EQ(testing::ShellWords(Emit("server", true)), argv);
+  const std::string env = Emit("env", true);
+  EXPECT_NE(env.find("\nLLAMA_ARG_KV_UNIFIED=true\n"), std::string::npos) << env;
+  EXPECT_EQ(testing::ArgvFromEnv(env), argv);
+  const std::string ini = Emit("ini", true);
+  EXPECT_NE(ini.find("\nkv-unified = true\n"), std::string::npos) << ini;
+  EXPECT_EQ(testing::ArgvFromIni(ini), argv);
+  auto compose = ComposeServerArgv(argv);
+  ASSERT_TRUE(compose.ok());
+  EXPECT_EQ(testing::ArgvFromCompose(Emit("compose", true)), *compose);
+  EXPECT_EQ(RouterArgv(true), argv);
+  const auto [props, slots] = ServeFromEnvironment(true);
+  ASSERT_TRUE(props.is_object()) << "llama-server did not become healthy";
+  EXPECT_EQ(props["total_slots"], 4);
+  ASSERT_TRUE(slots.is_array());
+  ASSERT_EQ(slots.size(), 4u);
+  for (const auto& s : slots) EXPECT_EQ(s["n_ctx"], 3072) << s.dump();  // one shared cache
 }
 
 TEST_F(EmitTest, BadOptionsAreABadCommandLine) {

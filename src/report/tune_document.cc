@@ -1,0 +1,378 @@
+#include "report/tune_document.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "gguf/ggml_type.h"
+#include "model/memory_map.h"
+#include "report/command_documents.h"
+#include "report/memory_figures.h"
+#include "report/report_blocks.h"
+#include "report/results_figure.h"
+#include "util/units.h"
+
+namespace moetune {
+namespace {
+
+constexpr const char* kTunedLabel = "tuned";
+constexpr const char* kDefaultsLabel = "llama.cpp defaults";
+
+std::string FileName(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  return name.empty() ? path : name;
+}
+
+// What makes two configurations the same server setting: everything but the
+// test (depth, prompt, answer) and its repetitions.
+auto SettingKey(const RunConfig& c) {
+  return std::tie(c.model, c.placement, c.load_mode, c.rpc, c.threads);
+}
+
+bool SameSetting(const RunConfig& a, const RunConfig& b) { return SettingKey(a) == SettingKey(b); }
+
+// How the defaults were found, without tune's own "llama.cpp's defaults: " prefix.
+std::string How(std::string how) {
+  constexpr std::string_view kPrefix = "llama.cpp's defaults: ";
+  if (how.rfind(kPrefix, 0) == 0) how.erase(0, kPrefix.size());
+  return how;
+}
+
+std::string SecondsText(const std::optional<double>& s) {
+  return s ? fmt::format("{:.2f} s", *s) : std::string("not measured");
+}
+
+// "1.42x" (defaults' time over the tuned time: how much faster the tune is).
+std::optional<double> Speedup(const std::optional<double>& tuned,
+                              const std::optional<double>& defaults) {
+  if (!tuned || !defaults || *tuned <= 0 || *defaults <= 0) return std::nullopt;
+  return *defaults / *tuned;
+}
+
+std::string PickFlags(const RunConfig& b) {
+  std::string f = fmt::format("--n-cpu-moe {} -t {} -ub {}", b.placement.n_cpu_moe, b.threads,
+                              b.placement.n_ubatch);
+  if (b.placement.type_k != "f16") f += " -ctk " + b.placement.type_k;
+  if (b.placement.type_v != "f16") f += " -ctv " + b.placement.type_v;
+  if (!b.load_mode.empty()) f += " -lm " + b.load_mode;
+  return f;
+}
+
+const Decision* FindDecision(const TuneResult& r, const std::string& phase) {
+  const Decision* found = nullptr;
+  for (const auto& d : r.decisions) {
+    if (d.phase == phase) found = &d;  // the last word of a phase
+  }
+  return found;
+}
+
+VerdictBlock Verdict(const TuneReport& t) {
+  const TuneResult& r = t.result;
+  VerdictBlock v;
+  v.headline = "Run llama-server with " + PickFlags(r.best);
+  v.command = t.server_argv;
+  const Decision* placement = FindDecision(r, "long context");
+  if (placement == nullptr) placement = FindDecision(r, "placement");
+  if (r.placement_tuned && r.analysis.recommendation.n_cpu_moe) {
+    v.reason = r.analysis.recommendation.reason;
+    v.facts.push_back("placement rule: " + r.analysis.recommendation.rule);
+  } else if (placement != nullptr) {
+    v.reason = placement->evidence;
+    v.facts.push_back("placement rule: " + placement->rule);
+  }
+  if (r.versus_defaults) {
+    const auto& d = *r.versus_defaults;
+    const bool deep = d.tuned_seconds_ctx && d.default_seconds_ctx;
+    const auto x = deep ? Speedup(d.tuned_seconds_ctx, d.default_seconds_ctx)
+                        : Speedup(d.tuned_seconds_depth0, d.default_seconds_depth0);
+    if (x) {
+      const std::string where =
+          deep ? fmt::format("with the context filled to {} tokens", t.ctx) : "on an empty context";
+      const std::string times =
+          deep ? fmt::format("{} vs {} per request", SecondsText(d.tuned_seconds_ctx),
+                             SecondsText(d.default_seconds_ctx))
+               : fmt::format("{} vs {} per request", SecondsText(d.tuned_seconds_depth0),
+                             SecondsText(d.default_seconds_depth0));
+      v.speedup = *x >= 1 ? fmt::format(
+                                "{:.2f}x faster than llama.cpp's defaults on the {} "
+                                "workload {} ({})",
+                                *x, t.workload.name, where, times)
+                          : fmt::format(
+                                "{:.2f}x the speed of llama.cpp's defaults on the {} "
+                                "workload {} ({}): no faster, within what was measured",
+                                *x, t.workload.name, where, times);
+    } else if (!d.note.empty()) {
+      v.facts.push_back("llama.cpp's defaults: " + d.note);
+    }
+  }
+  if (t.simulated)
+    v.facts.push_back("SIMULATED: measured on the simulated engine, not on this machine's GPU");
+  if (!r.placement_tuned)
+    v.facts.push_back("placement was not measured (see the decisions); N comes from the plan");
+  if (r.budget_exhausted)
+    v.facts.push_back("the time budget ran out: this is the best configuration so far");
+  v.facts.push_back(fmt::format("{} configuration(s) measured in {}{}", r.measured,
+                                FormatSeconds(r.seconds),
+                                r.resumed ? fmt::format(", {} from the journal", r.resumed) : ""));
+  return v;
+}
+
+Section VersusDefaultsSection(const TuneReport& t) {
+  Section s{"defaults", "Tuned against llama.cpp's defaults", {}};
+  const auto& d = *t.result.versus_defaults;
+  s.blocks.push_back(Paragraph{fmt::format(
+      "Time to answer one request of the {} workload ({} prompt + {} answer tokens), tuned and "
+      "with llama.cpp's own choice for this machine ({}), measured in the same run.",
+      t.workload.name, t.workload.prompt_tokens, t.workload.answer_tokens, How(d.how))});
+  DocTable table;
+  table.header = {"context", "tuned", "llama.cpp defaults", "speed-up"};
+  table.numeric = {false, true, true, true};
+  auto row = [&](const std::string& what, const std::optional<double>& tuned,
+                 const std::optional<double>& def) {
+    const auto x = Speedup(tuned, def);
+    table.AddRow({what, SecondsText(tuned), SecondsText(def), x ? fmt::format("{:.2f}x", *x) : ""},
+                 x && *x >= 1 ? "pick" : "");
+  };
+  row("empty", d.tuned_seconds_depth0, d.default_seconds_depth0);
+  row(fmt::format("filled to {} tokens", t.ctx), d.tuned_seconds_ctx, d.default_seconds_ctx);
+  s.blocks.push_back(std::move(table));
+  const RunConfig& b = t.result.best;
+  const RunConfig& o = d.defaults;
+  KeyValues settings;
+  settings.items = {
+      {"--n-cpu-moe",
+       fmt::format("{} tuned, {} by llama.cpp", b.placement.n_cpu_moe, o.placement.n_cpu_moe)},
+      {"-t", fmt::format("{} tuned, {} by llama.cpp", b.threads, o.threads)},
+      {"-ub / -b", fmt::format("{} / {} tuned, {} / {} by llama.cpp", b.placement.n_ubatch,
+                               b.placement.n_batch, o.placement.n_ubatch, o.placement.n_batch)}};
+  if (!o.placement.override_tensor.empty())
+    settings.items.push_back({"llama.cpp's -ot", o.placement.override_tensor});
+  s.blocks.push_back(std::move(settings));
+  const DefaultsMeasurements m = VersusDefaultsMeasurements(t);
+  if (!m.results.empty()) {
+    ResultsFigureOptions fo;
+    fo.id = "versus";
+    fo.title = "Tokens/s tuned and with llama.cpp's defaults";
+    fo.labels = m.labels;
+    fo.panel_height = 130;  // two points a panel: no need for the full height
+    Figure f = ResultsFigure(m.results, fo);
+    f.caption =
+        "Tokens/s of the tuned configuration and of llama.cpp's defaults, one panel per test "
+        "(prefill and decode, on an empty context and deep in it); bars are 95% confidence "
+        "intervals of the mean.";
+    s.blocks.push_back(std::move(f));
+  }
+  if (!d.note.empty()) s.blocks.push_back(Paragraph{d.note});
+  return s;
+}
+
+Section MemorySection(const TuneReport& t) {
+  const PlacementOption& o = *t.memory;
+  // The plan's margin is what the headroom leaves out of the budget.
+  MemoryBudget budget;
+  budget.reserve = t.reserve;
+  budget.vram_free = t.vram_budget + t.reserve;
+  budget.margin = std::max<int64_t>(0, t.vram_budget - o.headroom - o.gpu.total());
+  // The plan behind the map uses llama.cpp's default micro-batch and cache type.
+  const ContextParams planned;
+  const RunConfig& b = t.result.best;
+  std::string differs;
+  if (b.placement.n_ubatch != planned.n_ubatch || b.placement.type_k != "f16")
+    differs = fmt::format(
+        " The tuned command uses -ub {} and a {} cache, so its compute buffer "
+        "and KV cache differ somewhat from this map.",
+        b.placement.n_ubatch, b.placement.type_k);
+  const std::string caption = fmt::format(
+      "Where every byte of the pick (--n-cpu-moe {}) goes at {} tokens of context, as planned "
+      "from the model file (micro-batch {}, {} KV cache). The GPU bar is as long as the free "
+      "VRAM: the model's parts, then the {} margin, what other programs hold (--reserve), and "
+      "the headroom left ({}).{}",
+      o.n_cpu_moe, t.ctx, planned.n_ubatch, GgmlTypeName(planned.type_k),
+      FormatBytes(Bytes(budget.margin)), FormatBytes(Bytes(o.headroom)), differs);
+  return Section{"memory",
+                 "Memory map of the pick",
+                 {MemoryMapFigure(PlacementMemoryRows(o, budget), "memmap", caption)}};
+}
+
+std::vector<DecisionRow> Decisions(const TuneReport& t) {
+  std::vector<DecisionRow> rows;
+  for (const auto& d : t.result.decisions) rows.push_back({d.phase, d.choice, d.rule, d.evidence});
+  if (!t.result.placement_tuned) return rows;
+  // The reading of the curve behind the placement: cliffs, rejections, collapses.
+  for (auto& d : AnalysisDecisions(t.result.analysis)) {
+    if (d.what == "cliff" || d.what == "rejected" || d.what == "collapse with depth")
+      rows.push_back(std::move(d));
+  }
+  return rows;
+}
+
+Section MachineSection(const TuneReport& t) {
+  KeyValues kv;
+  kv.items.push_back({"engine", t.engine + (t.simulated ? " (SIMULATED)" : "")});
+  kv.items.push_back({"machine", t.machine});
+  kv.items.push_back(
+      {"model", t.model_path + (t.model_name.empty() ? "" : " (" + t.model_name + ")")});
+  kv.items.push_back({"context", std::to_string(t.ctx)});
+  kv.items.push_back({"workload", fmt::format("{} ({} prompt + {} answer tokens)", t.workload.name,
+                                              t.workload.prompt_tokens, t.workload.answer_tokens)});
+  if (t.vram_budget > 0) {
+    kv.items.push_back({"GPU budget", fmt::format("{} (free VRAM minus {} reserved)",
+                                                  FormatBytes(Bytes(t.vram_budget)),
+                                                  FormatBytes(Bytes(t.reserve)))});
+  } else {
+    kv.items.push_back({"GPU budget", "none known (no GPU found and no --vram)"});
+  }
+  kv.items.push_back({"journal", t.journal.empty() ? "none" : t.journal});
+  kv.items.push_back(
+      {"measured", fmt::format("{} configuration(s) in {}, {} from the journal{}",
+                               t.result.measured, FormatSeconds(t.result.seconds), t.result.resumed,
+                               t.result.budget_exhausted ? "; the budget ran out" : "")});
+  Section s{"machine", "Machine and engine", {std::move(kv)}};
+  if (!t.checks.empty()) {
+    s.blocks.push_back(Paragraph{"Warnings from the machine and engine checks:"});
+    s.blocks.push_back(BulletList{t.checks, true});
+  }
+  return s;
+}
+
+Section Reproduce(const TuneReport& t, const std::vector<std::string>& invocation) {
+  Section s{"reproduce", "How to reproduce", {}};
+  s.blocks.push_back(Paragraph{
+      "The tune (with the same journal, a second run takes every measurement from it), then "
+      "the server command it recommends."});
+  for (const auto& r : t.reproduce) s.blocks.push_back(CodeBlock{"", r, true});
+  if (t.reproduce.empty() && !invocation.empty())
+    s.blocks.push_back(CodeBlock{"", ShellJoin(invocation), true});
+  if (!t.server_argv.empty()) s.blocks.push_back(CodeBlock{"", ShellJoin(t.server_argv), true});
+  if (!invocation.empty() && !t.reproduce.empty()) {
+    s.blocks.push_back(Paragraph{"This report was written by:"});
+    s.blocks.push_back(CodeBlock{"", ShellJoin(invocation), true});
+  }
+  return s;
+}
+
+}  // namespace
+
+DefaultsMeasurements VersusDefaultsMeasurements(const TuneReport& t) {
+  DefaultsMeasurements out;
+  const TuneResult& r = t.result;
+  if (!r.versus_defaults) return out;
+  const RunConfig& tuned = r.best;
+  const RunConfig& defaults = r.versus_defaults->defaults;
+  const bool same = SameSetting(tuned, defaults);
+  // The comparison ran last: per test, the last result of each setting (when
+  // both are the same setting, the defaults ran just before the tuned one).
+  std::vector<std::string> tests;
+  std::map<std::string, std::vector<size_t>> by_test;
+  for (size_t i = 0; i < r.measurements.size(); ++i) {
+    const RunConfig& c = r.measurements[i].config;
+    if (!SameSetting(c, tuned) && !SameSetting(c, defaults)) continue;
+    if (!by_test.count(c.test_name())) tests.push_back(c.test_name());
+    by_test[c.test_name()].push_back(i);
+  }
+  for (const auto& test : tests) {
+    const auto& idx = by_test[test];
+    std::optional<size_t> d, u;
+    for (auto it = idx.rbegin(); it != idx.rend(); ++it) {
+      const RunConfig& c = r.measurements[*it].config;
+      if (same) {
+        if (!u) {
+          u = *it;
+        } else if (!d) {
+          d = *it;
+        }
+      } else {
+        if (!u && SameSetting(c, tuned)) u = *it;
+        if (!d && SameSetting(c, defaults)) d = *it;
+      }
+    }
+    // Only tests measured for both settings compare them.
+    if (!d || !u) continue;
+    out.results.push_back(r.measurements[*d]);
+    out.labels.push_back(kDefaultsLabel);
+    out.results.push_back(r.measurements[*u]);
+    out.labels.push_back(kTunedLabel);
+  }
+  return out;
+}
+
+std::vector<DimensionComparison> TuneComparisons(const TuneReport& t) {
+  const TuneResult& r = t.result;
+  std::set<int> prompts;
+  for (const auto& m : r.measurements) {
+    if (m.config.n_depth == 0 && m.config.n_prompt > 0) prompts.insert(m.config.n_prompt);
+  }
+  AnalysisOptions o;
+  o.workload = t.workload;
+  std::vector<DimensionComparison> out;
+  for (const std::string dimension : {"threads", "n_ubatch"}) {
+    std::optional<DimensionComparison> best;
+    for (int prompt : prompts) {
+      // One prompt size per comparison: prefill speed depends on it.
+      std::vector<RunResult> rs;
+      for (const auto& m : r.measurements) {
+        const RunConfig& c = m.config;
+        if (c.n_depth == 0 && (c.n_prompt == 0 || c.n_prompt == prompt)) rs.push_back(m);
+      }
+      // Prefer the comparison at the pick's N, then the one with the most summaries.
+      auto score = [&](const DimensionComparison& c) {
+        int n = 0;
+        for (const auto& e : c.entries) n += (e.prefill ? 1 : 0) + (e.decode ? 1 : 0);
+        return std::make_pair(c.n_cpu_moe == r.best.placement.n_cpu_moe, n);
+      };
+      for (auto& c : Analyze(rs, o).comparisons) {
+        if (c.dimension == dimension && (!best || score(c) > score(*best))) best = std::move(c);
+      }
+    }
+    if (best) out.push_back(std::move(*best));
+  }
+  return out;
+}
+
+Report TuneDocument(const TuneReport& t, const std::vector<std::string>& invocation) {
+  const TuneResult& r = t.result;
+  Report doc;
+  doc.title = "moetune tune: " + FileName(t.model_path);
+  doc.subtitle = fmt::format(
+      "{}context {}, {} workload ({} prompt + {} answer tokens); {} configuration(s) measured{}",
+      t.model_name.empty() ? "" : t.model_name + "; ", t.ctx, t.workload.name,
+      t.workload.prompt_tokens, t.workload.answer_tokens, r.measured + r.resumed,
+      t.simulated ? "; SIMULATED engine" : "");
+  doc.generator = GeneratorLine();
+  doc.sections.push_back(Section{"verdict", "Verdict", {Verdict(t)}});
+  Analysis a = r.analysis;
+  a.comparisons = TuneComparisons(t);
+  for (auto& s : AnalysisSections(a, t.ctx)) {
+    if (s.id == "n-curve" && !r.placement_tuned) {
+      const Decision* d = FindDecision(r, "placement");
+      s.blocks = {Paragraph{"Placement was not measured: " +
+                            (d ? d->evidence : std::string("see the decisions")) + "."}};
+    }
+    doc.sections.push_back(std::move(s));
+  }
+  if (t.memory) doc.sections.push_back(MemorySection(t));
+  if (r.versus_defaults) doc.sections.push_back(VersusDefaultsSection(t));
+  std::vector<std::string> notes = t.checks;
+  notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+  notes.insert(notes.end(), r.analysis.notes.begin(), r.analysis.notes.end());
+  Section decisions{"decisions", "Decisions and the rules that made them", {}};
+  decisions.blocks.push_back(DecisionTable{Decisions(t)});
+  if (!notes.empty()) {
+    decisions.blocks.push_back(Paragraph{"Warnings and notes:"});
+    decisions.blocks.push_back(BulletList{notes, true});
+  }
+  doc.sections.push_back(std::move(decisions));
+  doc.sections.push_back(MachineSection(t));
+  doc.sections.push_back(
+      Section{"raw",
+              "Raw measurements",
+              {Collapsible{fmt::format("All {} result(s)", r.measurements.size()),
+                           RawMeasurementsTable(r.measurements), std::nullopt}}});
+  doc.sections.push_back(Reproduce(t, invocation));
+  return doc;
+}
+
+}  // namespace moetune

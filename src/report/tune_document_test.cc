@@ -1,0 +1,217 @@
+#include "report/tune_document.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
+#include "report/emit_test_util.h"
+#include "report/tune_test_data.h"
+
+namespace moetune {
+namespace {
+
+using testing::FakeGpuTune;
+
+size_t Count(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<size_t>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+const Section* FindSection(const Report& r, const std::string& id) {
+  for (const auto& s : r.sections) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> SectionIds(const Report& r) {
+  std::vector<std::string> ids;
+  for (const auto& s : r.sections) ids.push_back(s.id);
+  return ids;
+}
+
+// The tune that every test here reads: run once (the Tuner on the fake machine).
+const TuneReport& Tune() {
+  static const TuneReport t = FakeGpuTune();
+  return t;
+}
+
+TEST(TuneDocument, FakeMachineHasTheShapesToDraw) {
+  const TuneResult& r = Tune().result;
+  // The search found the cliff and kept to its safe side, one layer more conservative.
+  ASSERT_FALSE(r.analysis.cliffs.empty());
+  EXPECT_EQ(r.analysis.cliffs.front().n_cpu_moe_safe, testing::FakeGpuMachine::kFits);
+  EXPECT_EQ(r.best.placement.n_cpu_moe, testing::FakeGpuMachine::kFits + 1);
+  EXPECT_EQ(r.best.threads, 4);
+  size_t failed = 0;
+  for (const auto& m : r.measurements) failed += m.ok() ? 0 : 1;
+  EXPECT_GT(failed, 0u);
+  ASSERT_TRUE(r.versus_defaults);
+}
+
+TEST(TuneDocument, SectionsInOrderWithTheVerdictFirst) {
+  const Report doc = TuneDocument(Tune(), {"moetune", "tune", "x.gguf", "--report", "t.html"});
+  EXPECT_EQ(SectionIds(doc),
+            (std::vector<std::string>{"verdict", "n-curve", "depth", "threads", "memory",
+                                      "defaults", "decisions", "machine", "raw", "reproduce"}));
+  EXPECT_EQ(doc.title, "moetune tune: Fake-MoE-A3B-Q4_K_M.gguf");
+  const auto& v = std::get<VerdictBlock>(doc.sections.front().blocks.front());
+  EXPECT_EQ(v.command, Tune().server_argv);
+  EXPECT_NE(v.headline.find("--n-cpu-moe 13 -t 4"), std::string::npos) << v.headline;
+  // All experts on the CPU (llama.cpp's fit here) is far slower than the tuned split.
+  EXPECT_NE(v.speedup.find("x faster than llama.cpp's defaults on the chat workload with the "
+                           "context filled to 16384 tokens"),
+            std::string::npos)
+      << v.speedup;
+  EXPECT_FALSE(v.reason.empty());
+  bool simulated = false;
+  for (const auto& f : v.facts) simulated = simulated || f.rfind("SIMULATED", 0) == 0;
+  EXPECT_TRUE(simulated);
+}
+
+TEST(TuneDocument, ChartsCarryTheCliffFailuresComparisonsAndDefaults) {
+  const std::string html = RenderReport(TuneDocument(Tune(), {}), ReportFormat::kHtml);
+  EXPECT_EQ(Count(html, "class=\"marker mk-cliff\""), 1u);
+  // Failed placements: a cross in each panel (prefill and decode) per failed N.
+  std::set<int> failed_n;
+  for (const auto& m : Tune().result.measurements) {
+    if (!m.ok() && m.config.n_depth == 0) failed_n.insert(m.config.placement.n_cpu_moe);
+  }
+  ASSERT_FALSE(failed_n.empty());
+  EXPECT_EQ(Count(html, "<g class=\"pt-failed\" data-chart=\"ncurve\""), 2 * failed_n.size());
+  EXPECT_NE(html.find("cudaMalloc failed: out of memory"), std::string::npos);
+  // Threads 2, 4, 8 with intervals, prefill and decode panels; 4 is chosen.
+  const auto cmps = TuneComparisons(Tune());
+  ASSERT_FALSE(cmps.empty());
+  EXPECT_EQ(cmps.front().dimension, "threads");
+  EXPECT_EQ(cmps.front().entries.size(), 3u);
+  EXPECT_EQ(cmps.front().chosen, 4);
+  EXPECT_EQ(Count(html, "<g class=\"pt [^\"]*\" data-chart=\"cmp1\""), 6u);
+  // Tuned against defaults: 2 configurations x 4 tests (prefill, decode, empty and deep).
+  const auto d = VersusDefaultsMeasurements(Tune());
+  EXPECT_EQ(d.results.size(), 8u);
+  EXPECT_EQ(std::count(d.labels.begin(), d.labels.end(), "tuned"), 4);
+  EXPECT_EQ(Count(html, "<g class=\"pt [^\"]*\" data-chart=\"versus\""), 8u);
+  // The memory map of the pick: GPU and host bars, the margin and the reserve.
+  EXPECT_EQ(Count(html, "<g class=\"seg seg-margin\""), 1u);
+  EXPECT_EQ(Count(html, "<g class=\"seg seg-others\""), 1u);
+}
+
+TEST(TuneDocument, DecisionsListEveryPhaseAndTheCurveReading) {
+  const Report doc = TuneDocument(Tune(), {});
+  const auto& table = std::get<DecisionTable>(FindSection(doc, "decisions")->blocks.front());
+  std::set<std::string> what;
+  for (const auto& d : table.decisions) what.insert(d.what);
+  for (const char* phase :
+       {"placement", "long context", "threads", "micro-batch", "cliff", "rejected"}) {
+    EXPECT_TRUE(what.count(phase)) << phase;
+  }
+  const std::string md = RenderReport(doc, ReportFormat::kMarkdown);
+  EXPECT_EQ(md.rfind("# moetune tune: Fake-MoE-A3B-Q4\\_K\\_M.gguf", 0), 0u) << md.substr(0, 80);
+  EXPECT_NE(md.find("```sh\nllama-server -m /models/Fake-MoE-A3B-Q4_K_M.gguf"), std::string::npos);
+  EXPECT_EQ(md.find("<svg"), std::string::npos);
+}
+
+TEST(TuneDocument, WithoutAGpuPlacementIsNotDrawn) {
+  TuneSpace s = testing::FakeGpuSpace();
+  s.placement_matters = false;
+  s.fixed_n = 20;
+  s.headroom = {};
+  TuneReport t = FakeGpuTune(s);
+  t.memory.reset();
+  t.vram_budget = 0;
+  t.reserve = 0;
+  const Report doc = TuneDocument(t, {});
+  const Section* curve = FindSection(doc, "n-curve");
+  ASSERT_NE(curve, nullptr);
+  ASSERT_EQ(curve->blocks.size(), 1u);
+  EXPECT_NE(std::get<Paragraph>(curve->blocks.front()).text.find("does not change speed"),
+            std::string::npos);
+  EXPECT_EQ(FindSection(doc, "memory"), nullptr);
+  const auto& v = std::get<VerdictBlock>(doc.sections.front().blocks.front());
+  EXPECT_NE(v.reason.find("no GPU device"), std::string::npos) << v.reason;
+}
+
+// Every flag a tune writes (-ot, -ctk/-ctv, -fa, -lm, -np, -fit) survives
+// every format, which parses back to the command.
+TEST(TuneEmit, EveryFormatParsesBackToTheTunedCommand) {
+  TuneReport t = Tune();
+  t.server_argv = {"llama-server",
+                   "-m",
+                   "/models/Fake MoE.gguf",
+                   "-ngl",
+                   "99",
+                   "-ot",
+                   "blk\\.(1[0-2])\\.ffn_.*_exps=CPU",
+                   "--n-cpu-moe",
+                   "13",
+                   "-c",
+                   "16384",
+                   "-t",
+                   "4",
+                   "-ub",
+                   "1024",
+                   "-b",
+                   "2048",
+                   "-fa",
+                   "on",
+                   "-ctk",
+                   "q8_0",
+                   "-ctv",
+                   "q8_0",
+                   "-lm",
+                   "none",
+                   "-np",
+                   "1",
+                   "-fit",
+                   "off"};
+  auto canon = CanonicalServerArgv(t.server_argv);
+  ASSERT_TRUE(canon.ok()) << canon.error().message();
+  auto emit = [&](EmitFormat f) {
+    auto e = TuneEmit(t, f);
+    EXPECT_TRUE(e.ok()) << EmitFormatName(f) << ": " << (e.ok() ? "" : e.error().message());
+    return e.ok() ? *e : std::string();
+  };
+  EXPECT_EQ(testing::ShellWords(emit(EmitFormat::kServer)), *canon);
+  EXPECT_EQ(testing::ArgvFromEnv(emit(EmitFormat::kEnv)), *canon);
+  std::string section;
+  EXPECT_EQ(testing::ArgvFromIni(emit(EmitFormat::kIni), &section), *canon);
+  EXPECT_EQ(section, "Fake MoE");
+  EXPECT_EQ(testing::ArgvFromCompose(emit(EmitFormat::kCompose)), *ComposeServerArgv(*canon));
+  for (auto f : {EmitFormat::kServer, EmitFormat::kEnv, EmitFormat::kIni, EmitFormat::kCompose}) {
+    const std::string text = emit(f);
+    EXPECT_NE(text.find("tuned by moetune"), std::string::npos) << text;
+    EXPECT_NE(text.find("tuned with " + t.engine), std::string::npos) << text;
+    EXPECT_NE(text.find("SIMULATED"), std::string::npos) << text;
+  }
+}
+
+TEST(TuneEmit, RelativeModelBecomesAbsoluteAndMissingVariablesAreErrors) {
+  TuneReport t = Tune();
+  t.server_argv = {"llama-server", "-m", "models/m.gguf", "-t", "4", "-tb", "8"};
+  auto server = TuneEmit(t, EmitFormat::kServer);
+  ASSERT_TRUE(server.ok());
+  const std::string abs = (std::filesystem::current_path() / "models/m.gguf").string();
+  EXPECT_EQ(testing::ShellWords(*server),
+            (std::vector<std::string>{"llama-server", "-m", abs, "-t", "4", "-tb", "8"}));
+  auto env = TuneEmit(t, EmitFormat::kEnv);
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.error().message().find("-tb has no LLAMA_ARG_"), std::string::npos);
+  EXPECT_TRUE(TuneEmit(t, EmitFormat::kIni).ok());
+  t.server_argv.clear();
+  EXPECT_FALSE(TuneEmit(t, EmitFormat::kServer).ok());
+}
+
+TEST(TuneEmit, VersionOfTheEngineItWasTunedWith) {
+  TuneReport t;
+  t.engine = "version: 0.7.0 (build 11669, commit Debian) at /usr/bin";
+  EXPECT_EQ(TuneEngineVersion(t), "llama.cpp 0.7.0 (build 11669, commit Debian)");
+  t.engine = "simulated: RTX 4070";
+  EXPECT_EQ(TuneEngineVersion(t), "simulated: RTX 4070");
+}
+
+}  // namespace
+}  // namespace moetune
