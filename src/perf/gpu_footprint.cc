@@ -3,12 +3,32 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <utility>
+#include <vector>
 
+#include "perf/speed_model.h"
 #include "plan/placement.h"
 
 namespace moetune {
 
 namespace {
+
+bool SameContext(const ContextParams& a, const ContextParams& b) {
+  return a.n_ctx == b.n_ctx && a.n_seq == b.n_seq && a.kv_unified == b.kv_unified &&
+         a.type_k == b.type_k && a.type_v == b.type_v && a.n_ubatch == b.n_ubatch &&
+         a.n_batch == b.n_batch && a.flash_attn == b.flash_attn && a.swa_full == b.swa_full &&
+         a.reserve_outputs == b.reserve_outputs;
+}
+
+Result<Plan> PlanFor(const ModelInfo& model, const ContextParams& ctx) {
+  PlanRequest req;
+  req.ctx = ctx;
+  req.vram_free = int64_t{1} << 60;
+  req.margin = 0;
+  req.fine_fill = false;
+  return PlanPlacement(model.gguf, model.arch, model.weights, req);
+}
 
 ContextParams ContextFor(const RunSettings& run) {
   ContextParams cp;
@@ -66,22 +86,52 @@ int64_t LayerStageBytes(const ModelArch& arch, const ContextParams& cp) {
 
 }  // namespace
 
+ContextParams FootprintContext(const RunSettings& run) { return ContextFor(run); }
+
+struct FootprintPlans::Cache {
+  std::mutex mu;
+  std::vector<std::pair<ContextParams, std::shared_ptr<const Plan>>> plans;
+};
+
+FootprintPlans::FootprintPlans() : cache_(std::make_shared<Cache>()) {}
+
+std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model,
+                                                const ContextParams& ctx) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    for (const auto& [c, p] : cache_->plans) {
+      if (SameContext(c, ctx)) return p;
+    }
+  }
+  auto planned = PlanFor(model, ctx);
+  std::shared_ptr<const Plan> plan =
+      planned.ok() ? std::make_shared<const Plan>(std::move(planned).value()) : nullptr;
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  // A few contexts are typical (one server, one sweep); bound the rest.
+  if (cache_->plans.size() >= 32) cache_->plans.erase(cache_->plans.begin());
+  cache_->plans.emplace_back(ctx, plan);
+  return plan;
+}
+
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
-                                 bool has_accelerator) {
+                                 bool has_accelerator, const FootprintPlans* plans) {
   GpuFootprint f;
   if (!has_accelerator) return f;
   // The plan's device model gives the compute buffers (with the copy budget for
   // op offload) and, for the standard placements, the whole GPU side.
   PlanRequest req;
   req.ctx = ContextFor(run);
-  req.vram_free = int64_t{1} << 60;
-  req.margin = 0;
-  req.fine_fill = false;
-  auto planned = PlanPlacement(model.gguf, model.arch, model.weights, req);
+  std::shared_ptr<const Plan> cached;
+  if (plans != nullptr) {
+    cached = plans->Get(model, req.ctx);
+  } else {
+    auto planned = PlanFor(model, req.ctx);
+    if (planned.ok()) cached = std::make_shared<const Plan>(std::move(planned).value());
+  }
   // A model the planner cannot size (absurd header) has no footprint to offer.
-  if (!planned.ok()) return f;
-  const Plan& plan = *planned;
+  if (!cached) return f;
+  const Plan& plan = *cached;
   const int n_layer = static_cast<int>(shape.layers.size());
   const PlacementOption* option = nullptr;
   bool standard = run.override_tensor.empty();

@@ -11,13 +11,16 @@
 /// are used (pages of managed / WDDM memory become resident on first touch).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "model/memory_map.h"
 #include "model/model_info.h"
 #include "perf/model_shape.h"
-#include "perf/speed_model.h"
 
 namespace moetune {
+
+struct RunSettings;  // perf/speed_model.h, which holds a FootprintPlans
 
 struct GpuFootprint {
   int64_t weights = 0;
@@ -31,10 +34,33 @@ struct GpuFootprint {
   int64_t touched() const { return weights + kv_used + state + compute; }
 };
 
-/// Footprint of `run` on the accelerator (all zero without one).
+struct Plan;
+
+/// The context `run` allocates: its n_ctx, else prompt + generation + depth
+/// (llama-bench sizes its context so).
+ContextParams FootprintContext(const RunSettings& run);
+
+/// Plans of one model by context, kept for the footprints of many runs with
+/// the same context (a conversation, a sweep over depths or threads): planning
+/// every option is the expensive part of a prediction (~0.1 s for 48 layers).
+/// Copies share the cache; safe to use from several threads.
+class FootprintPlans {
+ public:
+  FootprintPlans();
+  /// The plan of `model` for `ctx`, null when the planner cannot size it.
+  /// Every call must pass the same model.
+  std::shared_ptr<const Plan> Get(const ModelInfo& model, const ContextParams& ctx) const;
+
+ private:
+  struct Cache;
+  std::shared_ptr<Cache> cache_;
+};
+
+/// Footprint of `run` on the accelerator (all zero without one). `plans`
+/// (optional) caches the model's plans by context.
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
-                                 bool has_accelerator);
+                                 bool has_accelerator, const FootprintPlans* plans = nullptr);
 
 /// Shares of each allocation that live in host memory (silent spill).
 struct SpillShares {

@@ -128,7 +128,7 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
 
   // Memory: strict mode fails where the memory map says the GPU is full;
   // silent mode spills the excess to host memory.
-  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel);
+  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel, &plans_);
   out.gpu_bytes = in.footprint.allocated();
   out.gpu_budget = machine_.VramBudget();
   if (accel && res.gpu_weight_bytes > 0) {

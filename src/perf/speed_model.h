@@ -31,6 +31,7 @@
 
 #include "model/model_info.h"
 #include "perf/calibration.h"
+#include "perf/gpu_footprint.h"
 #include "perf/machine_spec.h"
 #include "perf/model_shape.h"
 #include "util/result.h"
@@ -130,6 +131,7 @@ class SpeedModel {
   ModelShape shape_;
   MachineSpec machine_;
   CalibrationConstants constants_;
+  FootprintPlans plans_;  // the model's plans by context, shared by every prediction
 };
 
 }  // namespace moetune
