@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/validators.h"
+#include "cli/watch_prediction.h"
 #include "report/watch_report.h"
 #include "watch/loop.h"
 #include "watch/replay.h"
@@ -26,6 +27,8 @@ struct WatchOpts {
   double timeout = 10;
   double duration = 0;
   int64_t pid = 0;
+  std::string profile;
+  bool no_predict = false;
   bool once = false;
   bool json = false;
   bool exit_on_alarm = false;
@@ -47,7 +50,16 @@ int RunLog(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   }
   std::vector<std::string> notes;
   const std::optional<int> n = so.expected ? so.expected->NCpuMoe() : std::nullopt;
-  so.baseline = BaselineFor(tuned, n, command, &notes);
+  // The speed model judges the command the log's server ran, which only the
+  // tuned file names (a log does not carry the command line).
+  std::optional<ServerPredictor> predictor;
+  if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
+    auto p = PredictorForServer(so.expected->Get("model").value_or(""), o.profile, !o.no_predict,
+                                &notes);
+    if (!p.ok()) return ReportError(p.error());
+    predictor = std::move(p).value();
+  }
+  so.baseline = BaselineFor(tuned, n, command, predictor ? &*predictor : nullptr, &notes);
   if (so.expected) so.n_layer = ModelLayerCount(so.expected->Get("model").value_or(""));
   log->notes.insert(log->notes.end(), notes.begin(), notes.end());
   const Replay replay = ReplayLog(*log, so);
@@ -82,7 +94,15 @@ int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   std::optional<int> n = running ? running->NCpuMoe() : std::nullopt;
   if (!n && session.expected) n = session.expected->NCpuMoe();
   std::vector<std::string> notes;
-  session.baseline = BaselineFor(tuned, n, command, &notes);
+  std::optional<ServerPredictor> predictor;
+  if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
+    const std::string model =
+        running && running->Get("model") ? *running->Get("model") : (*sampler)->props().model_path;
+    auto p = PredictorForServer(model, o.profile, !o.no_predict, &notes);
+    if (!p.ok()) return ReportError(p.error());
+    predictor = std::move(p).value();
+  }
+  session.baseline = BaselineFor(tuned, n, command, predictor ? &*predictor : nullptr, &notes);
   session.n_layer = ModelLayerCount((*sampler)->props().model_path);
   Monitor monitor(std::move(sampler).value(), session);
   for (const auto& note : notes) std::cerr << "moetune watch: note: " << note << "\n";
@@ -134,6 +154,12 @@ void RegisterWatchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--pid", o->pid,
                   "The server's process id (default: found by its port for a local server)")
       ->check(IntRange(1, 4194304));
+  cmd->add_option("--profile", o->profile,
+                  "Machine profile for the speed model's predicted baseline (default: the one "
+                  "moetune doctor wrote)");
+  cmd->add_flag("--no-predict", o->no_predict,
+                "No predicted baseline: without --from, learn it from the session's first "
+                "requests");
   cmd->add_flag("--once", o->once, "Print one sample (over one --interval) and exit");
   cmd->add_flag("--json", o->json, "JSON lines (one event per line; fields in docs/cli.md)");
   cmd->add_flag("--exit-on-alarm", o->exit_on_alarm,

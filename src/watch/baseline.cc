@@ -148,6 +148,26 @@ Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const json& analysis
   return b;
 }
 
+PredictedBaseline::PredictedBaseline(const std::vector<BaselinePoint>& points,
+                                     std::string description, double tolerance)
+    : description_(std::move(description)), tolerance_(std::max(1.0, tolerance)) {
+  for (const auto& p : points) {
+    if (p.prefill_tps) prefill_.Add(static_cast<double>(p.depth), *p.prefill_tps);
+    if (p.decode_tps) decode_.Add(static_cast<double>(p.depth), *p.decode_tps);
+  }
+}
+
+ExpectedSpeed PredictedBaseline::Predicted(double depth) const {
+  return {prefill_.TokensPerSecond(depth), decode_.TokensPerSecond(depth)};
+}
+
+ExpectedSpeed PredictedBaseline::At(double depth) const {
+  ExpectedSpeed e = Predicted(depth);
+  if (e.prefill_tps) *e.prefill_tps /= tolerance_;
+  if (e.decode_tps) *e.decode_tps /= tolerance_;
+  return e;
+}
+
 void SessionBaseline::OfferPrefill(double tokens, double seconds, double depth) {
   if (prefill_ready() || !(tokens > 0) || !(seconds > 0)) return;
   prefill_.push_back({tokens, seconds, std::max(0.0, depth)});

@@ -118,15 +118,18 @@ TEST(BaselineTest, TheSessionHoldsTheMeanWhenDepthsAreTooClose) {
   EXPECT_NEAR(*s.At(50000).prefill_tps, mean_rate, 1e-9);
 }
 
-TEST(BaselineTest, PredictedIsASeam) {
-  PredictedBaseline p(
-      [](double d) {
-        return ExpectedSpeed{1000 - d / 100, std::nullopt};
-      },
-      "the speed model");
+TEST(BaselineTest, APredictionIsExpectedAtItsLowerEdgeAndIsProvisional) {
+  PredictedBaseline p({{0, 1500.0, 60.0}, {10000, 750.0, std::nullopt}}, "the speed model");
   EXPECT_EQ(p.Kind(), "predicted");
-  EXPECT_DOUBLE_EQ(*p.At(1000).prefill_tps, 990);
-  EXPECT_FALSE(p.At(0).decode_tps.has_value());
+  EXPECT_TRUE(p.provisional());
+  EXPECT_DOUBLE_EQ(p.tolerance(), kPredictionTolerance);
+  EXPECT_DOUBLE_EQ(*p.Predicted(0).prefill_tps, 1500);
+  EXPECT_DOUBLE_EQ(*p.At(0).prefill_tps, 1000);  // 1500 / 1.5
+  EXPECT_DOUBLE_EQ(*p.At(0).decode_tps, 40);
+  // Seconds per token interpolate linearly, as for measured curves.
+  EXPECT_NEAR(*p.Predicted(5000).prefill_tps, 1.0 / (0.5 / 1500 + 0.5 / 750), 1e-9);
+  EXPECT_FALSE(CurveBaseline({{0, 1.0, 1.0}}, "m").provisional());
+  EXPECT_FALSE(SessionBaseline().provisional());
 }
 
 }  // namespace

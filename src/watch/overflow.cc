@@ -35,12 +35,37 @@ OverflowDetector::OverflowDetector(std::shared_ptr<const Baseline> external, int
     : external_(std::move(external)), n_ubatch_(std::max(1, n_ubatch)), rules_(rules) {}
 
 const Baseline& OverflowDetector::baseline() const {
-  if (external_) return *external_;
+  if (external_ && !handed_over_) return *external_;
   return session_;
 }
 
+bool OverflowDetector::Provisional() const {
+  return external_ && external_->provisional() && !handed_over_;
+}
+
+void OverflowDetector::MaybeHandOver(OverflowCheck* c) {
+  if (!Provisional() || active_ || !session_.prefill_ready() || !session_.decode_ready()) return;
+  handed_over_ = true;
+  // How the prediction compared with what this server does, for the record.
+  std::vector<std::string> parts;
+  const double d = c->depth.value_or(0);
+  const auto* predicted = dynamic_cast<const PredictedBaseline*>(external_.get());
+  const ExpectedSpeed pred = predicted ? predicted->Predicted(d) : external_->At(d);
+  const ExpectedSpeed own = session_.At(d);
+  if (pred.prefill_tps && own.prefill_tps)
+    parts.push_back(fmt::format("prefill x{:.2f}", *own.prefill_tps / *pred.prefill_tps));
+  if (pred.decode_tps && own.decode_tps)
+    parts.push_back(fmt::format("decode x{:.2f}", *own.decode_tps / *pred.decode_tps));
+  c->reason += fmt::format(
+      "; from now on the session's own first {} requests judge (measured wins over "
+      "predicted; this server ran at {} of the prediction)",
+      SessionBaseline::kReferenceCount,
+      parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", ")));
+  c->baseline_changed = true;
+}
+
 ExpectedSpeed OverflowDetector::Expected(double depth) const {
-  ExpectedSpeed e = external_ ? external_->At(depth) : ExpectedSpeed{};
+  ExpectedSpeed e = external_ && !handed_over_ ? external_->At(depth) : ExpectedSpeed{};
   const ExpectedSpeed s = session_.At(depth);
   if (!e.prefill_tps) e.prefill_tps = s.prefill_tps;
   if (!e.decode_tps) e.decode_tps = s.decode_tps;
@@ -115,13 +140,22 @@ OverflowCheck OverflowDetector::Judge(const Pending& pending, std::optional<doub
                            rules_.min_prefill_tokens);
     return c;
   }
-  // The session's own reference uses full micro-batches only.
-  if (p.tokens >= n_ubatch_) session_.OfferPrefill(p.tokens, p.seconds, *p.depth);
+  // The session's own reference uses full micro-batches only. Under a
+  // prediction it learns only from requests the prediction did not judge bad,
+  // so an overflow from the first request never becomes the normal.
+  const bool provisional = Provisional();
+  const bool full = p.tokens >= n_ubatch_;
+  if (full && !provisional) session_.OfferPrefill(p.tokens, p.seconds, *p.depth);
+  auto learn = [&](const OverflowCheck& judged) {
+    if (full && provisional && judged.judgement != Judgement::kBad)
+      session_.OfferPrefill(p.tokens, p.seconds, *p.depth);
+  };
   const ExpectedSpeed e = Expected(*p.depth);
   c.expected_prefill_tps = e.prefill_tps;
   c.expected_decode_tps = e.decode_tps;
   if (!e.prefill_tps) {
     c.reason = fmt::format("no baseline yet ({})", baseline().Describe());
+    learn(c);
     return c;
   }
   const double u = n_ubatch_;
@@ -131,16 +165,34 @@ OverflowCheck OverflowDetector::Judge(const Pending& pending, std::optional<doub
   c.prefill_ratio = rp;
   if (!own_decode && decode_ratios_.empty()) {
     c.reason = "no decode observation to compare with yet";
+    learn(c);
     return c;
   }
   const double rd = own_decode ? *own_decode : Median(decode_ratios_);
   c.decode_ratio = rd;
-  if (rp <= rules_.bad_prefill_ratio && rp <= rules_.lopsided * rd && rd >= rules_.decode_floor) {
+  const bool prefill_low = rp <= rules_.bad_prefill_ratio;
+  const bool decode_normal = rd >= rules_.decode_floor;
+  if (prefill_low && rp <= rules_.lopsided * rd && decode_normal) {
     c.judgement = Judgement::kBad;
     c.reason = fmt::format("prefill x{:.2f} of expected while decode is x{:.2f}", rp, rd);
-  } else if (rp >= rules_.good_ratio || rp >= rules_.good_ratio * rd) {
+  } else if (prefill_low && !decode_normal && (!run_.empty() || active_)) {
+    // An overflow deepens: first the compute buffer lives in host memory
+    // (prefill collapses, decode barely moves), then the KV cache too, and
+    // decode collapses as well. After the lopsided signature it continues
+    // the evidence instead of passing for a uniformly slow machine.
+    c.judgement = Judgement::kBad;
+    c.reason = fmt::format(
+        "prefill x{:.2f} and decode x{:.2f} of expected, after prefill fell alone: the "
+        "overflow deepened",
+        rp, rd);
+  } else if (rp >= rules_.good_ratio || (rp >= rules_.good_ratio * rd && decode_normal)) {
     c.judgement = Judgement::kGood;
     c.reason = fmt::format("prefill x{:.2f}, decode x{:.2f}: consistent", rp, rd);
+  } else if (prefill_low && !decode_normal) {
+    c.judgement = Judgement::kNeutral;
+    c.reason = fmt::format(
+        "prefill x{:.2f} and decode x{:.2f}: both slow, a slow machine rather than an overflow", rp,
+        rd);
   } else {
     c.judgement = Judgement::kNeutral;
     c.reason = fmt::format("prefill x{:.2f}, decode x{:.2f}: between thresholds", rp, rd);
@@ -167,6 +219,8 @@ OverflowCheck OverflowDetector::Judge(const Pending& pending, std::optional<doub
       good_streak_ = 0;
     }
   }
+  learn(c);
+  MaybeHandOver(&c);
   return c;
 }
 

@@ -12,7 +12,11 @@
 ///         (prefill at most half of normal, twice as far off as decode, and
 ///          decode itself normal enough: a uniformly slow machine is not an
 ///          overflow)
-///   good  when r_p >= 0.7 or r_p >= 0.7 * r_d
+///   also bad when r_p <= 0.5 and r_d < 0.5 right after bad ones (no good
+///         one between) or while the alarm is active: an overflow deepens
+///         from the compute buffer to the KV cache, and then decode
+///         collapses too; alone, that is a slow machine (neutral)
+///   good  when r_p >= 0.7, or r_p >= 0.7 * r_d with r_d >= 0.5
 ///
 /// The alarm is raised after 3 bad observations without a good one between
 /// them and at least 512 prefill tokens among them, and cleared after 3 good
@@ -23,7 +27,9 @@
 /// never look slow by accident. Live, the server counts a request's prefill
 /// when its first token is sampled and its decode when it ends, so a prefill
 /// waits for the next decode observation (its own request's) to be judged.
-/// docs/watch.md gives the reasons for each number.
+/// A predicted baseline is provisional: the session's own first requests
+/// (those it did not judge bad) replace it once there are enough of them and
+/// no overflow alarm is active. docs/watch.md gives the reasons for each number.
 
 #include <memory>
 #include <optional>
@@ -63,6 +69,9 @@ struct OverflowCheck {
   std::optional<double> prefill_ratio;
   std::optional<double> decode_ratio;
   std::string baseline_kind;  // "measured", "predicted", "session"
+  /// True on the judgement after which the session's own requests replace a
+  /// prediction (the reason says how the prediction compared).
+  bool baseline_changed = false;
 };
 
 /// One bad observation kept as evidence.
@@ -95,12 +104,19 @@ class OverflowDetector {
   const std::vector<OverflowEvidence>& evidence() const { return evidence_; }
   /// One or two more layers of experts on the CPU, from how deep prefill fell.
   int ExtraLayers() const;
-  /// The baseline that judges now (external, else the session's).
+  /// The baseline that judges now: the external one, else the session's; a
+  /// provisional (predicted) one until the session has its own reference of
+  /// requests the prediction did not judge bad, and no overflow alarm is active.
   const Baseline& baseline() const;
+  /// True once the session's own requests replaced a prediction.
+  bool handed_over() const { return handed_over_; }
   const OverflowRules& rules() const { return rules_; }
 
  private:
   ExpectedSpeed Expected(double depth) const;
+  // A prediction judges and the session has not taken over yet.
+  bool Provisional() const;
+  void MaybeHandOver(OverflowCheck* c);
   // A prefill waiting for its request's decode.
   struct Pending {
     WorkSample prefill;
@@ -119,6 +135,7 @@ class OverflowDetector {
   std::vector<OverflowEvidence> evidence_;
   int good_streak_ = 0;
   bool active_ = false;
+  bool handed_over_ = false;
   bool raised_now_ = false;
   bool cleared_now_ = false;
 };
