@@ -39,7 +39,11 @@ class Rng {
   uint64_t state_;
 };
 
-std::string ConfigKey(const RunConfig& c) {
+// The noise key names the model by its file name, so that the same model in
+// another folder (a test's temporary one) gives the same samples.
+std::string ConfigKey(const RunConfig& config) {
+  RunConfig c = config;
+  c.model = std::filesystem::path(c.model).filename().string();
   const auto k = c.ContextKey();
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.ModelKey(), std::get<0>(k),
                      std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k),
@@ -72,7 +76,14 @@ nlohmann::json SplitJson(const TimeSplit& t) {
 
 }  // namespace
 
-SimEngine::SimEngine(SimEngineOptions options) : options_(std::move(options)) {}
+FootprintPlans SimPlanCache::For(const std::string& model_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return plans_[model_path];
+}
+
+SimEngine::SimEngine(SimEngineOptions options) : options_(std::move(options)) {
+  if (!options_.plans) options_.plans = std::make_shared<SimPlanCache>();
+}
 
 std::string SimEngine::BackendsLabel() const {
   const auto& a = options_.machine.accel;
@@ -140,6 +151,7 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
     std::optional<SpeedModel> sm;
     if (model.ok()) {
       sm.emplace(**model, options_.machine, options_.constants);
+      sm->UseFootprintPlans(options_.plans->For(first.model));
       wall += static_cast<double>((*model)->weights.total) / (options_.load_gbps * 1e9);
       loads = 1;
     }
