@@ -128,19 +128,31 @@ class PredictedBaseline : public Baseline {
   double tolerance_;
 };
 
-/// The session's own first requests: seconds per token fitted as a + b*depth
-/// (least squares weighted by tokens, b >= 0; b = 0 when the requests span too
-/// little depth to tell), once `kReferenceCount` prefill and decode
-/// observations are in. Learning stops then, so a later slowdown cannot
-/// become the new normal.
+/// The session's own requests: seconds per token fitted as a + b*depth
+/// (Theil-Sen: medians of the pairwise slopes and of the intercepts, b >= 0,
+/// so that one disturbed request does not tilt the line; b = 0 and the
+/// token-weighted mean when the requests span too little depth to tell), once
+/// the first `kReferenceCount` prefill and decode observations are in. After
+/// that only requests the detector judged healthy join (ExtendPrefill/
+/// ExtendDecode), so a slowdown never becomes the new normal, while the
+/// curve follows the conversation instead of being extrapolated far beyond
+/// its first requests.
 class SessionBaseline : public Baseline {
  public:
   static constexpr int kReferenceCount = 5;
+
+  /// The most observations per side (the first kReferenceCount and the latest
+  /// ones that joined since).
+  static constexpr int kMaxPoints = 24;
 
   /// Offers one observation (tokens, seconds, mid depth) to the reference set;
   /// ignored once that side is complete.
   void OfferPrefill(double tokens, double seconds, double depth);
   void OfferDecode(double tokens, double seconds, double depth);
+  /// Adds an observation judged healthy to a complete reference (ignored
+  /// before): the first kReferenceCount stay, the latest others are kept.
+  void ExtendPrefill(double tokens, double seconds, double depth);
+  void ExtendDecode(double tokens, double seconds, double depth);
   bool prefill_ready() const { return prefill_.size() >= kReferenceCount; }
   bool decode_ready() const { return decode_.size() >= kReferenceCount; }
 

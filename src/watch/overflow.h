@@ -12,10 +12,10 @@
 ///         (prefill at most half of normal, twice as far off as decode, and
 ///          decode itself normal enough: a uniformly slow machine is not an
 ///          overflow)
-///   also bad when r_p <= 0.5 and r_d < 0.5 right after bad ones (no good
-///         one between) or while the alarm is active: an overflow deepens
-///         from the compute buffer to the KV cache, and then decode
-///         collapses too; alone, that is a slow machine (neutral)
+///   also bad when r_p <= 0.5 right after bad ones (no good one between) or
+///         while the alarm is active, whatever decode does: an overflow
+///         deepens from the compute buffer to the KV cache, and then decode
+///         falls too; alone, both slow is a slow machine (neutral)
 ///   good  when r_p >= 0.7, or r_p >= 0.7 * r_d with r_d >= 0.5
 ///
 /// The alarm is raised after 3 bad observations without a good one between
@@ -50,6 +50,9 @@ struct OverflowRules {
   int good_to_clear = 3;
   double min_bad_tokens = 512;
   double min_prefill_tokens = 64;
+  /// The session's reference counts a prompt's time over whole micro-batches
+  /// (n / (ceil(n/U) * U) of it), but at least this share of it.
+  double reference_fill_floor = 0.75;
   double min_decode_tokens = 16;
   int decode_window = 3;
   /// Below this prefill ratio the fix is two more layers on the CPU, else one.
@@ -117,11 +120,27 @@ class OverflowDetector {
   // A prediction judges and the session has not taken over yet.
   bool Provisional() const;
   void MaybeHandOver(OverflowCheck* c);
+  // Under a prediction: requests not judged bad wait here with their r_p / r_d
+  // until five of them agree (r_p / r_d at least 0.7 of the median), then
+  // become the session's reference.
+  struct Candidate {
+    double tokens = 0, seconds = 0, depth = 0, shape = 0;
+  };
+  void AdoptCandidates();
+  std::vector<Candidate> candidates_;
+  // A request that may join the session's reference: r_p and r_d >= 0.7 and
+  // r_p >= 0.7 * r_d.
+  bool Healthy(double prefill_ratio, double decode_ratio) const;
+  // n / (ceil(n / U) * U): how full a prompt's micro-batches are.
+  double Fill(double tokens) const;
+  // A prompt's seconds as the session's reference counts them.
+  double ReferenceSeconds(const WorkSample& prefill) const;
   // A prefill waiting for its request's decode.
   struct Pending {
     WorkSample prefill;
     double time_s = 0;
     bool concurrent = false;
+    double tokens() const { return prefill.tokens; }
   };
   OverflowCheck Judge(const Pending& p, std::optional<double> own_decode_ratio);
   std::optional<Pending> pending_;

@@ -61,8 +61,10 @@ TEST(OverflowTest, SpillThatStartsAtDepthFiresWithTheSessionBaseline) {
     ASSERT_EQ(Fired(r), std::vector<std::string>{"overflow"});
     const Alarm& a = r.verdict.raised.front();
     EXPECT_EQ(a.n_cpu_moe_from, 10);
-    EXPECT_EQ(a.n_cpu_moe_to, 11);  // prefill x0.2: one more layer
-    EXPECT_NE(ShellJoin(a.command).find("--n-cpu-moe 11"), std::string::npos);
+    // Prefill x0.2 (700-token prompts in two micro-batches: about x0.22
+    // against the lower bound): two more layers.
+    EXPECT_EQ(a.n_cpu_moe_to, 12);
+    EXPECT_NE(ShellJoin(a.command).find("--n-cpu-moe 12"), std::string::npos);
     EXPECT_GE(a.evidence.size(), 3u);
   }
 }
@@ -278,6 +280,23 @@ TEST(OverflowTest, TheSessionsOwnRequestsReplaceAPredictionOnceTheyAreIn) {
     EXPECT_EQ(d.baseline().Kind(), "session");
     EXPECT_GE(good_after, 5);
   }
+}
+
+TEST(OverflowTest, ASpillWhileThePredictionJudgesIsNotLearnt) {
+  // The prediction is right but tolerant: a spill from the fourth request
+  // (prefill /2.6: x0.58 of its lower edge, neutral) lags behind the first
+  // three requests, so it does not complete the session's reference with them.
+  const auto obs = Converse(ChatTurns(5, 1024, 100), Spill(kGpu, 3500, 2.6, 1.1)).PerRequest();
+  OverflowDetector d(Predicted(), 512);
+  for (const auto& o : obs) {
+    const auto c = d.Add(o);
+    EXPECT_NE(c.judgement, Judgement::kBad);
+  }
+  EXPECT_FALSE(d.handed_over());
+  // The same five requests without the spill complete it.
+  OverflowDetector healthy(Predicted(), 512);
+  for (const auto& o : Converse(ChatTurns(5, 1024, 100), kGpu).PerRequest()) healthy.Add(o);
+  EXPECT_TRUE(healthy.handed_over());
 }
 
 TEST(OverflowTest, AfterThePredictionYieldsALaterSpillStillFires) {
