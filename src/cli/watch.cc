@@ -4,6 +4,7 @@
 // the alarms with their fix (docs/watch.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -44,14 +45,23 @@ int RunLog(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   if (!log.ok()) return ReportError(log.error());
   SessionOptions so;
   std::vector<std::string> command;
-  if (tuned && tuned->command_argv) {
-    so.expected = SettingsFromArgv(*tuned->command_argv);
-    command = *tuned->command_argv;
-  }
   std::vector<std::string> notes;
+  if (tuned && tuned->command_argv) {
+    command = *tuned->command_argv;
+  } else if (!log->commands.empty()) {
+    // A log of `moetune serve` names the command it started (the first one:
+    // what the session began with; restarts by --apply are not replayed).
+    command = log->commands.front();
+    if (std::any_of(log->commands.begin(), log->commands.end(),
+                    [&](const auto& c) { return c != command; }))
+      notes.push_back(
+          "the server was restarted with other settings during this log; it is "
+          "judged with the first command");
+  }
+  if (!command.empty()) so.expected = SettingsFromArgv(command);
   const std::optional<int> n = so.expected ? so.expected->NCpuMoe() : std::nullopt;
-  // The speed model judges the command the log's server ran, which only the
-  // tuned file names (a log does not carry the command line).
+  // The speed model judges the command the log's server ran: the tuned
+  // file's, else the one serve wrote into the log.
   std::optional<ServerPredictor> predictor;
   if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
     auto p = PredictorForServer(so.expected->Get("model").value_or(""), o.profile, !o.no_predict,

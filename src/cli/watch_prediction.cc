@@ -21,6 +21,14 @@ Result<std::optional<ServerPredictor>> PredictorForServer(const std::string& mod
         "own first requests are the reference");
     return std::optional<ServerPredictor>();
   }
+  if (!m.calibration) {
+    notes->push_back(fmt::format(
+        "the machine profile {} has no calibration: no predicted baseline (with default "
+        "constants the speed model can be several times off); `moetune calibrate MODEL` "
+        "pins them",
+        m.profile_path));
+    return std::optional<ServerPredictor>();
+  }
   std::error_code ec;
   if (model_path.empty() || !std::filesystem::is_regular_file(model_path, ec)) {
     notes->push_back(
@@ -36,10 +44,8 @@ Result<std::optional<ServerPredictor>> PredictorForServer(const std::string& mod
   p.model = std::make_shared<const ModelInfo>(std::move(model).value());
   p.machine = m.spec;
   p.constants = m.constants;
-  p.constants_source =
-      m.calibration ? fmt::format("constants calibrated on {} at {}", m.calibration->hostname,
-                                  m.calibration->created_at)
-                    : "default constants; `moetune calibrate MODEL` pins them on this machine";
+  p.constants_source = fmt::format("constants calibrated on {} at {}", m.calibration->hostname,
+                                   m.calibration->created_at);
   return std::optional<ServerPredictor>(std::move(p));
 }
 

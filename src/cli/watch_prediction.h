@@ -15,8 +15,9 @@ namespace moetune {
 
 /// The predictor for `model_path` on the machine of `profile` ("" = the
 /// default profile). nullopt, with a note saying why, when prediction is off
-/// (`enabled` false), the model file cannot be read here, or no profile
-/// exists at the default path. An explicit `profile` that cannot be read is an
+/// (`enabled` false), no profile exists at the default path, the profile has
+/// no calibration (default constants are not trusted), or the model file
+/// cannot be read here. An explicit `profile` that cannot be read is an
 /// error.
 Result<std::optional<ServerPredictor>> PredictorForServer(const std::string& model_path,
                                                           const std::string& profile, bool enabled,

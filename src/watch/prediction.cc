@@ -190,10 +190,19 @@ Result<std::unique_ptr<PredictedBaseline>> BaselineFromPlanPrediction(
                              source));
   }
   int64_t target_depth = 0;
+  bool calibrated = false;
   if (auto pr = plan.find("prediction"); pr != plan.end() && pr->is_object()) {
     auto t = pr->find("target_depth");
     if (t != pr->end() && t->is_number_integer())
       target_depth = std::clamp<int64_t>(t->get<int64_t>(), 0, int64_t{1} << 24);
+    calibrated = pr->value("calibrated", false);
+  }
+  if (!calibrated) {
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("{} was predicted with the speed model's default constants "
+                             "(prediction.calibrated is not true): not trusted as a baseline; run "
+                             "`moetune calibrate MODEL`, then plan --predict again",
+                             source));
   }
   std::map<int, std::vector<BaselinePoint>> by_n;
   for (const auto& o : plan["options"]) {

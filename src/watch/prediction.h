@@ -10,6 +10,12 @@
 ///   --n-cpu-moe (`options[].predicted` at depth 0 and `.at_target` at
 ///   `prediction.target_depth`).
 ///
+/// Only calibrated constants are trusted (the profile's calibration, or
+/// `prediction.calibrated` in the plan): with the defaults the model can be
+/// several times off on a given machine (372% median error for a tiny model
+/// on the machine these tests run on), and a prefill predicted 3x too fast
+/// looks like an overflow.
+///
 /// The expectation is what the placement does when everything it puts on the
 /// GPU is in VRAM: an overflow is what watch looks for, so the prediction of
 /// a placement that spills is no reference (the speed model is asked with the
@@ -67,7 +73,7 @@ Result<std::unique_ptr<PredictedBaseline>> PredictServer(const ServerPredictor& 
 /// `n_cpu_moe` (nearest predicted N at or above it when absent, like measured
 /// curves; with an -ot fine fill on top of N, pass N + 1). Points whose
 /// prediction does not load or spills are left out (noted). Errors when the
-/// file holds no usable prediction.
+/// file holds no usable prediction, or was predicted with default constants.
 Result<std::unique_ptr<PredictedBaseline>> BaselineFromPlanPrediction(
     const nlohmann::json& plan, std::optional<int> n_cpu_moe, const std::string& source,
     std::vector<std::string>* notes);

@@ -160,7 +160,8 @@ nlohmann::json PlanJson() {
   };
   return json{
       {"command_argv", {"llama-server", "-m", "m.gguf", "--n-cpu-moe", "10"}},
-      {"prediction", {{"machine", "what-if (RTX 4070)"}, {"target_depth", 16000}}},
+      {"prediction",
+       {{"machine", "what-if (RTX 4070)"}, {"target_depth", 16000}, {"calibrated", true}}},
       {"options",
        {option(10, {{"loads", false}, {"failure", "cudaMalloc failed"}}),
         option(
@@ -199,6 +200,12 @@ TEST(PredictionTest, FilesWithoutUsablePredictionsAreErrors) {
   auto b = BaselineFromPlanPrediction(j, 3, "plan.json", nullptr);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("no predicted placement loads"), std::string::npos);
+  // Default constants are not trusted.
+  auto uncalibrated = PlanJson();
+  uncalibrated["prediction"]["calibrated"] = false;
+  auto u = BaselineFromPlanPrediction(uncalibrated, 12, "plan.json", nullptr);
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.error().message().find("moetune calibrate"), std::string::npos);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ TunedFile Tuned(bool analysis, bool prediction) {
   }
   if (prediction) {
     f.prediction = nlohmann::json{
+        {"prediction", {{"calibrated", true}}},
         {"options",
          {{{"n_cpu_moe", 30},
            {"predicted", {{"loads", true}, {"prefill_tps", 600.0}, {"decode_tps", 30.0}}}}}}};
