@@ -230,7 +230,14 @@ OverflowCheck OverflowDetector::Judge(const Pending& pending, std::optional<doub
   c.decode_ratio = rd;
   const bool prefill_low = rp <= rules_.bad_prefill_ratio;
   const bool decode_normal = rd >= rules_.decode_floor;
-  if (prefill_low && rp <= rules_.lopsided * rd && decode_normal) {
+  // Against the session's own line, decode above its expectation says the
+  // line is low at this depth (its slope came out steep from a few noisy
+  // requests): prefill's threshold follows decode, by at most
+  // `decode_credit`. Measured curves and predictions (whose decode ratio is
+  // 1.5 when the prediction is right) get no credit.
+  const double credit = baseline().Kind() == "session" ? rules_.decode_credit : 1.0;
+  const bool lopsided = rp <= rules_.lopsided * std::min(rd, credit);
+  if (lopsided && decode_normal) {
     c.judgement = Judgement::kBad;
     c.reason = fmt::format("prefill x{:.2f} of expected while decode is x{:.2f}", rp, rd);
   } else if (prefill_low && (!run_.empty() || active_)) {

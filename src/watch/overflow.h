@@ -8,10 +8,12 @@
 ///   decode ratio   r_d = the same request's decode / expected at its depth
 ///                  (the median of the last three decode observations when
 ///                  the request's own decode is not known)
-///   bad   when r_p <= 0.5, r_p <= 0.5 * r_d and r_d >= 0.5
-///         (prefill at most half of normal, twice as far off as decode, and
-///          decode itself normal enough: a uniformly slow machine is not an
-///          overflow)
+///   bad   when r_p <= 0.5 * min(r_d, 1.3) and r_d >= 0.5
+///         (prefill at most half of normal and twice as far off as decode,
+///          with decode itself normal enough: a uniformly slow machine is not
+///          an overflow; against the session's own line, a decode above its
+///          expectation says the line is low there and raises the threshold
+///          with it, up to 0.65; elsewhere the 1.3 is 1)
 ///   also bad when r_p <= 0.5 right after bad ones (no good one between) or
 ///         while the alarm is active, whatever decode does: an overflow
 ///         deepens from the compute buffer to the KV cache, and then decode
@@ -44,6 +46,9 @@ namespace moetune {
 struct OverflowRules {
   double bad_prefill_ratio = 0.5;
   double lopsided = 0.5;
+  /// Against the session's own line, decode above its expectation raises
+  /// prefill's bad threshold with it, up to this factor (0.5 * 1.3 = 0.65).
+  double decode_credit = 1.3;
   double decode_floor = 0.5;
   double good_ratio = 0.7;
   int bad_to_raise = 3;
