@@ -29,6 +29,7 @@ Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
   o.threads = threads;
   MOETUNE_ASSIGN_OR_RETURN(PlanPrediction p,
                            PredictPlan(model, plan, request, spec, m.constants, o));
+  p.calibrated = m.calibration.has_value();
   if (!m.calibration)
     p.notes.push_back(
         "default constants: run `moetune calibrate MODEL` to pin them on this machine");

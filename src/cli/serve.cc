@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/sampling_options.h"
 #include "cli/validators.h"
+#include "cli/watch_prediction.h"
 #include "engine/engine_info.h"
 #include "report/watch_report.h"
 #include "util/units.h"
@@ -41,6 +42,7 @@ struct ServeOpts {
   std::string host = "127.0.0.1";
   int64_t port = 8080;
   bool apply = false;
+  bool no_predict = false;
   SamplingOptions sampling;  // --interval, --timeout, --duration
   int64_t max_restarts = 5;
   double health_timeout = 600;
@@ -131,12 +133,19 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   so.gpu_scan = MakeGpuScan(!o.no_gpu);
   so.session.expected = SettingsFromArgv(argv);
   so.session.n_layer = ModelLayerCount(o.model);
-  so.session.baseline = BaselineFor(tuned, so.session.expected->NCpuMoe(), argv, &notes);
+  std::shared_ptr<const ServerPredictor> predictor;
+  if (!(tuned && (tuned->analysis || tuned->prediction))) {
+    auto p = PredictorForServer(o.model, o.profile, !o.no_predict, &notes);
+    if (!p.ok()) return ReportError(p.error());
+    if (*p) predictor = std::make_shared<const ServerPredictor>(std::move(**p));
+  }
+  so.session.baseline =
+      BaselineFor(tuned, so.session.expected->NCpuMoe(), argv, predictor.get(), &notes);
   // After --apply: the measured curves at the new N or a more conservative
   // one; never a less conservative N's (it would expect too much and apply
-  // again); else the session's own requests.
-  so.baseline_for = [tuned, argv](int n) -> std::shared_ptr<const Baseline> {
-    auto b = BaselineFor(tuned, n, argv, nullptr);
+  // again); the prediction for the new N; else the session's own requests.
+  so.baseline_for = [tuned, argv, predictor](int n) -> std::shared_ptr<const Baseline> {
+    auto b = BaselineFor(tuned, n, argv, predictor.get(), nullptr);
     const auto* curve = dynamic_cast<const CurveBaseline*>(b.get());
     if (curve != nullptr && curve->n_cpu_moe < n) return nullptr;
     return b;
@@ -172,7 +181,6 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
   plan_opts.push_back(
       cmd->add_option("--vram", o->vram, "Free GPU memory (default: the doctor's profile)")
           ->check(ByteSize(0, int64_t{1} << 50)));
-  plan_opts.push_back(cmd->add_option("--profile", o->profile, "Machine profile for --vram"));
   plan_opts.push_back(
       cmd->add_option("--reserve", o->reserve, "GPU memory other programs hold or will hold")
           ->check(ByteSize(0, int64_t{1} << 50))
@@ -199,6 +207,12 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
                           ->check(CLI::IsMember({"on", "off"}))
                           ->capture_default_str());
   for (auto* p : plan_opts) p->group("Plan (when --from has no command)");
+  cmd->add_option("--profile", o->profile,
+                  "Machine profile: free VRAM for the plan, and the machine of the speed model's "
+                  "predicted baseline (default: the one moetune doctor wrote)");
+  cmd->add_flag("--no-predict", o->no_predict,
+                "No predicted baseline: without --from curves, learn it from the session's first "
+                "requests");
   cmd->add_option("--threads,-t", o->threads, "CPU threads for llama-server (-t)")
       ->check(IntRange(1, 4096));
   cmd->add_option("--host", o->host, "Address llama-server listens on")

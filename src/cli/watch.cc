@@ -4,12 +4,14 @@
 // the alarms with their fix (docs/watch.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/sampling_options.h"
 #include "cli/validators.h"
+#include "cli/watch_prediction.h"
 #include "report/watch_report.h"
 #include "util/utf8.h"
 #include "watch/loop.h"
@@ -26,6 +28,8 @@ struct WatchOpts {
   std::string from;
   SamplingOptions sampling;  // --interval, --timeout, --duration
   int64_t pid = 0;
+  std::string profile;
+  bool no_predict = false;
   bool once = false;
   bool json = false;
   bool exit_on_alarm = false;
@@ -41,13 +45,31 @@ int RunLog(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   if (!log.ok()) return ReportError(log.error());
   SessionOptions so;
   std::vector<std::string> command;
-  if (tuned && tuned->command_argv) {
-    so.expected = SettingsFromArgv(*tuned->command_argv);
-    command = *tuned->command_argv;
-  }
   std::vector<std::string> notes;
+  if (tuned && tuned->command_argv) {
+    command = *tuned->command_argv;
+  } else if (!log->commands.empty()) {
+    // A log of `moetune serve` names the command it started (the first one:
+    // what the session began with; restarts by --apply are not replayed).
+    command = log->commands.front();
+    if (std::any_of(log->commands.begin(), log->commands.end(),
+                    [&](const auto& c) { return c != command; }))
+      notes.push_back(
+          "the server was restarted with other settings during this log; it is "
+          "judged with the first command");
+  }
+  if (!command.empty()) so.expected = SettingsFromArgv(command);
   const std::optional<int> n = so.expected ? so.expected->NCpuMoe() : std::nullopt;
-  so.baseline = BaselineFor(tuned, n, command, &notes);
+  // The speed model judges the command the log's server ran: the tuned
+  // file's, else the one serve wrote into the log.
+  std::optional<ServerPredictor> predictor;
+  if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
+    auto p = PredictorForServer(so.expected->Get("model").value_or(""), o.profile, !o.no_predict,
+                                &notes);
+    if (!p.ok()) return ReportError(p.error());
+    predictor = std::move(p).value();
+  }
+  so.baseline = BaselineFor(tuned, n, command, predictor ? &*predictor : nullptr, &notes);
   if (so.expected) so.n_layer = ModelLayerCount(so.expected->Get("model").value_or(""));
   log->notes.insert(log->notes.end(), notes.begin(), notes.end());
   const Replay replay = ReplayLog(*log, so);
@@ -82,7 +104,15 @@ int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   std::optional<int> n = running ? running->NCpuMoe() : std::nullopt;
   if (!n && session.expected) n = session.expected->NCpuMoe();
   std::vector<std::string> notes;
-  session.baseline = BaselineFor(tuned, n, command, &notes);
+  std::optional<ServerPredictor> predictor;
+  if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
+    const std::string model =
+        running && running->Get("model") ? *running->Get("model") : (*sampler)->props().model_path;
+    auto p = PredictorForServer(model, o.profile, !o.no_predict, &notes);
+    if (!p.ok()) return ReportError(p.error());
+    predictor = std::move(p).value();
+  }
+  session.baseline = BaselineFor(tuned, n, command, predictor ? &*predictor : nullptr, &notes);
   session.n_layer = ModelLayerCount((*sampler)->props().model_path);
   Monitor monitor(std::move(sampler).value(), session);
   for (const auto& note : notes) std::cerr << ForTerminal("moetune watch: note: " + note + "\n");
@@ -127,6 +157,12 @@ void RegisterWatchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--pid", o->pid,
                   "The server's process id (default: found by its port for a local server)")
       ->check(IntRange(1, 4194304));
+  cmd->add_option("--profile", o->profile,
+                  "Machine profile for the speed model's predicted baseline (default: the one "
+                  "moetune doctor wrote)");
+  cmd->add_flag("--no-predict", o->no_predict,
+                "No predicted baseline: without --from, learn it from the session's first "
+                "requests");
   cmd->add_flag("--once", o->once, "Print one sample (over one --interval) and exit");
   cmd->add_flag("--json", o->json, "JSON lines (one event per line; fields in docs/cli.md)");
   cmd->add_flag("--exit-on-alarm", o->exit_on_alarm,

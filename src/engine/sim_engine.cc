@@ -76,6 +76,13 @@ nlohmann::json SplitJson(const TimeSplit& t) {
 
 }  // namespace
 
+std::shared_ptr<FootprintPlans> SimPlanCache::For(const std::string& model_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& plans = plans_[model_path];
+  if (!plans) plans = std::make_shared<FootprintPlans>();
+  return plans;
+}
+
 SimEngine::SimEngine(SimEngineOptions options) : options_(std::move(options)) {}
 
 std::string SimEngine::BackendsLabel() const {
@@ -101,6 +108,7 @@ Result<const SpeedModel*> SimEngine::Model(const std::string& path) {
   MOETUNE_ASSIGN_OR_RETURN(ModelInfo m, LoadModelInfo(path));
   auto owned = std::make_unique<ModelInfo>(std::move(m));
   auto sm = std::make_unique<SpeedModel>(*owned, options_.machine, options_.constants);
+  if (options_.plans) sm->UseFootprintPlans(options_.plans->For(path));
   const SpeedModel* raw = sm.get();
   models_[path] = std::move(owned);
   speed_models_[path] = std::move(sm);

@@ -8,23 +8,37 @@
 /// starts with "SIM".
 ///
 /// Reproducible: the samples of a configuration depend only on the seed, the
-/// configuration and how many times this engine has run it before (a repeated
-/// measurement draws fresh noise, as a real one would), not on the order or the
-/// company it is run in.
+/// configuration (the model by its file name, not its folder) and how many
+/// times this engine has run it before (a repeated measurement draws fresh
+/// noise, as a real one would), not on the order or the company it is run in.
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/engine.h"
 #include "engine/engine_info.h"
 #include "model/model_info.h"
 #include "perf/calibration.h"
+#include "perf/gpu_footprint.h"
 #include "perf/machine_spec.h"
 #include "perf/speed_model.h"
 
 namespace moetune {
+
+/// The speed model's plans of each model file, by path: shared between
+/// simulated engines that run the same files (repeated runs, seeds), since
+/// planning is the expensive part of a prediction.
+class SimPlanCache {
+ public:
+  std::shared_ptr<FootprintPlans> For(const std::string& model_path);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<FootprintPlans>> plans_;
+};
 
 struct SimEngineOptions {
   MachineSpec machine;
@@ -33,6 +47,8 @@ struct SimEngineOptions {
   double outlier_probability = 0.04;  // chance that a repetition is disturbed
   double outlier_max_slowdown = 2.0;  // a disturbed repetition is 1.25x..this much slower
   double load_gbps = 2.0;             // simulated model load rate (page cache / NVMe)
+  /// Plans shared with other engines; null: each speed model keeps its own.
+  std::shared_ptr<SimPlanCache> plans;
 };
 
 class SimEngine : public Engine {

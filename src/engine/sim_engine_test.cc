@@ -88,6 +88,21 @@ TEST(SimEngine, ARepeatedMeasurementDrawsFreshNoise) {
   }
 }
 
+TEST(SimEngine, ASharedPlanCacheChangesNoResult) {
+  SimEngineOptions shared = Options("rtx4070-12g,ddr5-6000-2ch,8c16t", 5, SpillMode::kSilent);
+  shared.plans = std::make_shared<SimPlanCache>();
+  SimEngine a(shared), b(shared);  // the second engine plans nothing
+  SimEngine alone(Options("rtx4070-12g,ddr5-6000-2ch,8c16t", 5, SpillMode::kSilent));
+  const auto configs = Configs({0, 20, 40});
+  const BenchRun ra = a.Run(configs), rb = b.Run(configs), rc = alone.Run(configs);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_TRUE(ra.results[i].ok());
+    EXPECT_EQ(ra.results[i].samples_ns, rb.results[i].samples_ns);
+    EXPECT_EQ(ra.results[i].samples_ns, rc.results[i].samples_ns);
+    EXPECT_EQ(ra.results[i].record.at("spill_bytes"), rc.results[i].record.at("spill_bytes"));
+  }
+}
+
 TEST(SimEngine, ResultsAreMarkedSimulatedAndGroupedLikeLlamaBench) {
   SimEngine e(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 1));
   const BenchRun r = e.Run(Configs({30, 40}));

@@ -75,6 +75,8 @@ PlanRequest FootprintRequest(const ContextParams& ctx) {
 
 }  // namespace
 
+ContextParams FootprintContext(const RunSettings& run) { return ContextFor(run); }
+
 std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model, const ContextParams& c) {
   const Key key{
       c.n_ctx,    c.n_seq,   c.kv_unified, c.type_k,   c.type_v,

@@ -36,6 +36,10 @@ struct GpuFootprint {
   int64_t touched() const { return weights + kv_used + state + compute; }
 };
 
+/// The context `run` allocates: its n_ctx, else prompt + generation + depth
+/// (llama-bench sizes its context so).
+ContextParams FootprintContext(const RunSettings& run);
+
 /// The plan's device model of one model for each context asked for, computed
 /// once per distinct context: planning every N costs tens of milliseconds, and
 /// a speed model is asked about the same context for every placement, thread

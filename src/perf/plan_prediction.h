@@ -41,7 +41,8 @@ struct PlanPrediction {
   bool placement_matters = true;          // false without an accelerator
   int target_depth = 0;
   int threads = 0;
-  std::string machine;  // MachineSpec::label
+  std::string machine;      // MachineSpec::label
+  bool calibrated = false;  // constants calibrated on this machine (else the defaults)
   std::vector<std::string> notes;
 };
 

@@ -127,6 +127,8 @@ class SpeedModel {
   const MachineSpec& machine() const { return machine_; }
   const CalibrationConstants& constants() const { return constants_; }
   void set_constants(const CalibrationConstants& c) { constants_ = c; }
+  /// Shares a plan cache of the same model (e.g. kept across simulated runs).
+  void UseFootprintPlans(std::shared_ptr<FootprintPlans> plans) { plans_ = std::move(plans); }
 
  private:
   const ModelInfo& model_;

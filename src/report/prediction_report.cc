@@ -72,6 +72,7 @@ void AddPlanPredictionJson(const Plan& plan, const PlanPrediction& pred, json* j
   }
   (*j)["predicted_best"] = best;
   (*j)["prediction"] = {{"machine", pred.machine},
+                        {"calibrated", pred.calibrated},
                         {"placement_matters", pred.placement_matters},
                         {"threads", pred.threads},
                         {"target_depth", pred.target_depth},

@@ -27,6 +27,12 @@ std::optional<double> Mean(const json& point, const char* key) {
   return x;
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 std::optional<int> IntOf(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return std::nullopt;
@@ -148,6 +154,26 @@ Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const json& analysis
   return b;
 }
 
+PredictedBaseline::PredictedBaseline(const std::vector<BaselinePoint>& points,
+                                     std::string description, double tolerance)
+    : description_(std::move(description)), tolerance_(std::max(1.0, tolerance)) {
+  for (const auto& p : points) {
+    if (p.prefill_tps) prefill_.Add(static_cast<double>(p.depth), *p.prefill_tps);
+    if (p.decode_tps) decode_.Add(static_cast<double>(p.depth), *p.decode_tps);
+  }
+}
+
+ExpectedSpeed PredictedBaseline::Predicted(double depth) const {
+  return {prefill_.TokensPerSecond(depth), decode_.TokensPerSecond(depth)};
+}
+
+ExpectedSpeed PredictedBaseline::At(double depth) const {
+  ExpectedSpeed e = Predicted(depth);
+  if (e.prefill_tps) *e.prefill_tps /= tolerance_;
+  if (e.decode_tps) *e.decode_tps /= tolerance_;
+  return e;
+}
+
 void SessionBaseline::OfferPrefill(double tokens, double seconds, double depth) {
   if (prefill_ready() || !(tokens > 0) || !(seconds > 0)) return;
   prefill_.push_back({tokens, seconds, std::max(0.0, depth)});
@@ -158,31 +184,61 @@ void SessionBaseline::OfferDecode(double tokens, double seconds, double depth) {
   decode_.push_back({tokens, seconds, std::max(0.0, depth)});
 }
 
+namespace {
+
+// Keeps the first `keep` and the latest others, at most `max` in all.
+template <typename T>
+void PushBounded(std::vector<T>* v, T x, std::size_t keep, std::size_t max) {
+  v->push_back(x);
+  if (v->size() > max) v->erase(v->begin() + static_cast<std::ptrdiff_t>(keep));
+}
+
+}  // namespace
+
+void SessionBaseline::ExtendPrefill(double tokens, double seconds, double depth) {
+  if (!prefill_ready() || !(tokens > 0) || !(seconds > 0)) return;
+  PushBounded(&prefill_, Obs{tokens, seconds, std::max(0.0, depth)}, kReferenceCount, kMaxPoints);
+}
+
+void SessionBaseline::ExtendDecode(double tokens, double seconds, double depth) {
+  if (!decode_ready() || !(tokens > 0) || !(seconds > 0)) return;
+  PushBounded(&decode_, Obs{tokens, seconds, std::max(0.0, depth)}, kReferenceCount, kMaxPoints);
+}
+
 std::optional<double> SessionBaseline::Fit(const std::vector<Obs>& obs, double depth) {
   if (static_cast<int>(obs.size()) < kReferenceCount) return std::nullopt;
-  double w = 0, wd = 0, wt = 0;
+  double w = 0, wt = 0;
   double dmin = std::numeric_limits<double>::max(), dmax = 0;
   for (const auto& o : obs) {
     w += o.tokens;
-    wd += o.tokens * o.depth;
     wt += o.seconds;  // tokens * (seconds / tokens)
     dmin = std::min(dmin, o.depth);
     dmax = std::max(dmax, o.depth);
   }
-  const double dbar = wd / w, tbar = wt / w;
-  double sxy = 0, sxx = 0;
-  for (const auto& o : obs) {
-    const double t = o.seconds / o.tokens;
-    sxy += o.tokens * (o.depth - dbar) * (t - tbar);
-    sxx += o.tokens * (o.depth - dbar) * (o.depth - dbar);
-  }
   // Too little spread in depth to see a slope: hold the mean (conservative
   // for prefill, since the decode check also sees attention growth).
-  double slope = (dmax - dmin >= 256 && sxx > 0) ? std::max(0.0, sxy / sxx) : 0.0;
-  double intercept = tbar - slope * dbar;
-  if (!(intercept > 0)) {
-    slope = 0;
-    intercept = tbar;
+  double slope = 0, intercept = wt / w;
+  if (dmax - dmin >= 256) {
+    // Theil-Sen: the median of the pairwise slopes and of the intercepts they
+    // leave. One disturbed request among the five (interference only ever
+    // slows a request down) moves a least-squares slope a lot, and watch
+    // extrapolates it several times beyond the span; the medians hold.
+    std::vector<double> slopes;
+    for (std::size_t i = 0; i < obs.size(); ++i) {
+      for (std::size_t j = i + 1; j < obs.size(); ++j) {
+        const double dd = obs[j].depth - obs[i].depth;
+        if (std::abs(dd) < 64) continue;
+        slopes.push_back((obs[j].seconds / obs[j].tokens - obs[i].seconds / obs[i].tokens) / dd);
+      }
+    }
+    if (!slopes.empty()) slope = std::max(0.0, Median(slopes));
+    std::vector<double> intercepts;
+    for (const auto& o : obs) intercepts.push_back(o.seconds / o.tokens - slope * o.depth);
+    intercept = Median(intercepts);
+    if (!(intercept > 0)) {
+      slope = 0;
+      intercept = wt / w;
+    }
   }
   const double t = intercept + slope * std::max(0.0, depth);
   return t > 0 ? std::optional<double>(1.0 / t) : std::nullopt;
@@ -198,6 +254,12 @@ std::string SessionBaseline::Describe() const {
         "the session's own first requests ({} of {} prefill, {} of {} decode "
         "samples so far)",
         prefill_.size(), kReferenceCount, decode_.size(), kReferenceCount);
+  }
+  if (prefill_.size() > static_cast<std::size_t>(kReferenceCount)) {
+    return fmt::format(
+        "the session's own requests (its first {} and {} judged healthy since), fitted against "
+        "depth",
+        kReferenceCount, prefill_.size() - kReferenceCount);
   }
   return fmt::format("the session's own first {} requests, extrapolated with depth",
                      kReferenceCount);

@@ -7,8 +7,9 @@
 /// 1. Measured: the prefill and decode curves against depth that `moetune
 ///    tune` measured (or `moetune analyze` read from llama-bench sweeps) for
 ///    the configured --n-cpu-moe.
-/// 2. Predicted: the speed model's prediction, through a function seam
-///    (PredictedBaseline) that the command layer wires.
+/// 2. Predicted: the speed model's prediction for the server's configuration
+///    (PredictedBaseline; watch/prediction.h builds it), provisional: the
+///    session's own requests replace it once there are enough of them.
 /// 3. The session itself: the server's own first requests, extrapolated
 ///    (SessionBaseline, owned by the detector).
 ///
@@ -17,7 +18,6 @@
 /// adds a cost per token that grows linearly with the context.
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -43,6 +43,9 @@ class Baseline {
   virtual std::string Kind() const = 0;
   /// One line a person reads: where the expectation comes from.
   virtual std::string Describe() const = 0;
+  /// True for an estimate that the session's own measured requests replace
+  /// once there are enough of them (a prediction); false for measured curves.
+  virtual bool provisional() const { return false; }
 };
 
 /// Seconds per token against depth: linear between points, the last slope
@@ -92,37 +95,64 @@ Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const nlohmann::json
                                                             const std::string& source,
                                                             std::vector<std::string>* notes);
 
-/// The speed model's prediction for the server's placement, as a function of
-/// depth. This is the seam for src/perf: the command layer builds the
-/// function from the model, the placement and the machine profile.
-using SpeedPrediction = std::function<ExpectedSpeed(double depth)>;
+/// How far a prediction is trusted: the speed model reproduces published
+/// figures within a factor of 1.5 (docs/speed-model.md, sanity anchors), so
+/// watch expects at least prediction / 1.5.
+inline constexpr double kPredictionTolerance = 1.5;
 
+/// The speed model's prediction for the server's configuration: curves against
+/// depth like the measured ones, but only an estimate. Two consequences:
+/// - the expectation is the prediction's lower edge (divided by `tolerance`),
+///   so a model that is somewhat too optimistic does not make a healthy server
+///   look like an overflow;
+/// - it is provisional: once the session has its own reference (its first
+///   requests that the prediction did not judge as overflow), the session's
+///   measured speeds judge instead (OverflowDetector).
 class PredictedBaseline : public Baseline {
  public:
-  PredictedBaseline(SpeedPrediction predict, std::string description)
-      : predict_(std::move(predict)), description_(std::move(description)) {}
-  ExpectedSpeed At(double depth) const override { return predict_(depth); }
+  /// Points (depth, predicted prefill and decode tokens/s).
+  PredictedBaseline(const std::vector<BaselinePoint>& points, std::string description,
+                    double tolerance = kPredictionTolerance);
+  ExpectedSpeed At(double depth) const override;
   std::string Kind() const override { return "predicted"; }
   std::string Describe() const override { return description_; }
+  bool provisional() const override { return true; }
+  double tolerance() const { return tolerance_; }
+  /// The prediction itself at `depth` (not divided by the tolerance).
+  ExpectedSpeed Predicted(double depth) const;
+  bool empty() const { return prefill_.empty() && decode_.empty(); }
 
  private:
-  SpeedPrediction predict_;
+  PerTokenCurve prefill_, decode_;
   std::string description_;
+  double tolerance_;
 };
 
-/// The session's own first requests: seconds per token fitted as a + b*depth
-/// (least squares weighted by tokens, b >= 0; b = 0 when the requests span too
-/// little depth to tell), once `kReferenceCount` prefill and decode
-/// observations are in. Learning stops then, so a later slowdown cannot
-/// become the new normal.
+/// The session's own requests: seconds per token fitted as a + b*depth
+/// (Theil-Sen: medians of the pairwise slopes and of the intercepts, b >= 0,
+/// so that one disturbed request does not tilt the line; b = 0 and the
+/// token-weighted mean when the requests span too little depth to tell), once
+/// the first `kReferenceCount` prefill and decode observations are in. After
+/// that only requests the detector judged healthy join (ExtendPrefill/
+/// ExtendDecode), so a slowdown never becomes the new normal, while the
+/// curve follows the conversation instead of being extrapolated far beyond
+/// its first requests.
 class SessionBaseline : public Baseline {
  public:
   static constexpr int kReferenceCount = 5;
+
+  /// The most observations per side (the first kReferenceCount and the latest
+  /// ones that joined since).
+  static constexpr int kMaxPoints = 24;
 
   /// Offers one observation (tokens, seconds, mid depth) to the reference set;
   /// ignored once that side is complete.
   void OfferPrefill(double tokens, double seconds, double depth);
   void OfferDecode(double tokens, double seconds, double depth);
+  /// Adds an observation judged healthy to a complete reference (ignored
+  /// before): the first kReferenceCount stay, the latest others are kept.
+  void ExtendPrefill(double tokens, double seconds, double depth);
+  void ExtendDecode(double tokens, double seconds, double depth);
   bool prefill_ready() const { return prefill_.size() >= kReferenceCount; }
   bool decode_ready() const { return decode_.size() >= kReferenceCount; }
 

@@ -118,15 +118,48 @@ TEST(BaselineTest, TheSessionHoldsTheMeanWhenDepthsAreTooClose) {
   EXPECT_NEAR(*s.At(50000).prefill_tps, mean_rate, 1e-9);
 }
 
-TEST(BaselineTest, PredictedIsASeam) {
-  PredictedBaseline p(
-      [](double d) {
-        return ExpectedSpeed{1000 - d / 100, std::nullopt};
-      },
-      "the speed model");
+TEST(BaselineTest, OneDisturbedRequestDoesNotTiltTheSessionsLine) {
+  // Four requests at 470 t/s and the last one twice as slow (another program
+  // ran): a least-squares line would expect half the speed 4K tokens further.
+  SessionBaseline s;
+  const double depths[] = {500, 1619, 2738, 3857, 4976};
+  const double rates[] = {482, 469, 467, 470, 235};
+  for (int i = 0; i < 5; ++i) {
+    s.OfferPrefill(1000, 1000 / rates[i], depths[i]);
+    s.OfferDecode(100, 2, depths[i]);
+  }
+  EXPECT_GT(*s.At(9000).prefill_tps, 400);
+  EXPECT_LT(*s.At(9000).prefill_tps, 480);
+}
+
+TEST(BaselineTest, HealthyRequestsExtendTheSessionsReference) {
+  SessionBaseline s;
+  s.ExtendPrefill(1000, 1, 0);  // ignored before the reference is complete
+  for (int i = 0; i < SessionBaseline::kReferenceCount; ++i) {
+    s.OfferPrefill(1000, 1, 1000.0 * i);
+    s.OfferDecode(100, 2, 1000.0 * i);
+  }
+  EXPECT_NE(s.Describe().find("first 5 requests"), std::string::npos);
+  // A steady conversation stays steady however many join.
+  for (int i = 0; i < 40; ++i) s.ExtendPrefill(1000, 1, 5000.0 + 500 * i);
+  EXPECT_NEAR(*s.At(30000).prefill_tps, 1000, 1e-6);
+  EXPECT_NE(s.Describe().find("and 19 judged healthy since"), std::string::npos) << s.Describe();
+  s.OfferPrefill(1000, 100, 0);  // offers no longer count
+  EXPECT_NEAR(*s.At(0).prefill_tps, 1000, 1e-6);
+}
+
+TEST(BaselineTest, APredictionIsExpectedAtItsLowerEdgeAndIsProvisional) {
+  PredictedBaseline p({{0, 1500.0, 60.0}, {10000, 750.0, std::nullopt}}, "the speed model");
   EXPECT_EQ(p.Kind(), "predicted");
-  EXPECT_DOUBLE_EQ(*p.At(1000).prefill_tps, 990);
-  EXPECT_FALSE(p.At(0).decode_tps.has_value());
+  EXPECT_TRUE(p.provisional());
+  EXPECT_DOUBLE_EQ(p.tolerance(), kPredictionTolerance);
+  EXPECT_DOUBLE_EQ(*p.Predicted(0).prefill_tps, 1500);
+  EXPECT_DOUBLE_EQ(*p.At(0).prefill_tps, 1000);  // 1500 / 1.5
+  EXPECT_DOUBLE_EQ(*p.At(0).decode_tps, 40);
+  // Seconds per token interpolate linearly, as for measured curves.
+  EXPECT_NEAR(*p.Predicted(5000).prefill_tps, 1.0 / (0.5 / 1500 + 0.5 / 750), 1e-9);
+  EXPECT_FALSE(CurveBaseline({{0, 1.0, 1.0}}, "m").provisional());
+  EXPECT_FALSE(SessionBaseline().provisional());
 }
 
 }  // namespace

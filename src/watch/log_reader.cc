@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 namespace moetune {
 namespace {
@@ -103,8 +104,29 @@ void ServerLogParser::Complete(int64_t task) {
   pending_.erase(it);
 }
 
+std::string ServeCommandLine(const std::vector<std::string>& argv) {
+  return std::string(kServeCommandTag) + nlohmann::json(argv).dump();
+}
+
 void ServerLogParser::Feed(std::string_view line) {
   ++log_.lines;
+  if (line.substr(0, kServeCommandTag.size()) == kServeCommandTag) {
+    // Untrusted like the rest: an array of at most 4096 strings, else a note.
+    const auto j = nlohmann::json::parse(line.substr(kServeCommandTag.size()), nullptr, false);
+    std::vector<std::string> argv;
+    const bool ok = j.is_array() && !j.empty() && j.size() <= 4096 &&
+                    std::all_of(j.begin(), j.end(), [](const auto& a) { return a.is_string(); });
+    if (ok) {
+      for (const auto& a : j) argv.push_back(a.template get<std::string>());
+      log_.commands.push_back(std::move(argv));
+    } else {
+      log_.notes.push_back(
+          fmt::format("line {}: a serve command line that is not a JSON array "
+                      "of strings (ignored)",
+                      log_.lines));
+    }
+    return;
+  }
   const auto ts = Timestamp(line);
   if (line.find("llama_server: initializing") != std::string_view::npos ||
       line.find("HTTP server is listening") != std::string_view::npos) {

@@ -51,8 +51,18 @@ struct LogRequest {
   Observation ToObservation(double fallback_time_s) const;
 };
 
+/// The line `moetune serve` appends to the log before each start of
+/// llama-server: this tag, then the argument vector as a JSON array. A log
+/// written by serve so carries the command the live watch judged with
+/// (llama-server's own output does not say -ub, -t, --n-cpu-moe ...).
+inline constexpr std::string_view kServeCommandTag = "moetune serve: llama-server command: ";
+std::string ServeCommandLine(const std::vector<std::string>& argv);
+
 struct ServerLog {
   std::vector<LogRequest> requests;
+  /// The commands of the serve command lines, in order (empty for a log
+  /// llama-server wrote without serve).
+  std::vector<std::vector<std::string>> commands;
   int sessions = 0;  // server starts seen (0 when the log has no start line)
   std::string model_path;
   int n_slots = 0;

@@ -158,5 +158,23 @@ TEST(LogReaderTest, HostileNumbersAreIgnored) {
   for (const auto& r : log.requests) EXPECT_GT(r.prompt_ms, 0);
 }
 
+TEST(LogReaderTest, ALogOfServeCarriesItsCommand) {
+  const std::vector<std::string> argv = {
+      "/opt/llama server/llama-server", "-m", "m.gguf", "-ub", "256", "-ot",
+      "blk\\.1\\.ffn_up_exps=CPU"};
+  std::string text = ServeCommandLine(argv) + "\n";
+  text +=
+      testing::Converse(testing::ChatTurns(2, 600, 50), testing::Healthy(900, 40, 1e5, 1e5)).Log();
+  text += std::string(kServeCommandTag) + "{\"not\": \"an array\"}\n";
+  text += ServeCommandLine({"llama-server", "-m", "m.gguf", "--n-cpu-moe", "3"}) + "\n";
+  const ServerLog log = ParseServerLog(text);
+  ASSERT_EQ(log.commands.size(), 2u);
+  EXPECT_EQ(log.commands[0], argv);
+  EXPECT_EQ(log.commands[1].back(), "3");
+  EXPECT_EQ(log.requests.size(), 2u);
+  ASSERT_EQ(log.notes.size(), 1u);
+  EXPECT_NE(log.notes[0].find("not a JSON array"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace moetune

@@ -6,30 +6,31 @@
 #include "model/model_info.h"
 
 namespace moetune {
-namespace {
-
-SpeedPredictionFactory& Factory() {
-  static SpeedPredictionFactory factory;
-  return factory;
-}
-
-}  // namespace
-
-void SetSpeedPredictionFactory(SpeedPredictionFactory factory) { Factory() = std::move(factory); }
 
 std::shared_ptr<const Baseline> BaselineFor(const std::optional<TunedFile>& tuned,
                                             std::optional<int> n_cpu_moe,
                                             const std::vector<std::string>& command,
+                                            const ServerPredictor* predictor,
                                             std::vector<std::string>* notes) {
   if (tuned && tuned->analysis) {
     auto b = BaselineFromAnalysis(*tuned->analysis, n_cpu_moe, tuned->path, notes);
     if (b.ok()) return std::shared_ptr<const Baseline>(std::move(b).value());
     if (notes != nullptr) notes->push_back(b.error().message());
   }
-  if (Factory() && !command.empty()) {
-    if (auto predict = Factory()(command)) {
-      return std::make_shared<PredictedBaseline>(*predict, "the speed model's prediction");
-    }
+  const ServerSettings settings = command.empty() ? ServerSettings{} : SettingsFromArgv(command);
+  if (tuned && tuned->prediction) {
+    // A fine fill (-ot on top of --n-cpu-moe N) sits between N and N + 1: the
+    // prediction of N + 1 is the one the server cannot beat.
+    std::optional<int> n = n_cpu_moe;
+    if (n && settings.Get("override_tensor")) *n += 1;
+    auto b = BaselineFromPlanPrediction(*tuned->prediction, n, tuned->path, notes);
+    if (b.ok()) return std::shared_ptr<const Baseline>(std::move(b).value());
+    if (notes != nullptr) notes->push_back(b.error().message());
+  }
+  if (predictor != nullptr && !command.empty()) {
+    auto b = PredictServer(*predictor, settings, n_cpu_moe, notes);
+    if (b.ok()) return std::shared_ptr<const Baseline>(std::move(b).value());
+    if (notes != nullptr) notes->push_back(b.error().message());
   }
   return nullptr;
 }

@@ -9,6 +9,7 @@
 
 #include "engine/failure.h"
 #include "util/units.h"
+#include "watch/log_reader.h"
 
 namespace moetune {
 
@@ -45,6 +46,11 @@ std::vector<std::string> ServerSupervisor::LogTail(std::size_t lines) const {
 }
 
 Status ServerSupervisor::StartOnce() {
+  // The command first, so that `watch --log` judges with the same settings.
+  {
+    std::ofstream log(options_.log_file, std::ios::app);
+    if (log) log << ServeCommandLine(options_.argv) << "\n";
+  }
   SpawnOptions s;
   s.argv = options_.argv;
   s.stdout_mode = OutputMode::kFile;

@@ -4,11 +4,9 @@
 /// observations, live intervals where a request's prefill and decode arrive
 /// in two samples), and the recorded fixtures under tests/fixtures/watch.
 ///
-/// Hook for the simulated engine (src/perf, silent-spill mode): a
-/// SpeedAtDepth is all the generator needs, so the simulated engine's
-/// prediction for an over-full placement plugs in as is, e.g.
-///   SpeedAtDepth spill = [&](double d) { return SimPrediction(placement, d); };
-///   Conversation c = Converse(ChatTurns(), spill, 7);
+/// Conversations from the simulated engine's silent-spill mode come in the
+/// same Conversation (watch/sim_trace_test_util.h), so every trace is judged
+/// the same three ways.
 
 #include <fmt/format.h>
 
@@ -105,11 +103,13 @@ struct Conversation {
     return out;
   }
   /// The log llama-server 0.7.0 (build 11669) writes for these requests.
-  std::string Log() const {
+  std::string Log(const std::string& model = "sim.gguf", int n_ctx_slot = 65536) const {
     std::string s = "0.00.001.000 I srv  llama_server: initializing ...\n";
-    s += "0.00.040.000 I srv    load_model: loading model 'sim.gguf'\n";
-    s += "0.00.120.000 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = 65536, "
-         "kv_unified = 'false'\n";
+    s += fmt::format("0.00.040.000 I srv    load_model: loading model '{}'\n", model);
+    s += fmt::format(
+        "0.00.120.000 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = {}, "
+        "kv_unified = 'false'\n",
+        n_ctx_slot);
     int task = 0;
     for (const auto& r : requests) {
       const int m = static_cast<int>(r.t / 60);

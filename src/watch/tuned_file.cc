@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "watch/prediction.h"
+
 namespace moetune {
 namespace {
 
@@ -60,12 +62,14 @@ Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& pat
     f.analysis = *a;
     f.kind = "tune";
   }
+  if (HasPlanPrediction(j)) f.prediction = j;
   if (f.kind.empty()) f.kind = f.command_argv ? "plan" : "";
-  if (!f.command_argv && !f.analysis) {
+  if (!f.command_argv && !f.analysis && !f.prediction) {
     return Error(ErrorKind::kFormat,
                  fmt::format("{} has neither a command ('command_argv' of moetune plan --json, "
                              "'command' of tune --json) nor "
-                             "'curves' (moetune analyze --json, or tune's 'analysis'): nothing to "
+                             "'curves' (moetune analyze --json, or tune's 'analysis') nor "
+                             "predicted speeds (plan --predict --json): nothing to "
                              "serve or compare with",
                              path));
   }

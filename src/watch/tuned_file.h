@@ -7,9 +7,10 @@
 ///   strings (`moetune tune --json`);
 /// - the baseline: an analysis object with `curves[]` (the output of
 ///   `moetune analyze --json` itself, or the `analysis` object that
-///   `moetune tune --json` embeds).
+///   `moetune tune --json` embeds), measured; else predicted speeds
+///   (`options[].predicted` of `moetune plan --predict --json`).
 ///
-/// A file with neither is refused. The file is bounded (64 MiB, regular file).
+/// A file with no command and no baseline is refused. The file is bounded (64 MiB, regular file).
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,6 +28,8 @@ struct TunedFile {
   std::optional<std::vector<std::string>> command_argv;
   /// The analysis object, when the file has `curves` or `analysis.curves`.
   std::optional<nlohmann::json> analysis;
+  /// The whole file, when it holds predicted speeds (plan --predict).
+  std::optional<nlohmann::json> prediction;
   /// "plan", "tune", "analyze" or "moetune JSON": what the file looked like.
   std::string kind;
 };

@@ -38,6 +38,22 @@ TEST(TunedFileTest, AnalyzeJsonGivesTheBaseline) {
   EXPECT_TRUE((*f->analysis)["curves"].is_array());
 }
 
+TEST(TunedFileTest, PlanPredictJsonGivesThePrediction) {
+  auto f = ParseTunedFile(
+      R"({"command_argv":["llama-server","-m","m.gguf","--n-cpu-moe","3"],
+          "prediction":{"target_depth":8000},
+          "options":[{"n_cpu_moe":3,"predicted":{"loads":true,"prefill_tps":500,"decode_tps":30}}]})",
+      "plan.json");
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_EQ(f->kind, "plan");
+  EXPECT_TRUE(f->command_argv);
+  EXPECT_FALSE(f->analysis);
+  ASSERT_TRUE(f->prediction);
+  // Predicted speeds alone are a baseline to compare with.
+  EXPECT_TRUE(
+      ParseTunedFile(R"({"options":[{"n_cpu_moe":3,"predicted":{"loads":false}}]})", "p").ok());
+}
+
 TEST(TunedFileTest, BadFilesSayWhatIsExpected) {
   EXPECT_FALSE(ParseTunedFile("[]", "x").ok());
   EXPECT_FALSE(ParseTunedFile("not json", "x").ok());

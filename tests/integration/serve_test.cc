@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "watch/trace_test_util.h"
 #include "watch_support.h"
 
 namespace moetune::itest {
@@ -37,6 +38,8 @@ class ServeTest : public ::testing::Test {
         "--interval", "0.5",       "--json", "--server-log", log};
     if (std::find(more.begin(), more.end(), "--from") == more.end())
       a.insert(a.end(), {"--vram", "8GiB"});
+    // Hermetic: no predicted baseline from a profile the machine may have.
+    if (std::find(more.begin(), more.end(), "--profile") == more.end()) a.push_back("--no-predict");
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
@@ -98,6 +101,20 @@ TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
   }
   ASSERT_EQ(prefills.size(), timings.size());
   ASSERT_EQ(decodes.size(), timings.size());
+  double worst_prefill = 0, worst_decode = 0;
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    worst_prefill =
+        std::max(worst_prefill,
+                 std::abs(prefills[i]["tps"].get<double>() / timings[i].prompt_per_second - 1));
+    worst_decode =
+        std::max(worst_decode,
+                 std::abs(decodes[i]["tps"].get<double>() / timings[i].predicted_per_second - 1));
+  }
+  std::printf(
+      "watch vs the server's timings over %zu turns (depth to %d): prefill within %.2f%%, "
+      "decode within %.2f%%\n",
+      timings.size(), timings.back().cache_n + timings.back().prompt_n, worst_prefill * 100,
+      worst_decode * 100);
   for (std::size_t i = 0; i < timings.size(); ++i) {
     SCOPED_TRACE("turn " + std::to_string(i));
     EXPECT_EQ(prefills[i]["tokens"].get<int>(), timings[i].prompt_n);
@@ -121,14 +138,20 @@ TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
   EXPECT_GE(judged, 2);
   EXPECT_TRUE(Events(serve.out(), "alarm").empty());
 
-  // The same session from the server's own log: the same verdict (no alarm),
-  // the same requests at the speeds the client saw.
+  // The same session from the server's own log: the same verdict (the
+  // alarms the live watch raised: none; exit code 0), the same requests at
+  // the speeds the client saw, judged alike. (Ctrl-C ends serve by the
+  // signal, after its cleanup, so the live verdict is its alarm events.)
+  nlohmann::json live_alarms = nlohmann::json::array();
+  for (const auto& a : Events(serve.out(), "alarm")) live_alarms.push_back(a["alarm"]["id"]);
   const auto r = RunCommand({MoetuneBinary(), "watch", "--log", log, "--json"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   TempDir out;
   { std::ofstream(out.File("log.jsonl")) << r.out; }
   const auto verdict = Events(out.File("log.jsonl"), "verdict");
   ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_EQ(verdict[0]["alarms"], live_alarms);
+  EXPECT_EQ(verdict[0]["exit_code"], 0);
   EXPECT_TRUE(verdict[0]["alarms"].empty());
   const auto requests = Events(out.File("log.jsonl"), "request");
   ASSERT_EQ(requests.size(), timings.size());
@@ -137,6 +160,23 @@ TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
                 0.01 * timings[i].prompt_per_second);
     EXPECT_NEAR(requests[i]["prefill"]["depth"].get<double>(), prefills[i]["depth"].get<double>(),
                 2.0);
+  }
+  // Request by request, the log is judged as the live watch judged it.
+  std::vector<nlohmann::json> live_checks, log_checks;
+  for (const auto& s : Events(serve.out(), "sample")) {
+    if (!s["judgement"]["prefill_ratio"].is_null()) live_checks.push_back(s["judgement"]);
+  }
+  for (const auto& q : requests) {
+    if (!q["judgement"]["prefill_ratio"].is_null()) log_checks.push_back(q["judgement"]);
+  }
+  ASSERT_EQ(live_checks.size(), log_checks.size());
+  EXPECT_GE(live_checks.size(), 2u);
+  for (std::size_t i = 0; i < live_checks.size(); ++i) {
+    SCOPED_TRACE("judged request " + std::to_string(i));
+    EXPECT_EQ(live_checks[i]["verdict"], log_checks[i]["verdict"]);
+    EXPECT_NEAR(live_checks[i]["prefill_ratio"].get<double>(),
+                log_checks[i]["prefill_ratio"].get<double>(),
+                0.05 * live_checks[i]["prefill_ratio"].get<double>());
   }
 }
 
@@ -202,6 +242,109 @@ TEST_F(ServeTest, ApplyRestartsWithTheFixWhenNoSlotIsBusy) {
   ASSERT_NE(it, cmdline.end());
   EXPECT_EQ(*(it + 1), "2");
   InterruptAndCheck(serve, {first, pid2});
+}
+
+TEST_F(ServeTest, AnOverflowSeenLiveIsTheLogsVerdictToo) {
+  // The impossible baseline of the test above: every request shows the
+  // overflow signature. Live, serve stops at the alarm with its exit code;
+  // its server's log, judged afterwards against the same baseline, gives the
+  // same verdict.
+  TempDir tmp;
+  const std::string fake = tmp.File("baseline.json");
+  {
+    nlohmann::json point = {
+        {"n_cpu_moe", 0}, {"prefill_tps", {{"mean", 1e6}}}, {"decode_tps", {{"mean", 1.0}}}};
+    nlohmann::json a = {{"curves", {{{"depth", 0}, {"points", {point}}}}}};
+    std::ofstream(fake) << a.dump();
+  }
+  const int port = FreePort();
+  const std::string log = tmp.File("server.log");
+  Moetune serve(Serve(port, log, {"--from", fake, "--vram", "8GiB", "--exit-on-alarm"}), tmp,
+                "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const pid_t server = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  Conversation chat(port);
+  for (int turn = 0; turn < 3; ++turn) {
+    ASSERT_TRUE(chat.Turn(70, 16).has_value()) << serve.err();
+    const auto n = Events(serve.out(), "sample").size();
+    WaitFor([&] { return Events(serve.out(), "sample").size() >= n + 2; }, 30);
+  }
+  const auto st = serve.Wait(60);
+  ASSERT_TRUE(st.has_value()) << "serve did not stop at the alarm";
+  EXPECT_TRUE(st->exited && st->exit_code == 3) << st->Describe();
+  EXPECT_TRUE(ProcessGone(server, 10));
+  const auto end = Events(serve.out(), "end");
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0]["alarms"], nlohmann::json::array({"overflow"}));
+
+  const auto r = RunCommand({MoetuneBinary(), "watch", "--log", log, "--from", fake, "--json"}, 60);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  TempDir out;
+  { std::ofstream(out.File("log.jsonl")) << r.out; }
+  const auto verdict = Events(out.File("log.jsonl"), "verdict");
+  ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_EQ(verdict[0]["alarms"], end[0]["alarms"]);
+  EXPECT_EQ(verdict[0]["exit_code"], end[0]["exit_code"]);
+}
+
+TEST_F(ServeTest, APredictedBaselineJudgesFromTheFirstRequestThenTheSessionTakesOver) {
+  TempDir tmp;
+  const std::string profile = tmp.File("machine.json");
+  const auto doctor =
+      RunCommand({MoetuneBinary(), "doctor", "--profile", profile, "--no-engine"}, 120);
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  // A command for the speed model to judge (a past session's log here).
+  const std::string plan = tmp.File("plan.json");
+  std::ofstream(plan) << nlohmann::json{
+      {"command_argv",
+       {"llama-server", "-m", model_, "-ngl", "99", "-ncmoe", "0", "-c", "8192", "-ub", "256", "-t",
+        "1", "-fit", "off"}}}.dump();
+  const std::vector<std::string> replay = {
+      MoetuneBinary(), "watch", "--log",     moetune::testing::WatchFixture("healthy-chat-t1.log"),
+      "--from",        plan,    "--profile", profile,
+      "--json"};
+  // Default constants are not trusted. (The recording ran another model
+  // file and context: exit code 6, settings changed, whatever the baseline.)
+  const auto uncalibrated = RunCommand(replay, 60);
+  ASSERT_EQ(uncalibrated.exit_code, 6) << uncalibrated.err;
+  EXPECT_NE(uncalibrated.out.find("has no calibration"), std::string::npos) << uncalibrated.out;
+  const auto env = std::vector<std::pair<std::string, std::string>>{
+      {"MOETUNE_LLAMA_DIR", EngineDir()->string()}};
+  const auto cal =
+      RunCommand({MoetuneBinary(), "calibrate", model_, "--quick", "--profile", profile}, 600, env);
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  const auto calibrated = RunCommand(replay, 60);
+  ASSERT_EQ(calibrated.exit_code, 6) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("predicted by the speed model"), std::string::npos)
+      << calibrated.out;
+
+  // Live: the prediction judges the first requests, then the server's own.
+  const int port = FreePort();
+  Moetune serve(Serve(port, tmp.File("server.log"), {"--profile", profile}), tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const auto start = Events(serve.out(), "start")[0];
+  EXPECT_EQ(start["baseline"]["kind"], "predicted") << start.dump();
+  EXPECT_NE(start["baseline"]["source"].get<std::string>().find("calibrated"), std::string::npos);
+  const pid_t server = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  Conversation chat(port);
+  for (int turn = 0; turn < 8; ++turn) {
+    ASSERT_TRUE(chat.Turn(70, 32).has_value()) << serve.err();
+    const auto n = Events(serve.out(), "sample").size();
+    ASSERT_TRUE(WaitFor([&] { return Events(serve.out(), "sample").size() >= n + 2; }, 30));
+  }
+  InterruptAndCheck(serve, {server});
+  std::vector<std::string> kinds;
+  for (const auto& s : Events(serve.out(), "sample")) {
+    if (!s["judgement"]["prefill_ratio"].is_null()) {
+      kinds.push_back(s["judgement"]["baseline"]);
+      std::printf("predicted baseline: depth %.0f, %s, %s\n", s["judgement"]["depth"].get<double>(),
+                  kinds.back().c_str(), s["judgement"]["reason"].get<std::string>().c_str());
+    }
+  }
+  ASSERT_GE(kinds.size(), 6u);
+  EXPECT_EQ(kinds.front(), "predicted");  // judged from the first request
+  EXPECT_EQ(kinds.back(), "session");     // measured wins once enough requests are in
+  EXPECT_TRUE(Events(serve.out(), "alarm").empty());
 }
 
 TEST_F(ServeTest, BadValuesAreUsageErrors) {
