@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -47,6 +48,19 @@ size_t Choose(const std::vector<S>& s, std::vector<int>* cmp) {
 
 std::string Verdict(int cmp) {
   return cmp == 1 ? " best" : (cmp == 0 ? " tie" : (cmp == -1 ? " worse" : " not measured"));
+}
+
+// "A: prefill X, decode Y t/s best; B: ... t/s tie" for a choice between two settings.
+template <typename Scored>
+std::string TwoSettingsEvidence(const std::array<const char*, 2>& names,
+                                const std::vector<Scored>& scored, const std::vector<int>& cmp) {
+  std::string out;
+  for (size_t i = 0; i < 2; ++i) {
+    out += fmt::format("{}{}: prefill {:.1f}, decode {:.1f} t/s{}", i == 0 ? "" : "; ", names[i],
+                       scored[i].pp ? scored[i].pp->mean : 0, scored[i].tg ? scored[i].tg->mean : 0,
+                       Verdict(cmp[i]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -577,15 +591,11 @@ void Tuner::TuneFlashAttention() {
   std::vector<int> cmp;
   const size_t chosen = MeasureAndChoose(ss, "flash attention", &scored, &cmp);
   cur_.flash_attn = ss[chosen].flash_attn;
-  result_.decisions.push_back(
-      {phase_, "-fa " + cur_.flash_attn,
-       cmp[chosen] == 1 ? "fastest beyond the noise"
-                        : "tie: flash attention stays on (smaller compute buffer)",
-       fmt::format("on: prefill {:.1f}, decode {:.1f} t/s{}; off: prefill {:.1f}, decode {:.1f} "
-                   "t/s{}",
-                   scored[0].pp ? scored[0].pp->mean : 0, scored[0].tg ? scored[0].tg->mean : 0,
-                   Verdict(cmp[0]), scored[1].pp ? scored[1].pp->mean : 0,
-                   scored[1].tg ? scored[1].tg->mean : 0, Verdict(cmp[1]))});
+  result_.decisions.push_back({phase_, "-fa " + cur_.flash_attn,
+                               cmp[chosen] == 1
+                                   ? "fastest beyond the noise"
+                                   : "tie: flash attention stays on (smaller compute buffer)",
+                               TwoSettingsEvidence({"on", "off"}, scored, cmp)});
 }
 
 void Tuner::TuneLoadMode() {
@@ -606,11 +616,7 @@ void Tuner::TuneLoadMode() {
        cur_.load_mode.empty() ? "memory-mapped (default)"
                               : "-lm none (loaded, pinned; --no-mmap in older builds)",
        cmp[chosen] == 1 ? "fastest beyond the noise" : "tie: the default stays",
-       fmt::format("mmap: prefill {:.1f}, decode {:.1f} t/s{}; loaded: prefill {:.1f}, decode "
-                   "{:.1f} t/s{}",
-                   scored[0].pp ? scored[0].pp->mean : 0, scored[0].tg ? scored[0].tg->mean : 0,
-                   Verdict(cmp[0]), scored[1].pp ? scored[1].pp->mean : 0,
-                   scored[1].tg ? scored[1].tg->mean : 0, Verdict(cmp[1]))});
+       TwoSettingsEvidence({"mmap", "loaded"}, scored, cmp)});
 }
 
 void Tuner::TryKvQuant() {

@@ -63,15 +63,20 @@ std::vector<AlarmEvent> WatchSession::SetServerSettings(const ServerSettings& ac
     return events;
   }
   const auto diff = CompareSettings(*reference_, actual);
+  UpdateSettingsAlarm(diff, time_s, restarted, &events);
+  return events;
+}
+
+void WatchSession::UpdateSettingsAlarm(const std::vector<SettingDifference>& diff, double time_s,
+                                       bool restarted, std::vector<AlarmEvent>* events) {
   if (!diff.empty() && !settings_alarm_) {
     settings_alarm_ = SettingsAlarm(diff, time_s);
     if (restarted) settings_alarm_->title = "the server restarted with " + settings_alarm_->title;
-    Record(&events, true, *settings_alarm_);
+    Record(events, true, *settings_alarm_);
   } else if (diff.empty() && settings_alarm_) {
-    Record(&events, false, *settings_alarm_);
+    Record(events, false, *settings_alarm_);
     settings_alarm_.reset();
   }
-  return events;
 }
 
 std::vector<AlarmEvent> WatchSession::SetServerProps(const ServerProps& props, double time_s,
@@ -105,14 +110,7 @@ std::vector<AlarmEvent> WatchSession::SetServerProps(const ServerProps& props, d
   for (const auto& [k, v] : expected.values) {
     if (k == "ctx_per_slot" && v != actual.values[k]) diff.push_back({k, v, actual.values[k]});
   }
-  if (!diff.empty() && !settings_alarm_) {
-    settings_alarm_ = SettingsAlarm(diff, time_s);
-    if (restarted) settings_alarm_->title = "the server restarted with " + settings_alarm_->title;
-    Record(&events, true, *settings_alarm_);
-  } else if (diff.empty() && settings_alarm_) {
-    Record(&events, false, *settings_alarm_);
-    settings_alarm_.reset();
-  }
+  UpdateSettingsAlarm(diff, time_s, restarted, &events);
   return events;
 }
 

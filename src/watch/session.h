@@ -68,6 +68,9 @@ class WatchSession {
   Alarm GpuAlarm(double time_s) const;
   Alarm SettingsAlarm(const std::vector<SettingDifference>& diff, double time_s) const;
   void Record(std::vector<AlarmEvent>* events, bool raised, Alarm alarm);
+  /// Raises the settings alarm on a difference, clears it when none is left.
+  void UpdateSettingsAlarm(const std::vector<SettingDifference>& diff, double time_s,
+                           bool restarted, std::vector<AlarmEvent>* events);
 
   SessionOptions options_;
   std::unique_ptr<OverflowDetector> overflow_;

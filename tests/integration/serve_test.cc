@@ -63,6 +63,17 @@ class ServeTest : public ::testing::Test {
 TempDir* ServeTest::dir_ = nullptr;
 std::string ServeTest::model_;
 
+// A baseline that no real machine meets for prefill (a million tokens/s) while
+// decode is expected at 1 token/s: every request shows the overflow signature.
+std::string WriteImpossibleBaseline(const TempDir& tmp) {
+  const std::string path = tmp.File("baseline.json");
+  const nlohmann::json point = {
+      {"n_cpu_moe", 0}, {"prefill_tps", {{"mean", 1e6}}}, {"decode_tps", {{"mean", 1.0}}}};
+  const nlohmann::json a = {{"curves", {{{"depth", 0}, {"points", {point}}}}}};
+  std::ofstream(path) << a.dump();
+  return path;
+}
+
 TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
   TempDir tmp;
   const int port = FreePort();
@@ -205,13 +216,7 @@ TEST_F(ServeTest, ApplyRestartsWithTheFixWhenNoSlotIsBusy) {
   // while decode is expected at 1 token/s: every request shows the overflow
   // signature, so the alarm fires and --apply must act on it.
   TempDir tmp;
-  const std::string fake = tmp.File("baseline.json");
-  {
-    nlohmann::json point = {
-        {"n_cpu_moe", 0}, {"prefill_tps", {{"mean", 1e6}}}, {"decode_tps", {{"mean", 1.0}}}};
-    nlohmann::json a = {{"curves", {{{"depth", 0}, {"points", {point}}}}}};
-    std::ofstream(fake) << a.dump();
-  }
+  const std::string fake = WriteImpossibleBaseline(tmp);
   const int port = FreePort();
   Moetune serve(Serve(port, tmp.File("server.log"), {"--from", fake, "--vram", "8GiB", "--apply"}),
                 tmp, "serve");
@@ -250,13 +255,7 @@ TEST_F(ServeTest, AnOverflowSeenLiveIsTheLogsVerdictToo) {
   // its server's log, judged afterwards against the same baseline, gives the
   // same verdict.
   TempDir tmp;
-  const std::string fake = tmp.File("baseline.json");
-  {
-    nlohmann::json point = {
-        {"n_cpu_moe", 0}, {"prefill_tps", {{"mean", 1e6}}}, {"decode_tps", {{"mean", 1.0}}}};
-    nlohmann::json a = {{"curves", {{{"depth", 0}, {"points", {point}}}}}};
-    std::ofstream(fake) << a.dump();
-  }
+  const std::string fake = WriteImpossibleBaseline(tmp);
   const int port = FreePort();
   const std::string log = tmp.File("server.log");
   Moetune serve(Serve(port, log, {"--from", fake, "--vram", "8GiB", "--exit-on-alarm"}), tmp,
