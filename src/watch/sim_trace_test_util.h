@@ -124,6 +124,15 @@ struct SimServer {
   }
 };
 
+/// A simulated engine on `server`'s machine with the shared plan cache.
+inline SimEngine SimEngineFor(const SimServer& server, uint64_t seed) {
+  SimEngineOptions o;
+  o.machine = server.machine;
+  o.seed = seed;
+  o.plans = SharedSimPlans();
+  return SimEngine(o);
+}
+
 /// Bytes `n_cpu_moe` touches on the GPU with `cells` KV cells in use of a
 /// `n_ctx` context.
 inline int64_t TouchedGpuBytes(const ModelInfo& m, const ModelShape& shape, FootprintPlans& plans,
@@ -208,11 +217,7 @@ inline SimConversation SimConverse(const SimServer& server, const std::vector<Tu
     configs.push_back(server.Config(depth + t.prompt, 0, t.answer));
     depth += t.prompt + t.answer - 1;
   }
-  SimEngineOptions o;
-  o.machine = server.machine;
-  o.seed = seed;
-  o.plans = SharedSimPlans();
-  SimEngine engine(o);
+  SimEngine engine = SimEngineFor(server, seed);
   const BenchRun run = engine.Run(configs);
   std::mt19937 rng(static_cast<unsigned>(seed * 7919 + 17));
   std::normal_distribution<double> n01(0, 1);
@@ -252,11 +257,7 @@ inline std::shared_ptr<const Baseline> SimMeasured(const SimServer& server,
       configs.push_back(c);
     }
   }
-  SimEngineOptions o;
-  o.machine = server.machine;
-  o.seed = seed;
-  o.plans = SharedSimPlans();
-  SimEngine engine(o);
+  SimEngine engine = SimEngineFor(server, seed);
   const BenchRun run = engine.Run(configs);
   std::vector<BaselinePoint> pts;
   for (std::size_t i = 0; i < depths.size(); ++i) {

@@ -6,7 +6,6 @@
 #include "report/emit.h"
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -72,18 +71,6 @@ class EmitTest : public ::testing::Test {
   static inline TempDir* dir_ = nullptr;
   static inline std::string model_;
 };
-
-// Waits for GET `path` to answer 200; returns its body ("" on timeout).
-std::string WaitForGet(int port, const std::string& path, double seconds) {
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_connection_timeout(1, 0);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (auto res = cli.Get(path); res && res->status == 200) return res->body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return "";
-}
 
 TEST_F(EmitTest, EveryFormatParsesBackToThePlansCommand) {
   const auto argv = PlanArgv();

@@ -1,6 +1,7 @@
 #include "support.h"
 
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -176,6 +177,17 @@ RpcServer::RpcServer(const fs::path& engine_dir) {
 std::string RpcServer::Log() const {
   std::ifstream in(dir_.path() / "rpc.log", std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string WaitForGet(int port, const std::string& path, double seconds) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(1, 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (auto res = cli.Get(path); res && res->status == 200) return res->body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return "";
 }
 
 }  // namespace moetune::itest

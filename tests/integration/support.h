@@ -127,4 +127,8 @@ class RpcServer {
   std::string endpoint_;
 };
 
+/// Waits until GET `path` on 127.0.0.1:`port` answers 200 and returns its
+/// body ("" when `seconds` pass first).
+std::string WaitForGet(int port, const std::string& path, double seconds);
+
 }  // namespace moetune::itest

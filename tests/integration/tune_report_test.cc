@@ -7,7 +7,6 @@
 // `tune --report --emit env` writes a report and a configuration that the
 // installed llama-server runs.
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -216,17 +215,6 @@ TEST(TuneEmitCli, HostileTextInARecordedTune) {
     EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos);
   }
   EXPECT_NE(r.out.find("owned"), std::string::npos);  // the text itself is kept
-}
-
-std::string WaitForGet(int port, const std::string& path, double seconds) {
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_connection_timeout(1, 0);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (auto res = cli.Get(path); res && res->status == 200) return res->body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return "";
 }
 
 // A real tune writes its report; run again with the same journal it measures
