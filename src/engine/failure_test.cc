@@ -35,6 +35,7 @@ EngineFailure Classify(const ExitStatus& st, const std::vector<std::string>& lin
 TEST(FailureTest, MissingModelIsModelLoad) {
   const auto f = Classify(
       Exited(1),
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): long engine lines wrapped on purpose
       {"ggml_backend_load_best: failed to enumerate /usr/lib/x86_64-linux-gnu/ggml/backends0: No "
        "such file or directory",
        "gguf_init_from_file: failed to open GGUF file '/nonexist.gguf' (No such file or directory)",
@@ -115,6 +116,7 @@ TEST(FailureTest, EngineLastWordsNotTheDebuggers) {
       Signaled(SIGABRT),
       {"llama_init_from_model: model does not support different K (q8_0) and V (f16) cache types",
        "[New LWP 9106]",
+       // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): a long line wrapped on purpose
        "warning: File \"/x/libthread_db.so.1\" auto-loading has been declined by your "
        "`auto-load safe-path' set to \"$debugdir:$datadir/auto-load\".",
        "warning: Unable to find libthread_db matching inferior's thread library, thread "

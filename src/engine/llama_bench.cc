@@ -177,6 +177,7 @@ std::string ProgressLabel(const RunConfig& c) {
 
 std::string CpuMoeOverride(int n_cpu_moe) {
   std::vector<std::string> parts;
+  parts.reserve(static_cast<size_t>(std::max(n_cpu_moe, 0)));
   for (int i = 0; i < n_cpu_moe; ++i)
     parts.push_back(fmt::format("blk\\.{}\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", i));
   return Join(parts);

@@ -33,7 +33,7 @@ struct LlamaBenchOptions {
 
 class LlamaBenchEngine : public Engine {
  public:
-  LlamaBenchEngine(EngineInfo info, LlamaBenchOptions options = {});
+  explicit LlamaBenchEngine(EngineInfo info, LlamaBenchOptions options = {});
 
   BenchRun Run(const std::vector<RunConfig>& configs,
                const ProgressCallback& progress = {}) override;

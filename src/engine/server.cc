@@ -28,7 +28,7 @@ namespace {
 // wrote), fed line by line to `tail`. Bounded: a server that logged for
 // hours is not read whole.
 void ReadLogTail(const std::string& path, int64_t offset, LogTail* tail) {
-  constexpr int64_t kMaxBytes = 256 * 1024;
+  constexpr int64_t kMaxBytes = int64_t{256} * 1024;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;
   const off_t end = ::lseek(fd, 0, SEEK_END);

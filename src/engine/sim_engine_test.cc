@@ -14,8 +14,7 @@ namespace {
 // A full-scale Qwen3-30B-A3B shape as a sparse file (header only).
 const std::string& ModelPath() {
   static const std::string path = [] {
-    const std::string p =
-        ::testing::TempDir() + "sim_qwen3moe_" + std::to_string(::getpid()) + ".gguf";
+    std::string p = ::testing::TempDir() + "sim_qwen3moe_" + std::to_string(::getpid()) + ".gguf";
     SynthOptions o;
     o.spec = *SynthPreset("qwen3moe");
     o.quant = SynthQuant::kQ4_K_M;

@@ -36,7 +36,6 @@ TEST(PlanPrediction, BestSafeOptionFitsAndIsFastestWithinTies) {
   }
   // Options that do not fit the GPU at all fail to load in the prediction too.
   EXPECT_FALSE(p->options.front().depth0.loads);
-
 }
 
 TEST(PlanPrediction, CpuOnlyMachineSaysPlacementDoesNotMatter) {

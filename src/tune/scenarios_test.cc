@@ -45,7 +45,7 @@ const std::string& ScenarioDir() {
 const std::string& ModelPath() {
   static const std::string path = [] {
     std::filesystem::create_directories(ScenarioDir());
-    const std::string p = ScenarioDir() + "/qwen3moe-q4_k_m.gguf";
+    std::string p = ScenarioDir() + "/qwen3moe-q4_k_m.gguf";
     SynthOptions o;
     o.spec = *SynthPreset("qwen3moe");
     o.quant = SynthQuant::kQ4_K_M;

@@ -14,7 +14,7 @@ namespace {
 // Plans for one (micro-batch, KV type) at the target context, computed once.
 class PlanCache {
  public:
-  PlanCache(const ModelInfo* m, PlanRequest base) : m_(m), base_(std::move(base)) {}
+  PlanCache(const ModelInfo* m, const PlanRequest& base) : m_(m), base_(base) {}
   const Plan& Get(int ubatch, const std::string& kv) {
     auto key = std::make_pair(ubatch, kv);
     auto it = plans_.find(key);

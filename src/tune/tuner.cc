@@ -69,7 +69,7 @@ Tuner::Tuner(Engine& engine, TuneSpace space, TuneOptions options, Journal* jour
              ProgressFn progress)
     : engine_(engine),
       space_(std::move(space)),
-      opt_(options),
+      opt_(std::move(options)),
       journal_(journal),
       progress_(std::move(progress)) {
   // Every prefill is measured at one size, large enough for the largest

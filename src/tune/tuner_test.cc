@@ -118,7 +118,7 @@ TEST(TunerTest, FindsTheBoundaryValidatesDepthAndTunesThreads) {
   ASSERT_TRUE(r.versus_defaults->tuned_seconds_ctx && r.versus_defaults->default_seconds_ctx);
   EXPECT_LT(*r.versus_defaults->tuned_seconds_ctx, *r.versus_defaults->default_seconds_ctx);
   // Far fewer runs than a grid over N x threads x micro-batch x depths.
-  const std::size_t grid = 41 * 5 * 3 * 3 * 2;
+  const std::size_t grid = std::size_t{41} * 5 * 3 * 3 * 2;
   EXPECT_LT(engine.runs * 3, grid);
   bool long_context = false;
   for (const auto& d : r.decisions) long_context = long_context || d.phase == "long context";

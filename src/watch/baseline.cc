@@ -233,6 +233,7 @@ std::optional<double> SessionBaseline::Fit(const std::vector<Obs>& obs, double d
     }
     if (!slopes.empty()) slope = std::max(0.0, Median(slopes));
     std::vector<double> intercepts;
+    intercepts.reserve(obs.size());
     for (const auto& o : obs) intercepts.push_back(o.seconds / o.tokens - slope * o.depth);
     intercept = Median(intercepts);
     if (!(intercept > 0)) {

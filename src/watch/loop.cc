@@ -145,7 +145,7 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
   const auto t0 = Clock::now();
   ServerSupervisor sup(o.supervisor);
   const int port = o.supervisor.port;
-  auto fail = [&](const std::string& why, Verdict v) {
+  auto fail = [&](const std::string& why, const Verdict& v) {
     ServerEvent e = Event(ServerEvent::Kind::kGaveUp, sup, port, Since(t0));
     e.message = why;
     sink.OnServer(e);

@@ -91,6 +91,6 @@ class ServerSupervisor {
 
 /// The last `lines` lines of a file, reading at most its last `max_bytes`.
 std::deque<std::string> TailOfFile(const std::string& path, std::size_t lines,
-                                   std::size_t max_bytes = 64 * 1024);
+                                   std::size_t max_bytes = std::size_t{64} * 1024);
 
 }  // namespace moetune
