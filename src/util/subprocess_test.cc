@@ -218,7 +218,10 @@ TEST(SubprocessTest, SignalNamesCoverEverySignal) {
 // parent-death signal reaches, so only the handler can remove them: the
 // control below shows them surviving without it.
 std::string RunAndKill(bool install_handler) {
-  std::string pid_file = ::testing::TempDir() + "/moetune_signal_child.pid";
+  // One file per test: ctest -j runs the two tests below at once. (Not per
+  // process: the threadsafe death test runs the body in a re-executed child.)
+  std::string pid_file = fmt::format("{}/moetune_signal_child_{}.pid", ::testing::TempDir(),
+                                     install_handler ? "handler" : "none");
   std::remove(pid_file.c_str());
   auto body = [&pid_file, install_handler] {
     // Only the handler: the guardian would clean up too and hide a failure.
@@ -231,9 +234,14 @@ std::string RunAndKill(bool install_handler) {
     { std::ofstream(pid_file) << (*c)->pgid() << "\n"; }
     // The shell and both sleeps must exist before the signal, or there is
     // nothing for the handler (or its absence) to show.
-    for (int i = 0; i < 500 && LiveProcessesInGroup((*c)->pgid()).size() < 3; ++i) {
-      std::this_thread::sleep_for(milliseconds(10));
+    // A loaded machine can take seconds to start them; without them the
+    // test proves nothing, so it fails with its own exit code.
+    bool ready = false;
+    for (int i = 0; i < 3000 && !ready; ++i) {
+      ready = LiveProcessesInGroup((*c)->pgid()).size() >= 3;
+      if (!ready) std::this_thread::sleep_for(milliseconds(10));
     }
+    if (!ready) std::_Exit(5);
     ::raise(SIGTERM);
     std::_Exit(4);  // not reached: SIGTERM ends the process either way
   };
