@@ -30,7 +30,7 @@ Result<MeasurementStat> ParseMeasurementStat(std::string_view text);
 /// factor above the next fastest while at least two others remain (a timing
 /// artefact: on the shared development VM one tg32 repetition read 1094 t/s
 /// beside five of 548-681). With two samples the faster one counts.
-inline constexpr double kLoneOutlierRatio = 1.25;
+inline constexpr double kLoneOutlierRatio = 1.5;
 
 /// The figure `stat` of `samples` (0 for none).
 double SampleStat(std::vector<double> samples, MeasurementStat stat);

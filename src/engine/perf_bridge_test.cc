@@ -51,9 +51,10 @@ TEST(PerfBridge, RecordsGiveTheBestRepetitionByDefault) {
 TEST(PerfBridge, BestIgnoresALoneSampleFarAboveTheOthers) {
   EXPECT_DOUBLE_EQ(SampleStat({9.4, 1094.5, 680.6, 674.6, 663.4, 613.9}, MeasurementStat::kBest),
                    680.6);
-  // Two lone ones in a row are both dropped; a top sample within 25% counts.
-  EXPECT_DOUBLE_EQ(SampleStat({100, 101, 99, 140, 200}, MeasurementStat::kBest), 101);
-  EXPECT_DOUBLE_EQ(SampleStat({90, 100, 120, 150}, MeasurementStat::kBest), 150);
+  // Two lone ones in a row are both dropped; a top sample within 50% counts
+  // (interference spreads honest repetitions widely on a busy machine).
+  EXPECT_DOUBLE_EQ(SampleStat({100, 101, 99, 160, 250}, MeasurementStat::kBest), 101);
+  EXPECT_DOUBLE_EQ(SampleStat({1.5, 6.4, 7.4, 10.2}, MeasurementStat::kBest), 10.2);
   // Two samples: the faster one (interference only slows a run down).
   EXPECT_DOUBLE_EQ(SampleStat({426.7, 709.8}, MeasurementStat::kBest), 709.8);
   EXPECT_DOUBLE_EQ(SampleStat({5}, MeasurementStat::kBest), 5);
