@@ -40,6 +40,7 @@ struct CalibrateArgs {
   std::string stat = "best";
   int repetitions = 3;
   int depth = 2048;
+  int deep_depth = 0;
   std::vector<std::string> measurements;
   std::vector<std::string> validate;
   bool no_save = false;
@@ -191,6 +192,7 @@ int Run(const CalibrateArgs& a) {
     o.quick = a.quick;
     o.repetitions = a.repetitions;
     o.depth = a.depth;
+    o.deep_depth = a.deep_depth;
     const auto configs = CalibrationConfigs(a.model, sm, o);
     LlamaBenchEngine bench(engine);
     if (a.dry_run) {
@@ -273,6 +275,10 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRun* run) {
       ->check(IntRange(1, 50));
   cmd->add_option("--depth", a->depth, "Context depth of the attention runs (default 2048)")
       ->check(IntRange(64, 1 << 20));
+  cmd->add_option("--deep-depth", a->deep_depth,
+                  "Depth of the decode run beyond the last-level cache (default 0: where the KV "
+                  "cache is 1.5x the LLC; -1: none)")
+      ->check(IntRange(-1, 1 << 20));
   cmd->add_option("--measurements", a->measurements,
                   "Fit from llama-bench results (JSONL/JSON) instead of running");
   cmd->add_option("--validate", a->validate,

@@ -3,10 +3,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "perf/plan_prediction.h"
 
 namespace moetune {
+
+int DeepDecodeDepth(const ModelShape& shape, const MachineSpec& machine) {
+  constexpr int kMaxDepth = 32768;
+  constexpr int kStep = 1024;
+  double per_cell = 0;  // f16 K and V of every layer whose cache grows with depth
+  for (const auto& L : shape.layers) {
+    if (!L.has_kv) continue;
+    if (L.attention != AttentionKind::kFull && L.attention != AttentionKind::kMla) continue;
+    per_cell += 2.0 * (L.n_embd_k_gqa + L.n_embd_v_gqa);
+  }
+  const double llc = static_cast<double>(machine.cpu.llc_bytes);
+  if (per_cell <= 0 || llc <= 0) return 0;
+  const double cells = std::ceil(1.5 * llc / per_cell / kStep) * kStep;
+  return cells > kMaxDepth ? 0 : static_cast<int>(cells);
+}
 
 std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const SpeedModel& model,
                                           const CalibrationRunOptions& o) {
@@ -36,6 +52,15 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
     for (int d : {0, o.depth}) {
       for (bool pp : {true, false}) out.push_back(make(0, 0, t, d, pp));
     }
+  }
+  // Decode beyond the last-level cache (one thread count: filling the depth is
+  // the expensive part). Real models' KV caches are far beyond any LLC.
+  const int deep =
+      o.deep_depth == 0 ? DeepDecodeDepth(model.shape(), m) : std::max(0, o.deep_depth);
+  if (deep > o.depth) {
+    RunConfig c = make(0, 0, max_threads, deep, /*prefill=*/false);
+    c.repetitions = std::min(c.repetitions, 2);
+    out.push_back(c);
   }
   if (m.accel && model.shape().n_expert > 0) {
     // All experts on the CPU, and the fewest CPU layers that load (strict).

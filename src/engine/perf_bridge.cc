@@ -20,13 +20,22 @@ Result<uint32_t> CacheTypeId(const std::string& name) {
   return t->id;
 }
 
-double Stat(std::vector<double> v, MeasurementStat stat) {
+}  // namespace
+
+double SampleStat(std::vector<double> v, MeasurementStat stat) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   switch (stat) {
     case MeasurementStat::kBest:
-      return v.back();
+      // The fastest repetition, unless it stands alone far above the others
+      // (a timing artefact, not the machine): with at least two others left,
+      // a top sample more than kLoneOutlierRatio above the next is dropped.
+      {
+        size_t top = n - 1;
+        while (top >= 2 && v[top] > v[top - 1] * kLoneOutlierRatio) --top;
+        return v[top];
+      }
     case MeasurementStat::kMedian:
       return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     case MeasurementStat::kMean:
@@ -36,8 +45,6 @@ double Stat(std::vector<double> v, MeasurementStat stat) {
   for (double x : v) s += x;
   return s / static_cast<double>(n);
 }
-
-}  // namespace
 
 Result<MeasurementStat> ParseMeasurementStat(std::string_view text) {
   if (text == "best") return MeasurementStat::kBest;
@@ -102,7 +109,7 @@ Result<Measurement> MeasurementFromRecord(const BenchRecord& rec, MeasurementSta
     m.model_file = raw["model_filename"].get<std::string>();
   if (r.n_prompt <= 0 && r.n_gen <= 0)
     return Error(ErrorKind::kFormat, "llama-bench record with neither n_prompt nor n_gen");
-  m.tokens_per_second = rec.samples_ts.empty() ? rec.avg_ts : Stat(rec.samples_ts, stat);
+  m.tokens_per_second = rec.samples_ts.empty() ? rec.avg_ts : SampleStat(rec.samples_ts, stat);
   m.samples = rec.samples_ts.empty() ? std::vector<double>{rec.avg_ts} : rec.samples_ts;
   m.label = MeasurementLabel(r);
   return m;
@@ -124,7 +131,7 @@ std::vector<Measurement> MergeMeasurements(const std::vector<Measurement>& ms,
       continue;
     }
     same->samples.insert(same->samples.end(), m.samples.begin(), m.samples.end());
-    if (!same->samples.empty()) same->tokens_per_second = Stat(same->samples, stat);
+    if (!same->samples.empty()) same->tokens_per_second = SampleStat(same->samples, stat);
   }
   return out;
 }
@@ -137,7 +144,7 @@ std::vector<Measurement> MeasurementsFromRun(const BenchRun& run, MeasurementSta
     if (!s.ok()) continue;
     Measurement m;
     m.run = *s;
-    m.tokens_per_second = Stat(res.samples_ts, stat);
+    m.tokens_per_second = SampleStat(res.samples_ts, stat);
     m.samples = res.samples_ts;
     m.label = MeasurementLabel(m.run);
     if (res.record.is_object() && res.record.contains("backends") &&

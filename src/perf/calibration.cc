@@ -20,6 +20,7 @@ std::vector<std::pair<std::string, double*>> CalibrationConstants::Fields() {
           {"thread_efficiency_decode", &thread_efficiency_decode},
           {"smt_gain", &smt_gain},
           {"cpu_layer_overhead_us", &cpu_layer_overhead_us},
+          {"llc_bw_factor", &llc_bw_factor},
           {"gpu_bw_efficiency", &gpu_bw_efficiency},
           {"gpu_compute_efficiency", &gpu_compute_efficiency},
           {"gpu_layer_overhead_us", &gpu_layer_overhead_us},

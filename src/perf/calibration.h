@@ -25,6 +25,7 @@ struct CalibrationConstants {
   double thread_efficiency_decode = 0.80;
   double smt_gain = 0.15;             // extra throughput of a core's second hardware thread
   double cpu_layer_overhead_us = 12;  // per layer and token: graph nodes, barriers
+  double llc_bw_factor = 4;           // last-level cache read rate / RAM read rate (KV reads)
   // GPU.
   double gpu_bw_efficiency = 0.75;       // share of the peak memory bandwidth decode reaches
   double gpu_compute_efficiency = 0.35;  // share of the FP16 tensor peak prefill reaches

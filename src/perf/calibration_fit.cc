@@ -29,6 +29,7 @@ const std::map<std::string, Bounds>& FitBounds() {
       {"thread_efficiency_decode", {-0.95, 1.0, true}},
       {"smt_gain", {0.01, 1.0, false}},
       {"cpu_layer_overhead_us", {0.1, 2000, false}},
+      {"llc_bw_factor", {1, 20, false}},
       {"gpu_bw_efficiency", {0.2, 1.0, false}},
       {"gpu_compute_efficiency", {0.02, 1.0, false}},
       {"gpu_layer_overhead_us", {1, 500, false}},

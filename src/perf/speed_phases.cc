@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "perf/kv_cache_reads.h"
+
 namespace moetune {
 namespace {
 
@@ -16,6 +18,7 @@ struct Rates {
   double attn_decode = 1;
   double attn_prefill = 1;
   double layer_overhead = 0;  // seconds per layer with work
+  double llc_bw_factor = 1;   // last-level cache read rate / bw (host caches)
   bool gpu = false;
 };
 
@@ -28,6 +31,7 @@ Rates HostRates(const MachineSpec& m, const CalibrationConstants& c, const Threa
   r.attn_decode = peak * c.cpu_attn_decode_efficiency * t.decode;
   r.attn_prefill = peak * c.cpu_attn_prefill_efficiency * t.prefill;
   r.layer_overhead = c.cpu_layer_overhead_us * 1e-6;
+  r.llc_bw_factor = c.llc_bw_factor;
   return r;
 }
 
@@ -109,6 +113,7 @@ struct Work {
   double attn_flops = 0;
   double state_bytes = 0;
   int layers = 0;
+  double kv_llc_bytes = 0;  // share of kv_bytes served by the last-level cache (host decode)
 };
 
 // Adds `w` on a device to `split`. Memory traffic and arithmetic overlap: the
@@ -123,7 +128,9 @@ void AddWork(const Work& w, const Rates& r, bool decode, TimeSplit* split) {
     split->at(mem_s >= cmp_s ? mem : cmp) += t;
   };
   add_max(w.weight_bytes / r.bw, w.matmul_flops / (decode ? r.matvec : r.matmul));
-  add_max(w.kv_bytes / r.bw, w.attn_flops / (decode ? r.attn_decode : r.attn_prefill));
+  const double kv_s =
+      KvReadSeconds({w.kv_llc_bytes, w.kv_bytes - w.kv_llc_bytes}, r.bw, r.llc_bw_factor);
+  add_max(kv_s, w.attn_flops / (decode ? r.attn_decode : r.attn_prefill));
   split->at(mem) += w.state_bytes / r.bw;
   split->at(Resource::kOverhead) += w.layers * r.layer_overhead;
 }
@@ -191,6 +198,12 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
   out_side.matmul_flops += 2 * shape.output.params;
   seq.Visit(accel && res.output_on_gpu ? Dev::kAccel : Dev::kHost);
 
+  // The host's KV cache is read again by every token: the part that fits in the
+  // last-level cache beside the weights the token streams comes from there
+  // (perf/kv_cache_reads.h).
+  host.kv_llc_bytes =
+      SplitKvReads(host.kv_bytes, host.weight_bytes, static_cast<double>(in.machine->cpu.llc_bytes))
+          .from_llc;
   TimeSplit t;
   const Rates hr = HostRates(*in.machine, *in.c, in.host);
   AddWork(host, hr, /*decode=*/true, &t);

@@ -309,8 +309,9 @@ TEST_F(ServeTest, APredictedBaselineJudgesFromTheFirstRequestThenTheSessionTakes
   EXPECT_NE(uncalibrated.out.find("has no calibration"), std::string::npos) << uncalibrated.out;
   const auto env = std::vector<std::pair<std::string, std::string>>{
       {"MOETUNE_LLAMA_DIR", EngineDir()->string()}};
-  const auto cal =
-      RunCommand({MoetuneBinary(), "calibrate", model_, "--quick", "--profile", profile}, 600, env);
+  const auto cal = RunCommand(
+      {MoetuneBinary(), "calibrate", model_, "--quick", "--deep-depth", "-1", "--profile", profile},
+      600, env);
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
   const auto calibrated = RunCommand(replay, 60);
   ASSERT_EQ(calibrated.exit_code, 6) << calibrated.err;

@@ -141,11 +141,15 @@ TEST_F(SpeedTest, QuickCalibrationWithTheRealEngine) {
   ASSERT_EQ(
       RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "-o", model}, 120).exit_code,
       0);
-  const auto r = Moetune({"calibrate", model, "--quick", "-r", "2", "--depth", "256", "--no-save",
-                          "--json", "--llama-dir", engine->string()});
+  // A short deep run (decode at 1024, beyond --depth) keeps the test quick.
+  const auto r =
+      Moetune({"calibrate", model, "--quick", "-r", "2", "--depth", "256", "--deep-depth", "1024",
+               "--no-save", "--json", "--llama-dir", engine->string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["points"].size(), 4u);  // pp and tg at depth 0 and 256
+  ASSERT_EQ(j["points"].size(), 5u);  // pp and tg at depth 0 and 256, tg at 1024
+  EXPECT_EQ(j["points"][4]["n_depth"].get<int>(), 1024);
+  EXPECT_FALSE(j["points"][4]["prefill"].get<bool>());
   for (const auto& p : j["points"]) EXPECT_GT(p["measured_tps"].get<double>(), 0);
   const auto fitted = j["fitted"].get<std::vector<std::string>>();
   EXPECT_NE(std::find(fitted.begin(), fitted.end(), "cpu_matmul_efficiency"), fitted.end());
