@@ -20,11 +20,10 @@ using testing::ChatTurns;
 using testing::Converse;
 using testing::Healthy;
 using testing::Spill;
-using testing::Turn;
 using testing::WatchFixture;
 
 std::shared_ptr<const Baseline> Measured(const testing::SpeedAtDepth& speed,
-                                         std::vector<int> depths = {0, 8192, 32768}) {
+                                         const std::vector<int>& depths = {0, 8192, 32768}) {
   std::vector<BaselinePoint> pts;
   for (int d : depths) {
     const auto s = speed(d);
@@ -343,7 +342,7 @@ TEST(OverflowTest, RecordedHealthyTracesRaiseNoAlarm) {
     ASSERT_TRUE(obs.ok()) << obs.error().message();
     ASSERT_FALSE(obs->empty()) << name;
     for (int ub : {256, 512}) {
-      for (auto b : {std::shared_ptr<const Baseline>(), TinyMeasured()}) {
+      for (const auto& b : {std::shared_ptr<const Baseline>(), TinyMeasured()}) {
         const Replay r = ReplayObservations(*obs, With(b, ub));
         EXPECT_TRUE(Fired(r).empty()) << name << " ub " << ub;
         for (const auto& e : r.entries) judged += e.check.judgement != Judgement::kNotJudged;

@@ -40,7 +40,7 @@ inline SpeedAtDepth Healthy(double prefill0, double decode0, double prefill_half
 /// The overflow signature on top of `base`: beyond `from_depth` prefill is
 /// divided by `prefill_factor` and decode by `decode_factor` (silent spill:
 /// prefill collapses several-fold, decode drops by a fifth or so).
-inline SpeedAtDepth Spill(SpeedAtDepth base, double from_depth, double prefill_factor,
+inline SpeedAtDepth Spill(const SpeedAtDepth& base, double from_depth, double prefill_factor,
                           double decode_factor) {
   return [=](double d) {
     auto s = base(d);

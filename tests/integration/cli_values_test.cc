@@ -27,9 +27,9 @@ void ExpectUsageErrors(const std::string& command, const std::vector<Case>& case
   for (const auto& c : cases) {
     std::vector<std::string> argv = {MoetuneBinary(), command};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
-    std::string shown;
-    for (const auto& a : c.args) shown += " " + a;
-    SCOPED_TRACE("moetune " + command + shown);
+    std::string shown = "moetune " + command;
+    for (const auto& a : c.args) shown.append(" ").append(a);
+    SCOPED_TRACE(shown);
     const auto r = RunCommand(argv, 60);
     EXPECT_FALSE(r.timed_out);
     EXPECT_EQ(r.exit_code, 2) << r.err;

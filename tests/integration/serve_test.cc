@@ -66,7 +66,7 @@ std::string ServeTest::model_;
 // A baseline that no real machine meets for prefill (a million tokens/s) while
 // decode is expected at 1 token/s: every request shows the overflow signature.
 std::string WriteImpossibleBaseline(const TempDir& tmp) {
-  const std::string path = tmp.File("baseline.json");
+  std::string path = tmp.File("baseline.json");
   const nlohmann::json point = {
       {"n_cpu_moe", 0}, {"prefill_tps", {{"mean", 1e6}}}, {"decode_tps", {{"mean", 1.0}}}};
   const nlohmann::json a = {{"curves", {{{"depth", 0}, {"points", {point}}}}}};
