@@ -38,6 +38,7 @@ class Bytes {
     return *this;
   }
   constexpr Bytes operator*(int64_t k) const { return Bytes(v_ * k); }
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 flags the 0 of the defaulted <=>
   constexpr auto operator<=>(const Bytes&) const = default;
 
  private:

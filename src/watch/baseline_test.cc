@@ -112,9 +112,11 @@ TEST(BaselineTest, TheSessionHoldsTheMeanWhenDepthsAreTooClose) {
     s.OfferPrefill(1000, i % 2 ? 1.0 : 2.0, 100.0 + i);
   }
   ASSERT_TRUE(s.prefill_ready());
-  const double mean_rate = 1000.0 * SessionBaseline::kReferenceCount /
-                           (SessionBaseline::kReferenceCount / 2 * 1.0 +
-                            (SessionBaseline::kReferenceCount + 1) / 2 * 2.0);
+  // Requests alternate 1 s and 2 s: the odd ones (count / 2 of them, rounded
+  // down) took 1 s, the even ones the rest.
+  const int fast = SessionBaseline::kReferenceCount / 2;
+  const int slow = SessionBaseline::kReferenceCount - fast;
+  const double mean_rate = 1000.0 * SessionBaseline::kReferenceCount / (fast * 1.0 + slow * 2.0);
   EXPECT_NEAR(*s.At(50000).prefill_tps, mean_rate, 1e-9);
 }
 

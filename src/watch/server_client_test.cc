@@ -48,7 +48,7 @@ TEST(ServerUrlTest, RefusedFormsSayWhy) {
 // An HTTP server on a free loopback port, in a thread.
 class LocalServer {
  public:
-  explicit LocalServer(std::function<void(httplib::Server&)> setup) {
+  explicit LocalServer(const std::function<void(httplib::Server&)>& setup) {
     setup(server_);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });

@@ -48,7 +48,7 @@ namespace moetune::testing {
 inline std::string SparsePresetModel(const std::string& preset) {
   const std::string dir =
       ::testing::TempDir() + "moetune_watch_sim_" + std::to_string(::getpid()) + "/";
-  const std::string p = dir + preset + ".gguf";
+  std::string p = dir + preset + ".gguf";
   if (::access(p.c_str(), R_OK) == 0) return p;
   // Removed when the test process ends.
   struct Cleanup {
@@ -293,6 +293,7 @@ inline std::vector<Turn> AgentTurns(int n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> prompt(200, 1400), answer(20, 200);
   std::vector<Turn> out;
+  out.reserve(static_cast<size_t>(std::max(n, 0)));
   for (int i = 0; i < n; ++i) out.push_back({prompt(rng), answer(rng)});
   return out;
 }

@@ -28,7 +28,7 @@ class PlanCliTest : public ::testing::Test {
   }
   // A preset's real shape, header only (the dry run reads no weights).
   std::string Model(const std::string& preset, const std::string& scale = "full") {
-    const std::string path = dir_.File(preset + "-" + scale + ".gguf");
+    std::string path = dir_.File(preset + "-" + scale + ".gguf");
     if (!fs::exists(path)) {
       auto r = RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--scale", scale,
                            "--quant", "q4_k_m", "--sparse", "-o", path},

@@ -35,7 +35,7 @@ class SynthEngineTest : public ::testing::TestWithParam<const char*> {
         << "llama.cpp not found: run scripts/setup-engine.sh or set MOETUNE_LLAMA_DIR";
   }
   std::string Synth(const std::string& preset, const std::string& quant) {
-    const std::string out = dir_.File(preset + ".gguf");
+    std::string out = dir_.File(preset + ".gguf");
     auto r =
         RunCommand({MoetuneBinary(), "synth", "--preset", preset, "--quant", quant, "-o", out}, 60);
     EXPECT_EQ(r.exit_code, 0) << r.err;
