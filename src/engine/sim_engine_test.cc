@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "model/synth_sparse.h"
 #include "perf/presets.h"
+#include "perf/test_speed.h"
 
 namespace moetune {
 namespace {
@@ -14,13 +14,8 @@ namespace {
 // A full-scale Qwen3-30B-A3B shape as a sparse file (header only).
 const std::string& ModelPath() {
   static const std::string path = [] {
-    std::string p = ::testing::TempDir() + "sim_qwen3moe_" + std::to_string(::getpid()) + ".gguf";
-    SynthOptions o;
-    o.spec = *SynthPreset("qwen3moe");
-    o.quant = SynthQuant::kQ4_K_M;
-    auto r = WriteSparseSynthModel(o, p);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
-    return p;
+    return WriteSparsePreset(
+        "qwen3moe", ::testing::TempDir() + "sim_qwen3moe_" + std::to_string(::getpid()) + ".gguf");
   }();
   return path;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/model_info.h"
+#include "model/synth_sparse.h"
 #include "model/test_models.h"
 #include "perf/presets.h"
 #include "perf/speed_model.h"
@@ -24,6 +25,20 @@ inline ModelInfo SynthModelInfo(const std::string& preset, const std::string& sc
   if (a.ok()) m.arch = *a;
   m.weights = ComputeWeightMap(m.gguf, m.arch);
   return m;
+}
+
+/// Writes a synth preset at full scale, Q4_K_M, as a sparse file at `path`
+/// (header and size only); fails the test when it cannot. Returns `path`.
+inline std::string WriteSparsePreset(const std::string& preset, const std::string& path) {
+  SynthOptions o;
+  auto spec = SynthPreset(preset);
+  EXPECT_TRUE(spec.ok()) << preset;
+  if (!spec.ok()) return path;
+  o.spec = *spec;
+  o.quant = SynthQuant::kQ4_K_M;
+  auto r = WriteSparseSynthModel(o, path);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return path;
 }
 
 /// A machine from presets (on top of a generic one); fails the test on a bad name.

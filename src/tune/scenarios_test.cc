@@ -23,8 +23,8 @@
 #include <set>
 
 #include "engine/sim_engine.h"
-#include "model/synth_sparse.h"
 #include "perf/presets.h"
+#include "perf/test_speed.h"
 #include "tune/grid.h"
 #include "tune/space.h"
 #include "tune/tuner.h"
@@ -45,13 +45,7 @@ const std::string& ScenarioDir() {
 const std::string& ModelPath() {
   static const std::string path = [] {
     std::filesystem::create_directories(ScenarioDir());
-    std::string p = ScenarioDir() + "/qwen3moe-q4_k_m.gguf";
-    SynthOptions o;
-    o.spec = *SynthPreset("qwen3moe");
-    o.quant = SynthQuant::kQ4_K_M;
-    auto r = WriteSparseSynthModel(o, p);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
-    return p;
+    return WriteSparsePreset("qwen3moe", ScenarioDir() + "/qwen3moe-q4_k_m.gguf");
   }();
   return path;
 }

@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "engine/sim_engine.h"
-#include "model/synth_sparse.h"
 #include "perf/gpu_footprint.h"
 #include "perf/model_shape.h"
 #include "perf/presets.h"
+#include "perf/test_speed.h"
 #include "watch/baseline.h"
 #include "watch/prediction.h"
 #include "watch/trace_test_util.h"
@@ -61,15 +61,7 @@ inline std::string SparsePresetModel(const std::string& preset) {
   static const Cleanup cleanup{dir};
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  SynthOptions o;
-  auto spec = SynthPreset(preset);
-  EXPECT_TRUE(spec.ok()) << preset;
-  if (!spec.ok()) return p;
-  o.spec = *spec;
-  o.quant = SynthQuant::kQ4_K_M;
-  auto r = WriteSparseSynthModel(o, p);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
-  return p;
+  return WriteSparsePreset(preset, p);
 }
 
 /// One plan cache for every simulated engine of the tests (the sparse files
