@@ -138,6 +138,7 @@ TEST(CliValuesTest, InspectAndCalibrate) {
       {
           {{kModel, "-r", "0"}, "--repetitions: 0 is outside the accepted range 1 to 50"},
           {{kModel, "--depth", "1"}, "--depth: 1 is outside the accepted range 64 to"},
+          {{kModel, "--deep-depth", "-2"}, "--deep-depth: -2 is outside the accepted range -1 to"},
           {{kModel, "--stat", "worst"}, "--stat"},
           {{kModel, "--vram", "12XiB"}, "--vram: cannot read size '12XiB'"},
       });
