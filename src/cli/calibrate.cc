@@ -20,7 +20,7 @@
 #include "engine/llama_bench.h"
 #include "hw/machine_profile.h"
 #include "model/model_info.h"
-#include "perf/presets.h"
+#include "speed/presets.h"
 #include "report/bench_report.h"
 #include "report/calibration_report.h"
 #include "util/read_file.h"

@@ -2,7 +2,7 @@
 // machine (GPUs and who holds their memory, CPU topology and usable threads,
 // RAM and its bandwidth, engine traps), verdicts with fixes, and the saved
 // machine profile that `plan` reads for --vram.
-#include "hw/doctor.h"
+#include "doctor/doctor.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include "hw/cpu_topology.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
-#include "perf/presets.h"
+#include "speed/presets.h"
 #include "util/units.h"
 
 namespace moetune {

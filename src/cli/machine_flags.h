@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "perf/calibration.h"
-#include "perf/machine_spec.h"
+#include "speed/calibration.h"
+#include "speed/machine_spec.h"
 #include "util/result.h"
 
 namespace moetune {

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "perf/presets.h"
+#include "speed/presets.h"
 #include "report/machines_report.h"
 
 namespace moetune {

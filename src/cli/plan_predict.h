@@ -6,7 +6,7 @@
 
 #include "cli/machine_flags.h"
 #include "model/model_info.h"
-#include "perf/plan_prediction.h"
+#include "speed/plan_prediction.h"
 #include "plan/placement.h"
 
 namespace moetune {

@@ -16,7 +16,7 @@
 #include "engine/llama_bench.h"
 #include "engine/sim_engine.h"
 #include "hw/cpu_topology.h"
-#include "hw/doctor.h"
+#include "doctor/doctor.h"
 #include "model/model_info.h"
 #include "report/tune_report.h"
 #include "tune/journal.h"

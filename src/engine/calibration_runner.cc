@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "perf/plan_prediction.h"
+#include "speed/plan_prediction.h"
 
 namespace moetune {
 

@@ -18,8 +18,8 @@
 
 #include "engine/engine.h"
 #include "engine/perf_bridge.h"
-#include "perf/calibration_fit.h"
-#include "perf/speed_model.h"
+#include "speed/calibration_fit.h"
+#include "speed/speed_model.h"
 
 namespace moetune {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hw/engine_traps.h"
+#include "engine/engine_traps.h"
 #include "util/result.h"
 #include "util/units.h"
 

@@ -8,8 +8,8 @@
 #include "engine/bench_jsonl.h"
 #include "engine/engine.h"
 #include "engine/run_config.h"
-#include "perf/calibration_fit.h"
-#include "perf/speed_model.h"
+#include "speed/calibration_fit.h"
+#include "speed/speed_model.h"
 #include "util/result.h"
 
 namespace moetune {

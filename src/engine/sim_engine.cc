@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "engine/perf_bridge.h"
-#include "perf/speed_model.h"
+#include "speed/speed_model.h"
 
 namespace moetune {
 namespace {

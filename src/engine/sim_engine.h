@@ -21,10 +21,10 @@
 #include "engine/engine.h"
 #include "engine/engine_info.h"
 #include "model/model_info.h"
-#include "perf/calibration.h"
-#include "perf/gpu_footprint.h"
-#include "perf/machine_spec.h"
-#include "perf/speed_model.h"
+#include "speed/calibration.h"
+#include "speed/gpu_footprint.h"
+#include "speed/machine_spec.h"
+#include "speed/speed_model.h"
 
 namespace moetune {
 

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "perf/presets.h"
-#include "perf/test_speed.h"
+#include "speed/presets.h"
+#include "speed/test_speed.h"
 
 namespace moetune {
 namespace {

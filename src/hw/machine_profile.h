@@ -31,7 +31,7 @@ struct MachineProfile {
   SystemMemory memory;
   std::optional<BandwidthResult> bandwidth;  // absent when not measured
   std::vector<std::string> notes;
-  /// `moetune calibrate`'s record (perf/calibration.h), kept opaque here: null
+  /// `moetune calibrate`'s record (speed/calibration.h), kept opaque here: null
   /// when the machine was never calibrated. Saved by SaveMachineProfile.
   nlohmann::json calibration;
 

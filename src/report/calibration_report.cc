@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "perf/calibration_fit.h"
+#include "speed/calibration_fit.h"
 #include "util/table.h"
 
 namespace moetune {

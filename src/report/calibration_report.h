@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "perf/calibration.h"
+#include "speed/calibration.h"
 
 namespace moetune {
 

@@ -17,7 +17,7 @@
 
 namespace moetune {
 
-/// A speed the model predicts for one N (perf/), drawn as a dashed curve.
+/// A speed the model predicts for one N (speed/), drawn as a dashed curve.
 struct PredictedSpeed {
   int n_cpu_moe = 0;
   std::optional<double> prefill_tps;

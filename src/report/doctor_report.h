@@ -1,10 +1,10 @@
 #pragma once
-/// The exporters of `moetune doctor`'s report (hw/doctor.h): one per format.
+/// The exporters of `moetune doctor`'s report (doctor/doctor.h): one per format.
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hw/doctor.h"
+#include "doctor/doctor.h"
 
 namespace moetune {
 

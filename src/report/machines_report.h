@@ -1,11 +1,11 @@
 #pragma once
-/// The exporters of `moetune machines` (perf/presets.h): one per format.
+/// The exporters of `moetune machines` (speed/presets.h): one per format.
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "perf/presets.h"
+#include "speed/presets.h"
 
 namespace moetune {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "perf/plan_prediction.h"
+#include "speed/plan_prediction.h"
 #include "plan/placement.h"
 
 namespace moetune {

@@ -2,14 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include "perf/plan_prediction.h"
-#include "perf/test_speed.h"
+#include "speed/plan_prediction.h"
+#include "speed/test_speed.h"
 
 namespace moetune {
 namespace {
 
 // The JSON and text exporters of a plan prediction (the prediction itself is
-// tested in perf/plan_prediction_test.cc).
+// tested in speed/plan_prediction_test.cc).
 TEST(PredictionReport, JsonAndTextNameTheBestSafeOption) {
   const ModelInfo m = SynthModelInfo("qwen3moe");
   const MachineSpec spec = PresetMachine("rtx4070-12g,ddr5-6000-2ch,8c16t");

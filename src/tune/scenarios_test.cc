@@ -23,8 +23,8 @@
 #include <set>
 
 #include "engine/sim_engine.h"
-#include "perf/presets.h"
-#include "perf/test_speed.h"
+#include "speed/presets.h"
+#include "speed/test_speed.h"
 #include "tune/grid.h"
 #include "tune/space.h"
 #include "tune/tuner.h"

@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "model/model_info.h"
-#include "perf/calibration.h"
-#include "perf/machine_spec.h"
-#include "perf/speed_model.h"
+#include "speed/calibration.h"
+#include "speed/machine_spec.h"
+#include "speed/speed_model.h"
 #include "util/result.h"
 #include "watch/baseline.h"
 #include "watch/server_settings.h"

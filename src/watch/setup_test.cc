@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "perf/test_speed.h"
+#include "speed/test_speed.h"
 
 namespace moetune {
 namespace {

@@ -12,7 +12,7 @@
 /// depth 0 spills once the touched bytes pass the budget (docs/speed-model.md).
 ///
 /// Scenarios are built from the memory the placement touches
-/// (perf/gpu_footprint.h), not from hand-picked numbers:
+/// (speed/gpu_footprint.h), not from hand-picked numbers:
 /// - `tuned`: the machine as tune saw it (nothing else on the GPU); the
 ///   placement is the most GPU-heavy one that holds the whole conversation;
 /// - `in_use`: another program holds just enough VRAM that the same placement
@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "engine/sim_engine.h"
-#include "perf/gpu_footprint.h"
-#include "perf/model_shape.h"
-#include "perf/presets.h"
-#include "perf/test_speed.h"
+#include "speed/gpu_footprint.h"
+#include "speed/model_shape.h"
+#include "speed/presets.h"
+#include "speed/test_speed.h"
 #include "watch/baseline.h"
 #include "watch/prediction.h"
 #include "watch/trace_test_util.h"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"
-#include "perf/calibration.h"
+#include "speed/calibration.h"
 #include "util/utf8.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include "model/context_support.h"
 #include "model/synth_spec.h"
 #include "model/synth_tensors.h"
-#include "perf/presets.h"
+#include "speed/presets.h"
 #include "tune/objective.h"
 #include "util/units.h"
 

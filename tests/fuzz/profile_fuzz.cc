@@ -10,8 +10,8 @@
 
 #include "fuzz_check.h"
 #include "hw/machine_profile.h"
-#include "perf/calibration.h"
-#include "perf/machine_spec.h"
+#include "speed/calibration.h"
+#include "speed/machine_spec.h"
 #include "util/utf8.h"
 
 namespace {

@@ -1,0 +1,222 @@
+#include "speed/gpu_footprint.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "plan/placement.h"
+
+namespace moetune {
+
+namespace {
+
+ContextParams ContextFor(const RunSettings& run) {
+  ContextParams cp;
+  const int64_t need = int64_t{run.n_prompt} + run.n_gen + run.n_depth;
+  cp.n_ctx = std::max<int64_t>(1, run.n_ctx > 0 ? run.n_ctx : need);
+  cp.n_seq = std::max(1, run.n_seq);
+  cp.kv_unified = run.kv_unified;
+  cp.type_k = run.type_k;
+  cp.type_v = run.type_v;
+  cp.n_batch = std::max<int64_t>(1, run.n_batch);
+  cp.n_ubatch = std::max<int64_t>(1, std::min<int64_t>(run.n_ubatch, cp.n_batch));
+  cp.flash_attn = run.flash_attn;
+  return cp;
+}
+
+double Mib(int64_t b) { return static_cast<double>(b) / 1048576.0; }
+
+// One layer's activations for one micro-batch: its widest FFN (or recurrent)
+// stage and the KQ mask(s) it reads (src/llama-graph.cpp build_attn_inp_kq_mask,
+// build_moe_ffn). A traffic figure for the speed model, not a buffer size:
+// the buffers themselves come from the reserve graph (model/compute_buffers.h).
+int64_t LayerStageBytes(const ModelArch& arch, const ContextParams& cp) {
+  const Hparams& hp = arch.hp;
+  const int64_t t = std::min<int64_t>(cp.n_ubatch, cp.n_batch);
+  const int64_t n_ctx = (std::max<int64_t>(cp.n_ctx, 1) + 255) / 256 * 256;
+  int64_t swa_cells = 0;
+  bool any_full = false;
+  for (const auto& l : arch.layers) {
+    if (!l.has_kv) continue;
+    if (l.attention == AttentionKind::kSlidingWindow || l.attention == AttentionKind::kChunked) {
+      const int64_t want =
+          static_cast<int64_t>(l.window) * (cp.kv_unified ? std::max(1, cp.n_seq) : 1) +
+          cp.n_ubatch;
+      swa_cells = std::max(swa_cells, std::min(n_ctx, (want + 255) / 256 * 256));
+    } else {
+      any_full = true;
+    }
+  }
+  const int64_t masks = ((any_full ? n_ctx : 0) + swa_cells) * t * (cp.flash_attn ? 2 : 4);
+  const int64_t hidden = int64_t{hp.n_embd} * t * 4;
+  int64_t ffn = 0;
+  if (hp.n_expert > 0) {
+    const int64_t k = std::max<uint32_t>(hp.n_expert_used, 1);
+    // Biased experts (gpt-oss) keep the biased copies and the activation alive too.
+    ffn = hp.expert_bias ? t * k * (3 * int64_t{hp.n_ff_exp} + 2 * int64_t{hp.n_embd}) * 4
+                         : t * k * (2 * int64_t{hp.n_ff_exp} + hp.n_embd) * 4 + hidden;
+  }
+  const bool any_dense = std::any_of(arch.layers.begin(), arch.layers.end(),
+                                     [](const LayerInfo& l) { return !l.moe; });
+  if (hp.n_ff > 0 && any_dense)
+    ffn = std::max(ffn, t * (2 * int64_t{hp.n_ff} + hp.n_embd) * 4 + hidden);
+  const int64_t recurrent = hp.ssm_d_inner ? int64_t{hp.ssm_d_inner} * t * 4 * 4 + hidden : 0;
+  return std::max(ffn, recurrent) + masks;
+}
+
+PlanRequest FootprintRequest(const ContextParams& ctx) {
+  PlanRequest req;
+  req.ctx = ctx;
+  req.vram_free = int64_t{1} << 60;
+  req.margin = 0;
+  req.fine_fill = false;
+  return req;
+}
+
+}  // namespace
+
+ContextParams FootprintContext(const RunSettings& run) { return ContextFor(run); }
+
+std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model, const ContextParams& c) {
+  const Key key{
+      c.n_ctx,    c.n_seq,   c.kv_unified, c.type_k,   c.type_v,
+      c.n_ubatch, c.n_batch, c.flash_attn, c.swa_full, static_cast<int>(c.reserve_outputs)};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    if (plans_.size() >= kMaxPlans) plans_.clear();
+    auto planned = PlanPlacement(model.gguf, model.arch, model.weights, FootprintRequest(c));
+    std::shared_ptr<const Plan> plan;
+    if (planned.ok()) plan = std::make_shared<const Plan>(std::move(planned).value());
+    it = plans_.emplace(key, std::move(plan)).first;
+  }
+  return it->second;
+}
+
+GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
+                                 const Residency& residency, const RunSettings& run,
+                                 bool has_accelerator, FootprintPlans* plans) {
+  GpuFootprint f;
+  if (!has_accelerator) return f;
+  // The plan's device model gives the compute buffers (with the copy budget for
+  // op offload) and, for the standard placements, the whole GPU side.
+  const PlanRequest req = FootprintRequest(ContextFor(run));
+  std::shared_ptr<const Plan> held;
+  if (plans != nullptr) {
+    held = plans->Get(model, req.ctx);
+  } else if (auto planned = PlanPlacement(model.gguf, model.arch, model.weights, req);
+             planned.ok()) {
+    held = std::make_shared<const Plan>(std::move(planned).value());
+  }
+  // A model the planner cannot size (absurd header) has no footprint to offer.
+  if (held == nullptr) return f;
+  const Plan& plan = *held;
+  const int n_layer = static_cast<int>(shape.layers.size());
+  const PlacementOption* option = nullptr;
+  bool standard = run.override_tensor.empty();
+  if (!plan.options.empty()) {
+    if (plan.moe) {
+      option = &plan.options[static_cast<size_t>(std::clamp(run.n_cpu_moe, 0, n_layer))];
+      standard = standard && run.n_gpu_layers > n_layer;
+    } else {
+      option = &plan.options[static_cast<size_t>(std::clamp(run.n_gpu_layers, 0, n_layer + 1))];
+    }
+  }
+  auto context_memory = ComputeContextMemory(model.arch, req.ctx);
+  if (!context_memory.ok()) return f;
+  const ContextMemory& cm = *context_memory;
+  if (option != nullptr && standard) {
+    f.weights = option->gpu.weights_total();
+    f.kv = option->gpu.kv;
+    f.state = option->gpu.state;
+    f.compute = option->gpu.compute;
+  } else {
+    // -ot overrides or a partial -ngl on an MoE model: weights from the
+    // resolved residency, KV and state of the layers on the GPU.
+    f.weights = static_cast<int64_t>(residency.gpu_weight_bytes);
+    for (size_t i = 0; i < cm.layers.size() && i < residency.layers.size(); ++i) {
+      if (!residency.layers[i].layer_on_gpu) continue;
+      f.kv += cm.layers[i].k_bytes + cm.layers[i].v_bytes;
+      f.state += cm.layers[i].state_bytes;
+    }
+    f.compute = option != nullptr ? option->gpu.compute : 0;
+    if (f.weights == 0 && f.kv == 0) f.compute = 0;
+  }
+  // Cells the test occupies: depth + its own tokens (growing layers only; windowed
+  // caches are small and touched in full).
+  const int64_t used =
+      std::min<int64_t>(cm.n_ctx_padded, int64_t{run.n_depth} + run.n_prompt + run.n_gen);
+  int64_t growing_gpu = 0;
+  for (size_t i = 0; i < cm.layers.size() && i < residency.layers.size(); ++i) {
+    if (!residency.layers[i].layer_on_gpu) continue;
+    const auto kind = model.arch.layers[i].attention;
+    if (kind == AttentionKind::kFull || kind == AttentionKind::kMla)
+      growing_gpu += cm.layers[i].k_bytes + cm.layers[i].v_bytes;
+  }
+  growing_gpu = std::min(growing_gpu, f.kv);
+  const double used_share =
+      cm.n_ctx_padded > 0 ? static_cast<double>(used) / static_cast<double>(cm.n_ctx_padded) : 1.0;
+  f.kv_used =
+      f.kv - growing_gpu + static_cast<int64_t>(static_cast<double>(growing_gpu) * used_share);
+  // One layer's activations: its widest FFN (or recurrent) stage and the KQ mask
+  // it reads; the logits stage runs once per batch, not per layer.
+  f.compute_stage = LayerStageBytes(model.arch, req.ctx);
+  return f;
+}
+
+SpillShares ComputeSpill(const GpuFootprint& f, int64_t budget) {
+  SpillShares s;
+  s.bytes = std::max<int64_t>(0, f.touched() - std::max<int64_t>(0, budget));
+  int64_t rest = s.bytes;
+  auto take = [&rest](int64_t size, double* share) {
+    if (size <= 0 || rest <= 0) return;
+    const int64_t t = std::min(rest, size);
+    *share = static_cast<double>(t) / static_cast<double>(size);
+    rest -= t;
+  };
+  // The compute buffer and the KV cache are single allocations: once they do not
+  // fit, all of each lives in host memory (Windows places whole allocations in
+  // shared system memory). Weights come in many buffers and spill in proportion.
+  auto whole = [&rest](int64_t size, double* share) {
+    if (size <= 0 || rest <= 0) return;
+    *share = 1.0;
+    rest -= std::min(rest, size);
+  };
+  whole(f.compute, &s.compute);
+  whole(f.kv_used + f.state, &s.kv);
+  take(f.weights, &s.weights);
+  return s;
+}
+
+std::string StrictFailure(const GpuFootprint& f, int64_t budget, const std::string& device) {
+  // The messages are llama.cpp's own (ggml/src/ggml-cuda/ggml-cuda.cu
+  // ggml_backend_cuda_buffer_type_alloc_buffer; src/llama-model.cpp load_tensors;
+  // src/llama-kv-cache.cpp; ggml/src/ggml-alloc.c ggml_gallocr_reserve_n).
+  auto cuda = [&](int64_t size) {
+    return fmt::format(
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating {:.2f} MiB on device "
+        "0: cudaMalloc failed: out of memory",
+        Mib(size));
+  };
+  if (f.weights > budget) {
+    return cuda(f.weights) + "\n" +
+           fmt::format("llama_model_load: error loading model: unable to allocate {} buffer",
+                       device) +
+           "\nllama_model_load_from_file_impl: failed to load model";
+  }
+  if (f.weights + f.kv + f.state > budget) {
+    return cuda(f.kv + f.state) + "\n" +
+           "llama_init_from_model: failed to initialize the context: failed to allocate buffer for "
+           "kv cache";
+  }
+  if (f.allocated() > budget) {
+    return cuda(f.compute) + "\n" +
+           fmt::format("ggml_gallocr_reserve_n: failed to allocate {} buffer of size {}", device,
+                       f.compute) +
+           "\nllama_init_from_model: failed to initialize the context: failed to allocate compute "
+           "buffers";
+  }
+  return "";
+}
+
+}  // namespace moetune

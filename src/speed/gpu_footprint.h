@@ -1,0 +1,81 @@
+#pragma once
+/// What a placement allocates on the accelerator, from the memory map and the
+/// plan's device model (plan/placement.h), and what part of it spills to host
+/// memory in silent mode.
+///
+/// Allocation order in llama.cpp: weights at model load (llama_model_load), then
+/// the KV cache and recurrent state (llama_context constructor, memory module),
+/// then the compute buffers (ggml_backend_sched_reserve). In strict mode the first
+/// allocation that does not fit fails; in silent mode the last allocations are the
+/// ones that end up in host memory, and the KV cache only occupies the cells that
+/// are used (pages of managed / WDDM memory become resident on first touch).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "model/model_info.h"
+#include "speed/model_shape.h"
+#include "speed/speed_model.h"
+#include "plan/placement.h"
+
+namespace moetune {
+
+struct GpuFootprint {
+  int64_t weights = 0;
+  int64_t kv = 0;       // allocated KV cache of the GPU layers
+  int64_t kv_used = 0;  // the part the test's cells occupy
+  int64_t state = 0;
+  int64_t compute = 0;
+  int64_t compute_stage = 0;  // one layer's activations for one micro-batch (FFN stage + mask)
+
+  int64_t allocated() const { return weights + kv + state + compute; }
+  int64_t touched() const { return weights + kv_used + state + compute; }
+};
+
+/// The context `run` allocates: its n_ctx, else prompt + generation + depth
+/// (llama-bench sizes its context so).
+ContextParams FootprintContext(const RunSettings& run);
+
+/// The plan's device model of one model for each context asked for, computed
+/// once per distinct context: planning every N costs tens of milliseconds, and
+/// a speed model is asked about the same context for every placement, thread
+/// count and repetition. Thread-safe; bounded (the oldest half is dropped).
+class FootprintPlans {
+ public:
+  /// The plan for `ctx` with unlimited VRAM and no margin; null when the
+  /// planner cannot size the model.
+  std::shared_ptr<const Plan> Get(const ModelInfo& model, const ContextParams& ctx);
+
+ private:
+  using Key = std::tuple<int64_t, int, bool, uint32_t, uint32_t, int64_t, int64_t, bool, bool, int>;
+  static constexpr std::size_t kMaxPlans = 256;
+  std::mutex mu_;
+  std::map<Key, std::shared_ptr<const Plan>> plans_;
+};
+
+/// Footprint of `run` on the accelerator (all zero without one). `plans`
+/// (optional) memoizes the plans across calls.
+GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
+                                 const Residency& residency, const RunSettings& run,
+                                 bool has_accelerator, FootprintPlans* plans = nullptr);
+
+/// Shares of each allocation that live in host memory (silent spill).
+struct SpillShares {
+  int64_t bytes = 0;
+  double compute = 0;  // 0..1
+  double kv = 0;
+  double weights = 0;
+};
+
+/// Fills the budget in allocation order and returns what does not fit (silent mode).
+SpillShares ComputeSpill(const GpuFootprint& f, int64_t budget);
+
+/// In strict mode: the llama.cpp error lines for the first allocation that does
+/// not fit, or "" when everything fits.
+std::string StrictFailure(const GpuFootprint& f, int64_t budget, const std::string& device);
+
+}  // namespace moetune

@@ -1,0 +1,202 @@
+#include "speed/speed_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gguf/ggml_type.h"
+#include "speed/gpu_footprint.h"
+#include "speed/speed_phases.h"
+
+namespace moetune {
+
+const char* ResourceName(Resource r) {
+  switch (r) {
+    case Resource::kVramBandwidth:
+      return "vram_bandwidth";
+    case Resource::kGpuCompute:
+      return "gpu_compute";
+    case Resource::kRamBandwidth:
+      return "ram_bandwidth";
+    case Resource::kCpuCompute:
+      return "cpu_compute";
+    case Resource::kLink:
+      return "pcie";
+    case Resource::kHandover:
+      return "handover";
+    case Resource::kOverhead:
+      return "launch_overhead";
+    case Resource::kSpill:
+      return "spill";
+    case Resource::kDisk:
+      return "disk";
+  }
+  return "unknown";
+}
+
+double TimeSplit::total() const {
+  double s = 0;
+  for (double v : seconds) s += v;
+  return s;
+}
+
+Resource TimeSplit::binding() const {
+  size_t best = 0;
+  for (size_t i = 1; i < seconds.size(); ++i) {
+    if (seconds[i] > seconds[best]) best = i;
+  }
+  return static_cast<Resource>(best);
+}
+
+TimeSplit& TimeSplit::operator+=(const TimeSplit& o) {
+  for (size_t i = 0; i < seconds.size(); ++i) seconds[i] += o.seconds[i];
+  return *this;
+}
+
+TimeSplit TimeSplit::Scaled(double k) const {
+  TimeSplit t = *this;
+  for (double& v : t.seconds) v *= k;
+  return t;
+}
+
+bool LoadModeIsPinned(const std::string& load_mode) {
+  // llama-bench -lm: "none" and "dio" read the file into buffers the backend
+  // allocates (CUDA_Host, pinned, when a GPU is present); "mlock" without mmap
+  // does too. The mmap modes leave weights in pageable page-cache memory.
+  return load_mode == "none" || load_mode == "dio" || load_mode == "mlock";
+}
+
+SpeedModel::SpeedModel(const ModelInfo& model, MachineSpec machine, CalibrationConstants constants)
+    : model_(model),
+      shape_(BuildModelShape(model)),
+      machine_(std::move(machine)),
+      constants_(constants),
+      plans_(std::make_shared<FootprintPlans>()) {}
+
+namespace {
+
+double KvCellBytes(uint32_t type, uint32_t n) {
+  if (n == 0) return 0;
+  auto t = GgmlTypeById(type);
+  if (!t || t->block_size == 0) return 2.0 * n;
+  // Whole blocks: a row of n values takes ceil(n / block) blocks.
+  const uint64_t blocks = (uint64_t{n} + t->block_size - 1) / t->block_size;
+  return static_cast<double>(blocks * t->type_size);
+}
+
+PhasePrediction Finish(const TimeSplit& total, double tokens) {
+  PhasePrediction p;
+  p.per_token = total.Scaled(1.0 / std::max(1.0, tokens));
+  const double s = p.per_token.total();
+  p.tokens_per_second = s > 0 ? 1.0 / s : 0;
+  p.binding = p.per_token.binding();
+  return p;
+}
+
+}  // namespace
+
+Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
+  RunSettings run = run_in;
+  run.n_batch = std::max(1, run.n_batch);
+  run.n_ubatch = std::max(1, std::min(run.n_ubatch, run.n_batch));
+  if (run.threads <= 0) run.threads = std::max(1, machine_.cpu.p_cores);
+  // -ngl -1 is llama.cpp's default: every layer and the output head.
+  if (run.n_gpu_layers < 0) run.n_gpu_layers = static_cast<int>(shape_.layers.size()) + 1;
+  if (run.n_depth < 0 || run.n_prompt < 0 || run.n_gen < 0) {
+    return Error(ErrorKind::kInvalidArgument, "prompt, generation and depth must not be negative");
+  }
+  const bool accel = machine_.accel.has_value();
+  MOETUNE_ASSIGN_OR_RETURN(Residency res,
+                           ResolveResidency(model_, shape_, run.n_gpu_layers, run.n_cpu_moe,
+                                            run.override_tensor, accel));
+  SpeedPrediction out;
+  PhaseInputs in;
+  in.shape = &shape_;
+  in.residency = &res;
+  in.machine = &machine_;
+  in.c = &constants_;
+  in.run = &run;
+  in.host = ScaleThreads(machine_.cpu, run.threads, constants_);
+  in.device = ScaleThreads(machine_.cpu, accel ? machine_.accel->rpc_threads : 1, constants_);
+  for (const auto& L : shape_.layers) {
+    in.kv_cell_bytes.push_back(KvCellBytes(run.type_k, L.n_embd_k_gqa) +
+                               KvCellBytes(run.type_v, L.n_embd_v_gqa));
+  }
+  out.noise_cv = in.host.noise_cv;
+  if (in.host.oversubscribed > 0)
+    out.notes.push_back(
+        fmt::format("{} thread(s) beyond the CPUs available: they take turns and "
+                    "hold every barrier",
+                    in.host.oversubscribed));
+
+  // Memory: strict mode fails where the memory map says the GPU is full;
+  // silent mode spills the excess to host memory.
+  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel, plans_.get());
+  out.gpu_bytes = in.footprint.allocated();
+  out.gpu_budget = machine_.VramBudget();
+  if (accel && res.gpu_weight_bytes > 0) {
+    const bool is_rpc = machine_.accel->kind == AcceleratorKind::kRpcCpu;
+    if (machine_.spill == SpillMode::kStrict || is_rpc) {
+      out.failure = StrictFailure(in.footprint, out.gpu_budget, is_rpc ? "RPC0" : "CUDA0");
+      if (!out.failure.empty()) {
+        out.loads = false;
+        return out;
+      }
+    } else {
+      in.spill = ComputeSpill(in.footprint, out.gpu_budget);
+      out.spill_bytes = in.spill.bytes;
+      if (in.spill.bytes > 0) {
+        out.notes.push_back(fmt::format(
+            "{:.0f} MiB of GPU allocations live in host memory (silent spill): compute buffers "
+            "{:.0f}%, KV cache {:.0f}%, weights {:.0f}%",
+            static_cast<double>(in.spill.bytes) / 1048576.0, in.spill.compute * 100,
+            in.spill.kv * 100, in.spill.weights * 100));
+        out.noise_cv += 0.05;
+      }
+    }
+  }
+  if (machine_.ram.available > 0 &&
+      res.host_weight_bytes > static_cast<double>(machine_.ram.available)) {
+    in.host_overflow = 1.0 - static_cast<double>(machine_.ram.available) / res.host_weight_bytes;
+    out.notes.push_back(
+        fmt::format("host weights exceed available RAM by {:.0f}%: pages are read "
+                    "again from disk",
+                    in.host_overflow * 100));
+    out.noise_cv += 0.1;
+  }
+
+  // Prefill: ceil(p / ub) micro-batches, each at its own depth.
+  const int p = run.n_prompt > 0 ? run.n_prompt : 512;
+  TimeSplit prefill;
+  for (int done = 0; done < p;) {
+    const int tokens = std::min(run.n_ubatch, p - done);
+    // GGML_OP_OFFLOAD_MIN_BATCH (ggml/src/ggml-backend.cpp, default 32): from this
+    // batch size the scheduler runs host-weight operators on the GPU.
+    in.offload = accel && run.op_offload && tokens >= 32;
+    prefill += PrefillUbatchTime(in, run.n_depth + done, tokens);
+    done += tokens;
+  }
+  out.op_offload_active = accel && run.op_offload && std::min(run.n_ubatch, p) >= 32;
+  out.prefill = Finish(prefill, p);
+
+  // Decode: n tokens, the cache growing from depth; the middle token's cost is
+  // the mean (every term is linear in depth).
+  const int n = run.n_gen > 0 ? run.n_gen : 128;
+  int switches = 0;
+  const TimeSplit token = DecodeTokenTime(in, run.n_depth + n / 2, &switches);
+  out.decode = Finish(token, 1);
+  out.handovers_per_token = switches;
+
+  const double tp = prefill.total(), tg = token.total() * n;
+  if (run.n_prompt > 0 && run.n_gen > 0) {
+    out.tokens_per_second = (run.n_prompt + run.n_gen) / std::max(1e-12, tp + tg);
+  } else if (run.n_gen > 0) {
+    out.tokens_per_second = out.decode.tokens_per_second;
+  } else {
+    out.tokens_per_second = out.prefill.tokens_per_second;
+  }
+  return out;
+}
+
+}  // namespace moetune
