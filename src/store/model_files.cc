@@ -51,7 +51,7 @@ struct Walker {
         return;
       }
       const std::string name = it->path().filename().string();
-      const std::string child = rel.empty() ? name : rel + "/" + name;
+      const std::string child = rel.empty() ? name : fmt::format("{}/{}", rel, name);
       std::error_code tec;
       if (it->is_directory(tec)) {
         if (depth < max_depth) {

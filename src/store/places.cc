@@ -79,7 +79,7 @@ void AddLlamaCache(const StoreEnvironment& env, std::vector<StoreRoot>* roots) {
 // The first line of ~/.lmstudio-home-pointer, when it names a folder.
 std::string LmStudioPointer(const StoreEnvironment& env) {
   if (env.home.empty()) return "";
-  auto text = ReadRegularFile(Join(env.home, ".lmstudio-home-pointer"), 64 * 1024);
+  auto text = ReadRegularFile(Join(env.home, ".lmstudio-home-pointer"), std::size_t{64} * 1024);
   if (!text.ok()) return "";
   std::string line = text->substr(0, text->find('\n'));
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();

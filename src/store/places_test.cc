@@ -12,6 +12,7 @@ using testing::TempStoreEnv;
 
 std::vector<std::string> Paths(const std::vector<StoreRoot>& roots) {
   std::vector<std::string> out;
+  out.reserve(roots.size());
   for (const auto& r : roots) out.push_back(r.path);
   return out;
 }

@@ -280,6 +280,7 @@ TEST_F(ReferenceTest, ReferenceForIsTheShortestThatSelectsOnlyThatModel) {
     for (const auto& m : s.models) all.push_back(&m);
   }
   std::vector<std::string> refs;
+  refs.reserve(all.size());
   for (const StoredModel* m : all) refs.push_back(ReferenceFor(*m, all));
   EXPECT_EQ(refs, (std::vector<std::string>{"ollama:x:latest", "hf:o/one", "hf:o/two:Q4_K_M",
                                             "hf:o/two:Q8_0"}));

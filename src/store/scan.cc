@@ -118,7 +118,7 @@ void ScanLmStudioRoot(const StoreEnvironment& env, RootScan* scan) {
       proto.store = StoreKind::kLmStudio;
       proto.root = scan->root.path;
       proto.root_source = scan->root.source;
-      proto.name = publisher + "/" + model;
+      proto.name = fmt::format("{}/{}", publisher, model);
       for (auto& m : GroupModelFiles(dir, files, proto)) {
         CheckModelAccess(env.identity, &m);
         scan->models.push_back(std::move(m));

@@ -122,7 +122,7 @@ inline std::string Hex(char c) { return std::string(64, c); }
 /// path under manifests/) with blob digest sha256:<hex>; returns the blob path.
 inline std::string AddOllamaModel(const std::string& root, const std::string& manifest_path,
                                   const std::string& hex, const std::string& model) {
-  const std::string blob = root + "/blobs/sha256-" + hex;
+  std::string blob = fmt::format("{}/blobs/sha256-{}", root, hex);
   if (!model.empty()) CopyFile(model, blob);
   WriteText(root + "/manifests/" + manifest_path,
             OllamaManifest(hex, model.empty() ? 1000 : std::filesystem::file_size(model)));
@@ -144,14 +144,14 @@ inline void AddHubFiles(const std::string& root, const std::string& repo, const 
   for (const auto& [path, model] : files) {
     // Named by what it holds, as the hub names blobs by their hash: the same
     // file put into two caches has the same blob name.
-    const std::string blob_name =
-        fmt::format("{:016x}{:048x}", std::hash<std::string>{}(path + "|" + model), 0);
-    if (!model.empty()) CopyFile(model, repo_dir + "/blobs/" + blob_name);
-    const std::string link = repo_dir + "/snapshots/" + commit + "/" + path;
+    const std::string blob_name = fmt::format(
+        "{:016x}{:048x}", std::hash<std::string>{}(fmt::format("{}|{}", path, model)), 0);
+    if (!model.empty()) CopyFile(model, fmt::format("{}/blobs/{}", repo_dir, blob_name));
+    const std::string link = fmt::format("{}/snapshots/{}/{}", repo_dir, commit, path);
     const auto depth = std::count(path.begin(), path.end(), '/');
     std::string up = "../..";
     for (long i = 0; i < depth; ++i) up += "/..";
-    Link(up + "/blobs/" + blob_name, link);
+    Link(fmt::format("{}/blobs/{}", up, blob_name), link);
   }
 }
 
