@@ -3,6 +3,9 @@
 # llama-fit-params, CPU backends for every x86 level, RPC backend) from Debian
 # unstable's binary packages into a private folder, without touching the system.
 #
+# The packages come from the Debian mirror the machine's apt already uses
+# (scripts/apt-sid-source.sh), through its proxy settings.
+#
 # Debian 12's glibc is too old for those binaries, so sid's libc, libstdc++ and
 # friends are unpacked beside them and every program is started through that
 # folder's own dynamic loader (see shared/docs/llama-cpp.md). Wrapper scripts in
@@ -28,14 +31,24 @@ fi
 echo "moetune: installing the default llama.cpp engine into $dest" >&2
 work=$(mktemp -d "${TMPDIR:-/tmp}/moetune-engine.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/debs" "$work/root"
-cat >"$work/sources.list" <<SRC
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main contrib
-SRC
-apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
+mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/debs" "$work/root" "$work/sources"
+# Debian sid from the machine's own mirror and keyring (scripts/apt-sid-source.sh);
+# everything else (proxy, timeouts, authentication) is the machine's apt configuration.
+sid_source=$("$repo/scripts/apt-sid-source.sh")
+case "$sid_source" in
+  deb\ *) printf '%s\n' "$sid_source" >"$work/sources/moetune-sid.list" ;;
+  *) printf '%s\n' "$sid_source" >"$work/sources/moetune-sid.sources" ;;
+esac
+echo "moetune: Debian sid from: $(printf '%s\n' "$sid_source" | grep -m1 -E '^(deb |URIs:)')" >&2
+: >"$work/sources.list"
+apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=$work/sources"
           -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache"
           -o Dir::State::status=/dev/null -o APT::Sandbox::User=root -qq)
-apt-get "${apt_opts[@]}" update
+apt-get "${apt_opts[@]}" update || {
+  echo "moetune: apt-get update of Debian sid failed (above); if this mirror does not carry sid," \
+    "set MOETUNE_DEBIAN_MIRROR to one that does" >&2
+  exit 1
+}
 pkgs=(llama.cpp-tools llama.cpp-tools-extra libllama0 libggml0 libggml0-backend-rpc
       libc6 libstdc++6 libgcc-s1 libgomp1 libssl3t64 zlib1g libzstd1)
 (cd "$work/debs" && apt-get "${apt_opts[@]}" download "${pkgs[@]}")

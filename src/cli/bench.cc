@@ -10,6 +10,7 @@
 
 #include "cli/bench_sim.h"
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "cli/report_output.h"
 #include "cli/validators.h"
 #include "engine/engine_info.h"
@@ -290,7 +291,7 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
                 "Print the llama-bench command lines without running them");
   cmd->add_flag("-v,--verbose", a->verbose, "Echo the engine's log on stderr");
   AddSimBenchFlags(cmd, &a->sim);
-  cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
+  cmd->callback([a, run] { *run = WithModel(&a->model, [a] { return Run(*a); }); });
 }
 
 }  // namespace moetune

@@ -14,15 +14,16 @@
 
 #include "cli/command.h"
 #include "cli/machine_flags.h"
+#include "cli/model_argument.h"
 #include "cli/validators.h"
 #include "engine/calibration_runner.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
 #include "hw/machine_profile.h"
 #include "model/model_info.h"
-#include "speed/presets.h"
 #include "report/bench_report.h"
 #include "report/calibration_report.h"
+#include "speed/presets.h"
 #include "util/read_file.h"
 #include "util/timestamp.h"
 #include "util/utf8.h"
@@ -289,7 +290,7 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("-o,--output", a->output, "Write the output to this file");
   cmd->add_option("--llama-dir", a->llama_dir, "Folder with llama.cpp's tools");
   AddMachineFlags(cmd, &a->machine, /*with_vram=*/true, /*with_profile=*/true);
-  cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
+  cmd->callback([a, run] { *run = WithModel(&a->model, [a] { return Run(*a); }); });
 }
 
 }  // namespace moetune

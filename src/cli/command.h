@@ -51,5 +51,6 @@ void RegisterMachinesCommand(CLI::App& app, CommandRun* run);
 void RegisterWatchCommand(CLI::App& app, CommandRun* run);
 void RegisterServeCommand(CLI::App& app, CommandRun* run);
 void RegisterReportCommand(CLI::App& app, CommandRun* run);
+void RegisterModelsCommand(CLI::App& app, CommandRun* run);
 
 }  // namespace moetune

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "cli/validators.h"
 #include "engine/decode_reference.h"
 #include "engine/engine_info.h"
@@ -121,7 +122,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
       ->group("");
   cmd->add_option("--nvml-library", o->nvml, "NVML library to load (for tests)")->group("");
   cmd->callback([o, run] {
-    *run = [o]() -> int {
+    *run = WithModel(&o->model, [o]() -> int {
       std::optional<int64_t> ctx;
       if (!o->model.empty()) ctx = *ParseTokenCount(o->ctx);  // validated
       DoctorOptions d;
@@ -179,7 +180,7 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
       }
       if (engine_error) return ReportError(*engine_error);
       return kExitOk;
-    };
+    });
   });
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "cli/validators.h"
 #include "model/model_info.h"
 #include "report/model_report.h"
@@ -27,7 +28,7 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
       ->check(TokenCount(1, kMaxContext));
   cmd->add_option("-o,--output", opts->output, "Write to this file (atomically) instead of stdout");
   cmd->callback([opts, run] {
-    *run = [opts]() -> int {
+    *run = WithModel(&opts->model, [opts]() -> int {
       std::vector<int64_t> ctx;
       for (const auto& s : opts->contexts) ctx.push_back(*ParseTokenCount(s));  // validated
       if (ctx.empty()) ctx = DefaultInspectContexts();
@@ -36,7 +37,7 @@ void RegisterInspectCommand(CLI::App& app, CommandRun* run) {
       const std::string text = opts->json ? JsonOutput(InspectJson(*m, ctx)) : InspectText(*m, ctx);
       auto st = WriteOutput(opts->output, text, ModelFiles(*m));
       return st.ok() ? kExitOk : ReportError(st.error());
-    };
+    });
   });
 }
 

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     moetune::RegisterWatchCommand(app, &run);
     moetune::RegisterServeCommand(app, &run);
     moetune::RegisterReportCommand(app, &run);
+    moetune::RegisterModelsCommand(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "cli/plan_predict.h"
 #include "cli/report_output.h"
 #include "cli/validators.h"
@@ -278,7 +279,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
           ->check(EmitFormatValidator());
   emit->excludes(cmd->get_option("--json"));
   cmd->callback([o, run] {
-    *run = [o]() -> int {
+    *run = WithModel(&o->model, [o]() -> int {
       o->machine.profile = o->profile;
       if (o->vram.empty()) o->vram = WhatIfVram(o->machine);
       auto req = BuildRequest(*o);
@@ -348,7 +349,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
         return kExitNothingFits;
       }
       return kExitOk;
-    };
+    });
   });
 }
 

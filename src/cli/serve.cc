@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "cli/sampling_options.h"
 #include "cli/validators.h"
 #include "cli/watch_prediction.h"
@@ -170,7 +171,7 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
       "serve",
       "Run llama-server with the tuned or planned configuration, keep it up, and "
       "watch it (moetune watch); --apply restarts it with the fix on overflow");
-  cmd->add_option("model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", o->model, "GGUF model file")->required()->check(ExistingModel());
   cmd->add_option(
       "--from", o->from,
       "JSON of moetune tune/plan (its command_argv is served) or analyze (curves: the baseline)");
@@ -246,7 +247,9 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--exit-on-alarm", o->exit_on_alarm,
                 "Stop the server and exit at the first alarm, with its exit code");
   cmd->add_flag("--no-gpu", o->no_gpu, "Do not read GPU memory through NVML");
-  cmd->callback([o, run, plan_opts] { *run = [o, plan_opts]() { return Run(*o, plan_opts); }; });
+  cmd->callback([o, run, plan_opts] {
+    *run = WithModel(&o->model, [o, plan_opts]() { return Run(*o, plan_opts); });
+  });
 }
 
 }  // namespace moetune

@@ -10,13 +10,14 @@
 
 #include "cli/bench_sim.h"
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "cli/tune_output.h"
 #include "cli/validators.h"
+#include "doctor/doctor.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
 #include "engine/sim_engine.h"
 #include "hw/cpu_topology.h"
-#include "doctor/doctor.h"
 #include "model/model_info.h"
 #include "report/tune_report.h"
 #include "tune/journal.h"
@@ -357,7 +358,7 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
   AddTuneOutputOptions(cmd, &a->report, &a->emit);
   cmd->add_flag("--progress", a->progress, "Progress line on stderr even when not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "No progress line");
-  cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
+  cmd->callback([a, run] { *run = WithModel(&a->model, [a] { return Run(*a); }); });
 }
 
 }  // namespace moetune

@@ -29,7 +29,9 @@ FileSource::FileSource(int fd, uint64_t size, std::string path)
 FileSource::~FileSource() { ::close(fd_); }
 
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // (the type check below then refuses it); reads of a regular file ignore it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {

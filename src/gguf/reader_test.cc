@@ -1,6 +1,7 @@
 #include "gguf/reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -243,6 +244,15 @@ TEST(GgufReaderTest, ReadGgufFileReportsMissingAndUnreadablePaths) {
   std::string path = dir.File("bad.gguf");
   std::ofstream(path) << "GGUF\x03";
   ExpectError(ReadGgufFile(path), ErrorKind::kFormat, {"bad.gguf: byte offset 4", "version"});
+}
+
+TEST(GgufReaderTest, ReadGgufFileRefusesAFifoWithoutWaitingForAWriter) {
+  // A FIFO named like a model (found by `moetune models` in a folder, or given
+  // as MODEL) must not block the open: nobody will ever write to it.
+  TempDir dir;
+  const std::string fifo = dir.File("pipe.gguf");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectError(ReadGgufFile(fifo), ErrorKind::kIo, {"pipe.gguf", "not a regular file"});
 }
 
 }  // namespace
