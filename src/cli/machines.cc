@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "speed/presets.h"
 #include "report/machines_report.h"
+#include "speed/presets.h"
 
 namespace moetune {
 

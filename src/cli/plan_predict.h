@@ -6,8 +6,8 @@
 
 #include "cli/machine_flags.h"
 #include "model/model_info.h"
-#include "speed/plan_prediction.h"
 #include "plan/placement.h"
+#include "speed/plan_prediction.h"
 
 namespace moetune {
 

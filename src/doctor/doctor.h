@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "hw/bandwidth_reference.h"
+#include "doctor/verdicts.h"
 #include "engine/engine_traps.h"
+#include "hw/bandwidth_reference.h"
 #include "hw/machine_profile.h"
 #include "hw/sysfs.h"
-#include "doctor/verdicts.h"
 
 namespace moetune {
 

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "speed/plan_prediction.h"
 #include "plan/placement.h"
+#include "speed/plan_prediction.h"
 
 namespace moetune {
 

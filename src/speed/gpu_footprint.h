@@ -18,9 +18,9 @@
 #include <tuple>
 
 #include "model/model_info.h"
+#include "plan/placement.h"
 #include "speed/model_shape.h"
 #include "speed/speed_model.h"
-#include "plan/placement.h"
 
 namespace moetune {
 

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "speed/test_speed.h"
 #include "plan/placement.h"
+#include "speed/test_speed.h"
 
 namespace moetune {
 namespace {

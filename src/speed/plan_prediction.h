@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "speed/speed_model.h"
 #include "plan/placement.h"
+#include "speed/speed_model.h"
 
 namespace moetune {
 

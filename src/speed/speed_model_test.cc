@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "gguf/ggml_type.h"
-#include "speed/test_speed.h"
 #include "plan/placement.h"
+#include "speed/test_speed.h"
 
 namespace moetune {
 namespace {
