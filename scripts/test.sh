@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every moetune check on a fresh Debian 12 machine: installs what is missing
 # (Debian packages, the default llama.cpp engine), builds, lints (clang-format and
-# the include directions on every file, clang-tidy on the files changed since the
-# last full clean run, see .ci/lint-base), runs the unit and integration tests (real
+# the include directions on every file, clang-tidy on the sources not known clean,
+# see .ci/tidy-clean), runs the unit and integration tests (real
 # llama.cpp on generated models), then a short fuzz run. Prints the time of each step.
 # Usage: scripts/test.sh
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 15)
@@ -21,22 +21,12 @@ step() {  # step NAME COMMAND...: runs it and records its wall time
 }
 
 lint() {
-  case "${LINT:-changed}" in
+  case "${LINT:-unrecorded}" in
     off) echo "lint: skipped (LINT=off)" ;;
     full) scripts/lint.sh build ;;
-    *)
-      scripts/lint.sh --no-tidy build
-      # clang-tidy costs 10-16 s of CPU per file: CI checks what changed since
-      # the last full clean run (.ci/lint-base); `LINT=full` checks everything.
-      local base
-      base=$(grep -v '^#' .ci/lint-base | head -n1)
-      if git rev-parse --verify --quiet "$base^{commit}" >/dev/null; then
-        scripts/lint.sh --changed-since "$base" build
-      else
-        echo "lint: .ci/lint-base ($base) is not in this clone's history: clang-tidy on every file"
-        scripts/lint.sh build
-      fi
-      ;;
+    # clang-tidy costs 10-16 s of CPU per file: CI checks the sources whose content was not
+    # checked clean before (.ci/tidy-clean, or an earlier run on this machine).
+    *) scripts/lint.sh --unrecorded build ;;
   esac
 }
 
