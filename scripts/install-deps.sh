@@ -4,7 +4,7 @@
 # something is missing.
 set -euo pipefail
 
-PKGS=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+PKGS=(build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
       libfmt-dev libhwloc-dev libcpp-httplib-dev sysbench ca-certificates
       binutils xz-utils
