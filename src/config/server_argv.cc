@@ -51,6 +51,17 @@ bool LooksLikeValue(const std::string& s) {
   return s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
 }
 
+std::vector<std::string> SplitComma(const std::string& value) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= value.size();) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) comma = value.size();
+    out.push_back(value.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 // Sets the field of `flag` from `value`; false when the value does not parse.
 bool Apply(const FlagSpec& flag, const std::string& value, ParsedServerCommand* cmd) {
   ServerConfig& c = cmd->config;
@@ -112,11 +123,8 @@ bool Apply(const FlagSpec& flag, const std::string& value, ParsedServerCommand* 
     }
     case FlagId::kRpc:
       c.rpc.clear();
-      for (size_t start = 0; start <= value.size();) {
-        size_t comma = value.find(',', start);
-        if (comma == std::string::npos) comma = value.size();
-        if (comma > start) c.rpc.push_back(value.substr(start, comma - start));
-        start = comma + 1;
+      for (auto& host : SplitComma(value)) {
+        if (!host.empty()) c.rpc.push_back(std::move(host));
       }
       return true;
     case FlagId::kHost:
@@ -135,6 +143,35 @@ bool Apply(const FlagSpec& flag, const std::string& value, ParsedServerCommand* 
 
 void MarkGiven(FlagId id, ParsedServerCommand* cmd) {
   if (!cmd->Given(id)) cmd->given.push_back(id);
+}
+
+// -dev and -ts as ServerArgv writes a split across devices (one name and one
+// whole layer count per device) become the placement's devices; anything else
+// stays with the other flags, as given.
+void DevicesFrom(ParsedServerCommand* cmd) {
+  const std::string* dev = cmd->Other(FlagId::kDevice);
+  const std::string* ts = cmd->Other(FlagId::kTensorSplit);
+  if (dev == nullptr || ts == nullptr) return;
+  const auto names = SplitComma(*dev);
+  const auto layers = SplitComma(*ts);
+  if (names.size() != layers.size()) return;
+  std::vector<DevicePlacement> devices;
+  for (size_t i = 0; i < names.size(); ++i) {
+    int n = 0;
+    if (names[i].empty() || !ToInt(layers[i], 0, 1 << 20, &n)) return;
+    devices.push_back({names[i], n});
+  }
+  cmd->config.placement.devices = std::move(devices);
+  std::erase_if(cmd->other, [](const FlagSetting& s) {
+    return s.flag == FlagId::kDevice || s.flag == FlagId::kTensorSplit;
+  });
+}
+
+// Reading done: what the flags together say.
+void Finish(ParsedServerCommand* cmd) {
+  // --cpu-moe keeps every layer's experts in host memory: a count beside it says nothing more.
+  if (cmd->config.placement.all_cpu_moe) cmd->config.placement.n_cpu_moe = -1;
+  DevicesFrom(cmd);
 }
 
 // A value that llama.cpp reads as "on" for a switch given in the environment.
@@ -253,8 +290,7 @@ ParsedServerCommand ParseServerArgv(const std::vector<std::string>& argv) {
     MarkGiven(f->id, &cmd);
     if (!Apply(*f, value, &cmd)) cmd.invalid.push_back({f->id, value});
   }
-  // --cpu-moe keeps every layer's experts in host memory: a count beside it says nothing more.
-  if (cmd.config.placement.all_cpu_moe) cmd.config.placement.n_cpu_moe = -1;
+  Finish(&cmd);
   return cmd;
 }
 
@@ -275,7 +311,7 @@ void ApplyLlamaEnv(const std::vector<std::pair<std::string, std::string>>& env,
     if (!Apply(*target, target->takes_value() ? value : "", cmd))
       cmd->invalid.push_back({f->id, value});
   }
-  if (cmd->config.placement.all_cpu_moe) cmd->config.placement.n_cpu_moe = -1;
+  Finish(cmd);
 }
 
 std::string ShellJoin(const std::vector<std::string>& args) {

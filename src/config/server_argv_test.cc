@@ -67,6 +67,25 @@ TEST(ServerArgv, ParsesBackToTheSameConfiguration) {
   EXPECT_EQ(ParseServerArgv(argv).config, dense);
 }
 
+TEST(ServerArgv, ASplitAcrossDevicesReadsBack) {
+  ServerConfig c = Full();
+  c.placement.devices = {{"CUDA0", 30}, {"RPC[10.0.0.2:50052]", 18}};
+  const auto argv = ServerArgv(c);
+  const auto dev = std::find(argv.begin(), argv.end(), "-dev");
+  const auto ts = std::find(argv.begin(), argv.end(), "-ts");
+  ASSERT_NE(dev, argv.end());
+  ASSERT_NE(ts, argv.end());
+  EXPECT_EQ(*(dev + 1), "CUDA0,RPC[10.0.0.2:50052]");
+  EXPECT_EQ(*(ts + 1), "30,18");  // -ts as whole layer counts
+  const ParsedServerCommand p = ParseServerArgv(argv);
+  EXPECT_EQ(p.config, c);
+  EXPECT_TRUE(p.other.empty());
+  // Proportions that are not whole layer counts stay as given.
+  const auto q = ParseServerArgv({"llama-server", "-dev", "CUDA0,CUDA1", "-ts", "0.6,0.4"});
+  EXPECT_TRUE(q.config.placement.devices.empty());
+  EXPECT_EQ(q.other.size(), 2u);
+}
+
 TEST(ServerArgv, ExpertsOfTheLastLayersAreOneRule) {
   ServerConfig c;
   c.model = "m.gguf";

@@ -84,7 +84,9 @@ TEST(TuneReportHtml, RecordedTuneOfACpuOnlyEngine) {
   EXPECT_NE(text.find("Placement was not measured: the engine has no GPU device"),
             std::string::npos);
   EXPECT_NE(text.find("x faster than llama.cpp&#39;s defaults"), std::string::npos);
-  EXPECT_NE(text.find("llama-server -m qwen3moe-tiny.gguf -ngl 99 --n-cpu-moe 8 -c 1024 -t 1"),
+  // The recorded command, written again by the one argv writer (its flag order).
+  EXPECT_NE(text.find("llama-server -m qwen3moe-tiny.gguf -ngl 99 --n-cpu-moe 8 -c 1024 -np 1 "
+                      "-ub 512 -b 2048 -fa on -t 1 -fit off"),
             std::string::npos);
   // The same tune as Markdown, and as text (what `tune` printed).
   const std::string md = dir.File("tune.md");
