@@ -19,7 +19,7 @@ std::vector<RunConfig> Sweep(int threads, int ubatches) {
       RunConfig c;
       c.model = "/models/m.gguf";
       c.threads = t;
-      c.placement.n_ubatch = ub;
+      c.n_ubatch = ub;
       c.n_gen = 16;
       configs.push_back(c);
     }

@@ -7,7 +7,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo/src"
-LAYERS=(util stats gguf model store hw plan speed engine doctor tune watch report cli)
+LAYERS=(util stats gguf model config store hw plan speed engine doctor tune watch report cli)
 declare -A rank
 for i in "${!LAYERS[@]}"; do rank[${LAYERS[$i]}]=$i; done
 

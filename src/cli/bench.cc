@@ -13,9 +13,9 @@
 #include "cli/model_argument.h"
 #include "cli/report_output.h"
 #include "cli/validators.h"
+#include "config/tensor_override.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
-#include "engine/tensor_override.h"
 #include "report/bench_report.h"
 #include "report/command_documents.h"
 #include "util/subprocess.h"
@@ -71,20 +71,38 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
   MOETUNE_ASSIGN_OR_RETURN(auto d, list(a.depth, "--depth"));
   MOETUNE_ASSIGN_OR_RETURN(auto p, list(a.n_prompt, "--n-prompt"));
   MOETUNE_ASSIGN_OR_RETURN(auto n, list(a.n_gen, "--n-gen"));
-  std::vector<std::string> fa;
+  std::vector<FlashAttn> fa;
   for (const auto& v : SplitList(a.flash_attn)) {
-    auto normal = NormalizeFlashAttn(v);
+    auto normal = ParseFlashAttn(v);
     if (!normal.ok()) return normal.take_error().Context("--flash-attn");
-    fa.push_back(std::move(normal).value());
+    fa.push_back(*normal);
   }
-  const auto ck = SplitList(a.type_k);
-  const auto cv = SplitList(a.type_v);
+  auto kv_types = [](const std::string& text, const char* flag) -> Result<std::vector<uint32_t>> {
+    std::vector<uint32_t> out;
+    for (const auto& name : SplitList(text)) {
+      const auto type = GgmlTypeByName(name);
+      if (!type) {
+        return Error(ErrorKind::kInvalidArgument,
+                     fmt::format("{}: '{}' is not a ggml type (f16, q8_0, q4_0, ...)", flag, name));
+      }
+      out.push_back(type->id);
+    }
+    return out;
+  };
+  MOETUNE_ASSIGN_OR_RETURN(const auto ck, kv_types(a.type_k, "--cache-type-k"));
+  MOETUNE_ASSIGN_OR_RETURN(const auto cv, kv_types(a.type_v, "--cache-type-v"));
+  MOETUNE_ASSIGN_OR_RETURN(const LoadMode load_mode, ParseLoadMode(a.load_mode));
   // Rules that cannot reach llama-bench intact are a command-line error now,
   // not a failed run later.
-  if (auto rules = ParseTensorOverrides(a.ot); !rules.ok()) {
-    return rules.take_error().Context("--override-tensor");
-  } else if (auto value = OverridesForBench(*rules); !value.ok()) {
+  Placement rules;
+  if (auto st = rules.SetOverrideTensor(a.ot); !st.ok()) {
+    return st.error().Context("--override-tensor");
+  } else if (auto value = OverridesForBench(rules.Rules()); !value.ok()) {
     return value.take_error().Context("--override-tensor");
+  }
+  std::vector<std::string> rpc;
+  for (const auto& h : SplitList(a.rpc)) {
+    if (!h.empty()) rpc.push_back(h);
   }
   std::vector<std::pair<int, int>> tests;
   for (int x : p) {
@@ -118,22 +136,23 @@ Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
         for (int u : ub) {
           for (int bb : b) {
             for (int dd : d) {
-              for (const auto& k : ck) {
-                for (const auto& v : cv) {
-                  for (const auto& f : fa) {
+              for (uint32_t k : ck) {
+                for (uint32_t v : cv) {
+                  for (FlashAttn f : fa) {
                     for (auto [pp, tg] : tests) {
                       RunConfig c;
                       c.model = a.model;
                       c.placement.n_gpu_layers = g;
                       c.placement.n_cpu_moe = m;
-                      c.placement.override_tensor = a.ot;
-                      c.placement.n_ubatch = u;
-                      c.placement.n_batch = bb;
-                      c.placement.type_k = k;
-                      c.placement.type_v = v;
-                      c.placement.flash_attn = f;
-                      c.load_mode = a.load_mode;
-                      c.rpc = a.rpc;
+                      c.placement.fine_fill = rules.fine_fill;
+                      c.placement.overrides = rules.overrides;
+                      c.n_ubatch = u;
+                      c.n_batch = bb;
+                      c.type_k = k;
+                      c.type_v = v;
+                      c.flash_attn = f;
+                      c.load_mode = load_mode;
+                      c.rpc = rpc;
                       c.threads = th;
                       c.n_depth = dd;
                       c.n_prompt = pp;
@@ -212,7 +231,7 @@ int Run(const BenchArgs& a) {
       const auto& c = r.config;
       const std::string label =
           fmt::format("{} t={} ngl={} ncmoe={} ub={}", c.test_name(), c.threads,
-                      c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.placement.n_ubatch);
+                      c.placement.n_gpu_layers, c.placement.n_cpu_moe, c.n_ubatch);
       for (const auto& w : SummaryWarnings(ResultSummary(r), label)) {
         std::cerr << ForTerminal("moetune: note: " + w + "\n");
       }

@@ -16,12 +16,12 @@
 #include "cli/command.h"
 #include "cli/machine_flags.h"
 #include "cli/validators.h"
+#include "config/server_config.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
 #include "model/model_info.h"
 #include "model/synth.h"
-#include "plan/launch.h"
 #include "report/bench_report.h"
 #include "report/engine_report.h"
 #include "util/subprocess.h"
@@ -157,12 +157,13 @@ int Run(const DemoArgs& a) {
 
   Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
   for (int n : {0, planned_n}) {
-    LaunchConfig launch;
-    launch.moe = true;
-    launch.placement.n_gpu_layers = 99;
-    launch.placement.n_cpu_moe = n;
-    launch.ctx.n_ctx = 4096;
-    auto fit = RunFitParams(*info, model, MemoryShapingFlags(launch));
+    WeightPlacement placement;
+    placement.has_device = true;
+    placement.n_gpu_layers = 99;
+    placement.n_cpu_moe = n;
+    ContextParams ctx;
+    ctx.n_ctx = 4096;
+    auto fit = RunFitParams(*info, PlannedConfig(model, placement, ctx, /*moe=*/true));
     if (!fit.ok()) {
       Out(fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message()));
       continue;

@@ -124,31 +124,27 @@ Result<PlanRequest> BuildRequest(const PlanOpts& o) {
 
 // The configuration the check runs: the printed command's, or, when nothing
 // fits, the least demanding one (every expert, or every layer, on the CPU).
-LaunchConfig CheckedConfig(const Plan& plan, const PlanRequest& req) {
-  if (plan.launch) return *plan.launch;
-  LaunchConfig c;
+ServerConfig CheckedConfig(const Plan& plan, const PlanRequest& req) {
+  if (plan.config) return *plan.config;
   const PlacementOption& o = plan.moe ? plan.options.back() : plan.options.front();
-  c.placement = o.placement;
-  c.ctx = req.ctx;
-  c.moe = plan.moe;
-  return c;
+  return PlannedConfig(req.model_path, o.placement, req.ctx, plan.moe);
 }
 
-// Runs llama-fit-params with the memory-shaping flags of the planned command
-// (one source: MemoryShapingFlags) and compares its per-device sizes.
+// Runs llama-fit-params with the planned command's own configuration (one
+// writer: ServerArgv) and compares its per-device sizes.
 Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
                                   const PlanOpts& o) {
   DiscoveryOptions d;
   d.llama_dir = o.llama_dir;
   MOETUNE_ASSIGN_OR_RETURN(EngineInfo engine, DiscoverEngine(d));
-  const LaunchConfig launch = CheckedConfig(plan, req);
+  const ServerConfig launch = CheckedConfig(plan, req);
   FitParamsOptions fo;
   fo.count_host_weights = true;
   fo.rpc = o.rpc;
-  auto report = RunFitParams(engine, CommandModelPath(m), MemoryShapingFlags(launch), fo);
+  auto report = RunFitParams(engine, launch, fo);
   if (!report.ok()) {
     Error e = report.take_error();
-    if (e.kind() == ErrorKind::kUnsupported && launch.ctx.kv_unified)
+    if (e.kind() == ErrorKind::kUnsupported && launch.kv_unified == Switch::kOn)
       return Error(ErrorKind::kUnsupported,
                    e.message() +
                        "; llama-fit-params has no unified-cache option in this engine, "
@@ -164,7 +160,7 @@ Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const Pl
   MOETUNE_ASSIGN_OR_RETURN(PlanCheck c,
                            ComparePlanWithEngine(m.gguf, m.arch, m.weights, launch, devices));
   c.argv = report->argv;
-  if (!plan.launch)
+  if (!plan.config)
     c.notes.push_back("nothing fits, so the check ran the least demanding placement");
   return c;
 }
@@ -184,7 +180,8 @@ Result<std::string> EmitPlan(const ModelInfo& m, const Plan& plan, const PlanReq
                              const std::optional<EngineInfo>& engine, const std::string& format) {
   MOETUNE_ASSIGN_OR_RETURN(EmitFormat f, ParseEmitFormat(format));
   // An absolute model path: the configuration is used from other folders.
-  const std::string model = std::filesystem::absolute(m.path).lexically_normal().string();
+  const std::string model =
+      std::filesystem::absolute(CommandModelPath(m)).lexically_normal().string();
   EmitContext ctx;
   ctx.header.push_back(fmt::format("llama-server configuration planned by moetune {} for {}",
                                    MOETUNE_VERSION,
@@ -198,12 +195,14 @@ Result<std::string> EmitPlan(const ModelInfo& m, const Plan& plan, const PlanReq
                                    FormatBytes(Bytes(req.reserve)),
                                    FormatBytes(Bytes(req.margin))));
   for (const auto& n : plan.notes) ctx.header.push_back("note: " + n);
-  if (!plan.launch)
+  if (!plan.config)
     return Error(ErrorKind::kInvalidArgument,
                  "nothing fits this GPU, so there is no configuration to emit (see the plan's "
                  "shortfall); free GPU memory, lower --ctx or use a smaller quantization");
   ctx.gpu = req.vram_free > 0;
-  return EmitServerConfig(f, ServerArgs(model, *plan.launch), ctx);
+  ServerConfig config = *plan.config;
+  config.model = model;
+  return EmitServerConfig(f, config, ctx);
 }
 
 }  // namespace
@@ -290,6 +289,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       }
       auto m = LoadModelInfo(o->model);
       if (!m.ok()) return ReportError(m.error());
+      req->model_path = CommandModelPath(*m);
       if (auto st = CheckEngineAccepts(m->arch, req->ctx); !st.ok()) return ReportError(st.error());
       auto planned = PlanPlacement(m->gguf, m->arch, m->weights, *req);
       if (!planned.ok()) return ReportError(planned.error());
@@ -343,7 +343,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       auto st = WriteOutput(o->output, text, ModelFiles(*m));
       if (!st.ok()) return ReportError(st.error());
       if (check && !check->agrees()) return kExitCheckDisagrees;
-      if (!plan.launch) {
+      if (!plan.config) {
         std::cerr << "moetune: nothing fits: " << FormatBytes(Bytes(plan.shortfall))
                   << " short (no command printed)\n";
         return kExitNothingFits;

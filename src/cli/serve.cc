@@ -66,7 +66,7 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
     if (!t.ok()) return ReportError(t.error());
     tuned = std::move(t).value();
   }
-  std::vector<std::string> base;
+  ServerConfig base;
   if (tuned && tuned->command_argv) {
     for (auto* opt : plan_opts) {
       if (opt->count() > 0) {
@@ -76,7 +76,13 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
         return kExitUsage;
       }
     }
-    base = *tuned->command_argv;
+    std::vector<std::string> dropped;
+    base = ConfigFromCommand(*tuned->command_argv, &dropped);
+    if (!dropped.empty()) {
+      notes.push_back(fmt::format(
+          "{}: not started with {} (serve starts only the settings moetune plans and tunes)",
+          o.from, ShellJoin(dropped)));
+    }
   } else {
     ServePlanOptions p;
     p.n_ctx = *ParseTokenCount(o.ctx);  // validated
@@ -90,7 +96,7 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
     p.n_batch = static_cast<int>(o.batch);
     p.n_parallel = static_cast<int>(o.parallel);
     p.flash_attn = o.fa == "on";
-    auto cmd = PlannedServerCommand(o.model, p, &notes);
+    auto cmd = PlannedServerConfig(o.model, p, &notes);
     if (!cmd.ok()) return ReportError(cmd.error());
     base = std::move(cmd).value();
   }

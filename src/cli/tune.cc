@@ -200,24 +200,6 @@ Result<TuneEngine> RealTuneEngine(const TuneArgs& a, TuneReport* report) {
   return t;
 }
 
-std::vector<std::string> TunedServerArgs(const TuneReport& t, const RunConfig& b) {
-  std::vector<std::string> a = {"llama-server", "-m", t.model_path};
-  a.insert(a.end(), {"-ngl", std::to_string(b.placement.n_gpu_layers)});
-  if (!b.placement.override_tensor.empty()) a.insert(a.end(), {"-ot", b.placement.override_tensor});
-  if (b.placement.n_cpu_moe > 0)
-    a.insert(a.end(), {"--n-cpu-moe", std::to_string(b.placement.n_cpu_moe)});
-  a.insert(a.end(),
-           {"-c", std::to_string(t.ctx), "-t", std::to_string(b.threads), "-ub",
-            std::to_string(b.placement.n_ubatch), "-b", std::to_string(b.placement.n_batch)});
-  if (!b.placement.flash_attn.empty()) a.insert(a.end(), {"-fa", b.placement.flash_attn});
-  if (b.placement.type_k != "f16") a.insert(a.end(), {"-ctk", b.placement.type_k});
-  if (b.placement.type_v != "f16") a.insert(a.end(), {"-ctv", b.placement.type_v});
-  // llama-server 0.7.0 has no --no-mmap; -lm takes llama-bench's load modes.
-  if (!b.load_mode.empty()) a.insert(a.end(), {"-lm", b.load_mode});
-  a.insert(a.end(), {"-np", "1", "-fit", "off"});
-  return a;
-}
-
 int Run(const TuneArgs& a) {
   const int64_t ctx = *ParseTokenCount(a.ctx);  // validated
   const Workload workload = *ParseWorkload(a.workload);
@@ -301,15 +283,6 @@ int Run(const TuneArgs& a) {
   report.result = tuner.Run();
   if (live) std::cerr << "\n";
   report.result.notes.insert(report.result.notes.begin(), notes.begin(), notes.end());
-  if (in.plan) {
-    auto p = PlanPlacement(m->gguf, m->arch, m->weights, *in.plan);
-    if (p.ok()) {
-      for (const auto& o : p->options) {
-        if (o.n_cpu_moe == report.result.best.placement.n_cpu_moe) report.memory = o;
-      }
-    }
-  }
-  report.server_argv = TunedServerArgs(report, report.result.best);
   report.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}{}", a.model, a.ctx,
                                   a.workload, a.vram.empty() ? "" : " --vram " + a.vram,
                                   te->reproduce)};

@@ -125,7 +125,7 @@ CLI::Validator FlashAttnList() {
   return Accepted(
       [](const std::string& s) -> Status {
         for (const auto& item : SplitList(s)) {
-          auto v = NormalizeFlashAttn(item);
+          auto v = ParseFlashAttn(item);
           if (!v.ok()) return v.take_error();
         }
         return OkStatus();

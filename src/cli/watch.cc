@@ -64,13 +64,12 @@ int RunLog(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   // file's, else the one serve wrote into the log.
   std::optional<ServerPredictor> predictor;
   if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
-    auto p = PredictorForServer(so.expected->Get("model").value_or(""), o.profile, !o.no_predict,
-                                &notes);
+    auto p = PredictorForServer(so.expected->config.model, o.profile, !o.no_predict, &notes);
     if (!p.ok()) return ReportError(p.error());
     predictor = std::move(p).value();
   }
   so.baseline = BaselineFor(tuned, n, command, predictor ? &*predictor : nullptr, &notes);
-  if (so.expected) so.n_layer = ModelLayerCount(so.expected->Get("model").value_or(""));
+  if (so.expected) so.n_layer = ModelLayerCount(so.expected->config.model);
   log->notes.insert(log->notes.end(), notes.begin(), notes.end());
   const Replay replay = ReplayLog(*log, so);
   const std::string baseline = so.baseline
@@ -106,8 +105,9 @@ int RunLive(const WatchOpts& o, const std::optional<TunedFile>& tuned) {
   std::vector<std::string> notes;
   std::optional<ServerPredictor> predictor;
   if (!command.empty() && !(tuned && (tuned->analysis || tuned->prediction))) {
-    const std::string model =
-        running && running->Get("model") ? *running->Get("model") : (*sampler)->props().model_path;
+    const std::string model = running && !running->config.model.empty()
+                                  ? running->config.model
+                                  : (*sampler)->props().model_path;
     auto p = PredictorForServer(model, o.profile, !o.no_predict, &notes);
     if (!p.ok()) return ReportError(p.error());
     predictor = std::move(p).value();

@@ -36,8 +36,8 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
     c.model = model_path;
     c.placement.n_gpu_layers = ngl;
     c.placement.n_cpu_moe = ncmoe;
-    c.placement.n_ubatch = o.n_ubatch;
-    c.placement.n_batch = 2048;
+    c.n_ubatch = o.n_ubatch;
+    c.n_batch = 2048;
     c.threads = t;
     c.n_depth = depth;
     (prefill ? c.n_prompt : c.n_gen) = prefill ? o.n_prompt : o.n_gen;

@@ -15,6 +15,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "config/flags.h"
 #include "engine/engine_output.h"
 #include "util/read_file.h"
 #include "util/subprocess.h"
@@ -199,7 +200,8 @@ std::vector<std::string> EngineWarnings(const EngineInfo& info, bool nvidia_gpu_
         devs.empty() ? "none" : fmt::format("{}", fmt::join(devs, ", ")),
         info.HasBackend("Vulkan") ? "Vulkan" : "the CPU"));
   }
-  if (!info.bench_flags.empty() && !info.HasBenchFlag("-ncmoe")) {
+  if (!info.bench_flags.empty() &&
+      !info.HasBenchFlag(Flag(FlagId::kNCpuMoe).SpellingFor(kToolBench))) {
     w.push_back(
         "llama-bench lacks -ncmoe/--n-cpu-moe (an old build): moetune places experts with -ot "
         "patterns "

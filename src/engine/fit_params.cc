@@ -4,8 +4,8 @@
 
 #include <chrono>
 
+#include "config/server_argv.h"
 #include "engine/engine_output.h"
-#include "engine/tensor_override.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -47,20 +47,28 @@ Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text)
   return out;
 }
 
-std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const std::vector<std::string>& shaping_flags,
+std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const ServerConfig& config,
                                        const FitParamsOptions& options) {
-  std::vector<std::string> argv = {engine.ToolPath("llama-fit-params"), "-m", model};
-  argv.insert(argv.end(), shaping_flags.begin(), shaping_flags.end());
-  if (!options.rpc.empty()) argv.insert(argv.end(), {"--rpc", options.rpc});
-  if (options.count_host_weights) argv.insert(argv.end(), {"-lm", "none", "--no-repack"});
+  ServerConfig c = config;
   // Explicit placement, no fitting: the sizes are those of exactly this placement.
-  argv.insert(argv.end(), {"-fit", "off", "-fitp", "on"});
+  c.fit = Switch::kOff;
+  if (!options.rpc.empty()) {
+    c.rpc.clear();
+    for (size_t start = 0; start <= options.rpc.size();) {
+      size_t comma = options.rpc.find(',', start);
+      if (comma == std::string::npos) comma = options.rpc.size();
+      if (comma > start) c.rpc.push_back(options.rpc.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  if (options.count_host_weights) c.load_mode = LoadMode::kNone;
+  std::vector<std::string> argv = ServerArgv(c, engine.ToolPath("llama-fit-params"));
+  if (options.count_host_weights) argv.emplace_back(Flag(FlagId::kNoRepack).spelling);
+  argv.insert(argv.end(), {Flag(FlagId::kFitPrint).spelling, "on"});
   return argv;
 }
 
-Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const std::vector<std::string>& shaping_flags,
+Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const ServerConfig& config,
                                      const FitParamsOptions& options) {
   if (!engine.HasTool("llama-fit-params")) {
     return Error(
@@ -71,7 +79,7 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string
             engine.dir));
   }
   FitParamsReport report;
-  report.argv = FitParamsArgv(engine, model, shaping_flags, options);
+  report.argv = FitParamsArgv(engine, config, options);
   RunOptions o;
   o.spawn.argv = report.argv;
   o.timeout = std::chrono::milliseconds(120000);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/server_config.h"
 #include "engine/engine_info.h"
 #include "engine/failure.h"
 #include "util/result.h"
@@ -48,20 +49,19 @@ struct FitParamsOptions {
   std::string rpc;
 };
 
-/// The argument vector RunFitParams uses: the tool, `-m MODEL`, the
-/// memory-shaping flags exactly as given (the caller derives them from the
-/// same source as the command it prints), then `--rpc`, the load options and
-/// `-fit off -fitp on` (explicit placement, sizes printed per device).
-std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const std::string& model,
-                                       const std::vector<std::string>& shaping_flags,
+/// The argument vector RunFitParams uses: `config`'s own command line
+/// (config/server_argv.h ServerArgv, the same as the command moetune prints)
+/// with the tool in place of llama-server, `-fit off` (explicit placement),
+/// the options' RPC servers and load options, then `-fitp on` (sizes printed
+/// per device).
+std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const ServerConfig& config,
                                        const FitParamsOptions& options = {});
 
 /// Runs llama-fit-params. Errors carry the engine's message (kEngine, with the
 /// failure kind in the text), kUnsupported when this engine's llama-fit-params
 /// rejects one of the flags (e.g. -kvu, which only llama-server takes), or
 /// kNotFound for a missing tool.
-Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const std::string& model,
-                                     const std::vector<std::string>& shaping_flags,
+Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const ServerConfig& config,
                                      const FitParamsOptions& options = {});
 
 }  // namespace moetune

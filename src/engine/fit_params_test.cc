@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "config/server_argv.h"
+
 namespace moetune {
 namespace {
 
@@ -48,14 +50,19 @@ TEST(FitParamsTest, NothingParsedIsAnError) {
   EXPECT_NE(r.error().message().find("-fitp"), std::string::npos);
 }
 
-TEST(FitParamsTest, ArgvCarriesTheShapingFlagsVerbatim) {
+TEST(FitParamsTest, ArgvIsThePrintedCommandsOwn) {
   EngineInfo info;
   info.dir = "/e";
+  ServerConfig c;
+  c.model = "/m/a b.gguf";
+  c.placement.n_cpu_moe = 5;
+  c.ctx_size = 32768;
+  c.fit = Switch::kOff;
   const std::vector<std::string> flags = {"-ngl", "99", "--n-cpu-moe", "5", "-c", "32768"};
   FitParamsOptions o;
   o.rpc = "127.0.0.1:50052";
   o.count_host_weights = true;
-  const auto argv = FitParamsArgv(info, "/m/a b.gguf", flags, o);
+  const auto argv = FitParamsArgv(info, c, o);
   auto after = [&](const std::string& f) { return *(std::find(argv.begin(), argv.end(), f) + 1); };
   EXPECT_EQ(argv[0], "/e/llama-fit-params");
   EXPECT_EQ(after("-m"), "/m/a b.gguf");
@@ -64,12 +71,21 @@ TEST(FitParamsTest, ArgvCarriesTheShapingFlagsVerbatim) {
   EXPECT_EQ(after("-lm"), "none");
   EXPECT_EQ(after("-fit"), "off");
   EXPECT_EQ(after("-fitp"), "on");
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--no-repack"), 1);
+  // Without options: the command's own words, the tool in place of llama-server.
+  auto plain = FitParamsArgv(info, c);
+  std::vector<std::string> printed = ServerArgv(c);
+  plain.erase(plain.end() - 2, plain.end());  // -fitp on
+  plain[0] = printed[0];
+  EXPECT_EQ(plain, printed);
 }
 
 TEST(FitParamsTest, MissingToolIsNotFound) {
   EngineInfo info;
   info.dir = "/nonexistent";
-  auto r = RunFitParams(info, "/m.gguf", {});
+  ServerConfig c;
+  c.model = "/m.gguf";
+  auto r = RunFitParams(info, c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kNotFound);
 }

@@ -8,15 +8,16 @@
 #include <set>
 #include <unordered_map>
 
+#include "config/flags.h"
+#include "config/tensor_override.h"
 #include "engine/bench_jsonl.h"
 #include "engine/engine_output.h"
-#include "engine/tensor_override.h"
 #include "util/subprocess.h"
 
 namespace moetune {
 namespace {
 
-using ContextKey = std::tuple<int, int, int, int, std::string, std::string, std::string>;
+using ContextKey = std::tuple<int, int, int, int, uint32_t, uint32_t, FlashAttn>;
 using TestKey = std::pair<int, int>;  // (n_prompt, n_gen)
 
 constexpr std::size_t kMaxDiagnostics = 200;
@@ -47,7 +48,8 @@ std::string Join(const std::vector<T>& v) {
 // The comma lists of one invocation.
 struct SweepLists {
   UniqueList<int> t, ub, b, d;
-  UniqueList<std::string> ck, cv, fa;
+  UniqueList<uint32_t> ck, cv;
+  UniqueList<FlashAttn> fa;
   UniqueList<int> prompts, gens;
   UniqueList<TestKey> pgs;
 };
@@ -56,12 +58,12 @@ SweepLists ListsOf(const std::vector<const RunConfig*>& group) {
   SweepLists l;
   for (const RunConfig* c : group) {
     l.t.Add(c->threads);
-    l.ub.Add(c->placement.n_ubatch);
-    l.b.Add(c->placement.n_batch);
+    l.ub.Add(c->n_ubatch);
+    l.b.Add(c->n_batch);
     l.d.Add(c->n_depth);
-    l.ck.Add(c->placement.type_k);
-    l.cv.Add(c->placement.type_v);
-    l.fa.Add(FlashAttnOrAsIs(c->placement.flash_attn));
+    l.ck.Add(c->type_k);
+    l.cv.Add(c->type_v);
+    l.fa.Add(c->flash_attn);
     switch (c->kind()) {
       case TestKind::kPrefill:
         l.prompts.Add(c->n_prompt);
@@ -96,14 +98,10 @@ std::vector<std::size_t> EngineOrder(const RunConfig& c, const SweepLists& l) {
       test = l.prompts.size() + l.gens.size() + l.pgs.IndexOf(TestKey{c.n_prompt, c.n_gen});
       break;
   }
-  return {l.b.IndexOf(c.placement.n_batch),
-          l.ub.IndexOf(c.placement.n_ubatch),
-          l.ck.IndexOf(c.placement.type_k),
-          l.cv.IndexOf(c.placement.type_v),
-          l.fa.IndexOf(FlashAttnOrAsIs(c.placement.flash_attn)),
-          l.t.IndexOf(c.threads),
-          l.d.IndexOf(c.n_depth),
-          test};
+  return {l.b.IndexOf(c.n_batch),     l.ub.IndexOf(c.n_ubatch),
+          l.ck.IndexOf(c.type_k),     l.cv.IndexOf(c.type_v),
+          l.fa.IndexOf(c.flash_attn), l.t.IndexOf(c.threads),
+          l.d.IndexOf(c.n_depth),     test};
 }
 
 // True when `keys` is exactly the cartesian product of its per-dimension
@@ -111,7 +109,8 @@ std::vector<std::size_t> EngineOrder(const RunConfig& c, const SweepLists& l) {
 // dimension mixes "engine default" (empty) with explicit values.
 bool IsGrid(const std::vector<ContextKey>& keys) {
   UniqueList<int> t, ub, b, d;
-  UniqueList<std::string> ck, cv, fa;
+  UniqueList<uint32_t> ck, cv;
+  UniqueList<FlashAttn> fa;
   for (const auto& k : keys) {
     t.Add(std::get<0>(k));
     ub.Add(std::get<1>(k));
@@ -121,10 +120,9 @@ bool IsGrid(const std::vector<ContextKey>& keys) {
     cv.Add(std::get<5>(k));
     fa.Add(std::get<6>(k));
   }
-  for (const auto* dim : {&ck, &cv, &fa}) {
-    const auto& v = dim->values();
-    if (v.size() > 1 && std::find(v.begin(), v.end(), "") != v.end()) return false;
-  }
+  const auto& fas = fa.values();
+  if (fas.size() > 1 && std::find(fas.begin(), fas.end(), FlashAttn::kDefault) != fas.end())
+    return false;
   const std::size_t product =
       t.size() * ub.size() * b.size() * d.size() * ck.size() * cv.size() * fa.size();
   return product == keys.size();
@@ -132,11 +130,9 @@ bool IsGrid(const std::vector<ContextKey>& keys) {
 
 // Every field of a configuration, for finding duplicates in linear time.
 std::string FullKey(const RunConfig& c) {
-  const auto& p = c.placement;
   return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", c.ModelKey(),
-                     p.ctx_size.value_or(-1), c.threads, p.n_ubatch, p.n_batch, c.n_depth, p.type_k,
-                     p.type_v, FlashAttnOrAsIs(p.flash_attn),
-                     fmt::format("{}\x1e{}", c.n_prompt, c.n_gen));
+                     c.ctx_size, c.threads, c.n_ubatch, c.n_batch, c.n_depth, c.type_k, c.type_v,
+                     FlashAttnName(c.flash_attn), fmt::format("{}\x1e{}", c.n_prompt, c.n_gen));
 }
 
 // For each configuration, the index of the first one equal to it.
@@ -154,22 +150,23 @@ bool RecordMatches(const BenchRecord& r, const RunConfig& c) {
   const auto& raw = r.raw;
   if (raw.contains("n_depth") && r.n_depth != c.n_depth) return false;
   if (raw.contains("n_threads") && r.n_threads != c.threads) return false;
-  if (raw.contains("n_ubatch") && r.n_ubatch != c.placement.n_ubatch) return false;
-  if (raw.contains("n_batch") && r.n_batch != c.placement.n_batch) return false;
-  if (!r.type_k.empty() && r.type_k != c.placement.type_k) return false;
-  if (!r.type_v.empty() && r.type_v != c.placement.type_v) return false;
-  // Both sides in the one spelling: "-fa 1" is reported as 1 and meant "on".
-  const std::string fa = FlashAttnOrAsIs(c.placement.flash_attn);
-  if (!fa.empty() && !r.flash_attn.empty() && FlashAttnOrAsIs(r.flash_attn) != fa) return false;
+  if (raw.contains("n_ubatch") && r.n_ubatch != c.n_ubatch) return false;
+  if (raw.contains("n_batch") && r.n_batch != c.n_batch) return false;
+  if (!r.type_k.empty() && r.type_k != GgmlTypeName(c.type_k)) return false;
+  if (!r.type_v.empty() && r.type_v != GgmlTypeName(c.type_v)) return false;
+  // Both sides typed: "-fa 1" is reported as 1 and meant "on".
+  if (c.flash_attn != FlashAttn::kDefault && !r.flash_attn.empty()) {
+    auto fa = ParseFlashAttn(r.flash_attn);
+    if (!fa.ok() || *fa != c.flash_attn) return false;
+  }
   return true;
 }
 
 std::string ProgressLabel(const RunConfig& c) {
-  std::string label = fmt::format("{} t={} b={} ub={}", c.test_name(), c.threads,
-                                  c.placement.n_batch, c.placement.n_ubatch);
-  if (!c.placement.flash_attn.empty()) {
-    label += fmt::format(" fa={}", FlashAttnOrAsIs(c.placement.flash_attn));
-  }
+  std::string label =
+      fmt::format("{} t={} b={} ub={}", c.test_name(), c.threads, c.n_batch, c.n_ubatch);
+  if (c.flash_attn != FlashAttn::kDefault)
+    label += fmt::format(" fa={}", FlashAttnName(c.flash_attn));
   return label + fmt::format(" ngl={} ncmoe={}", c.placement.n_gpu_layers, c.placement.n_cpu_moe);
 }
 
@@ -205,61 +202,71 @@ std::vector<std::string> LlamaBenchEngine::BuildArgv(
     const std::vector<const RunConfig*>& group, std::optional<std::string>* unsupported) const {
   const RunConfig& first = *group.front();
   const bool known = !info_.bench_flags.empty();  // flags unknown: trust the defaults
-  auto has = [&](const char* flag) { return !known || info_.HasBenchFlag(flag); };
-  std::vector<std::string> argv = {info_.ToolPath("llama-bench"), "-m", first.model, "-o", "jsonl"};
-  if (has("--progress")) argv.push_back("--progress");
-  if (options_.count_loads) argv.push_back("-v");
-  argv.insert(argv.end(), {"-r", std::to_string(first.repetitions)});
-  if (!first.warmup) argv.push_back("--no-warmup");
+  // Every spelling from the one vocabulary (config/flags.h), as llama-bench writes it.
+  auto spell = [](FlagId id) { return std::string(Flag(id).SpellingFor(kToolBench)); };
+  auto has = [&](FlagId id) { return !known || info_.HasBenchFlag(spell(id)); };
+  std::vector<std::string> argv = {info_.ToolPath("llama-bench"), spell(FlagId::kModel),
+                                   first.model, spell(FlagId::kOutput), "jsonl"};
+  if (has(FlagId::kProgress)) argv.push_back(spell(FlagId::kProgress));
+  if (options_.count_loads) argv.push_back(spell(FlagId::kVerbose));
+  argv.insert(argv.end(), {spell(FlagId::kRepetitions), std::to_string(first.repetitions)});
+  if (!first.warmup) argv.push_back(spell(FlagId::kNoWarmup));
   // Placement is always explicit: -ngl and -ncmoe are passed even at their
   // defaults, and automatic fitting is never requested (no -fitt), so the
   // engine measures exactly the placement asked for.
-  argv.insert(argv.end(), {"-ngl", std::to_string(first.placement.n_gpu_layers)});
-  std::string ot = first.placement.override_tensor;
-  if (has("-ncmoe")) {
-    argv.insert(argv.end(), {"-ncmoe", std::to_string(first.placement.n_cpu_moe)});
-  } else if (first.placement.n_cpu_moe > 0) {
-    const std::string moe = CpuMoeOverride(first.placement.n_cpu_moe);
-    ot = ot.empty() ? moe : ot + "," + moe;
+  const Placement& p = first.placement;
+  argv.insert(argv.end(), {spell(FlagId::kGpuLayers), std::to_string(p.n_gpu_layers)});
+  std::vector<OverrideRule> rules = p.Rules();
+  const int ncmoe = std::max(0, p.WrittenNCpuMoe());
+  if (has(FlagId::kNCpuMoe)) {
+    argv.insert(argv.end(), {spell(FlagId::kNCpuMoe), std::to_string(ncmoe)});
+  } else if (ncmoe > 0) {
+    const auto moe = ParseTensorOverrides(CpuMoeOverride(ncmoe));
+    if (moe.ok()) rules.insert(rules.end(), moe->begin(), moe->end());
   }
-  if (!ot.empty()) {
-    if (!has("-ot")) *unsupported = "this llama-bench has no -ot/--override-tensor flag";
+  if (!rules.empty()) {
+    if (!has(FlagId::kOverrideTensor))
+      *unsupported = "this llama-bench has no -ot/--override-tensor flag";
     // llama-bench reads ',' as "another test" and ';' as "another rule": the
     // rules of one placement go as one alternative, patterns without ',' or ';'.
-    auto rules = ParseTensorOverrides(ot);
-    Result<std::string> value =
-        rules.ok() ? OverridesForBench(*rules) : Result<std::string>(rules.error());
+    Result<std::string> value = OverridesForBench(rules);
     if (value.ok()) {
-      argv.insert(argv.end(), {"-ot", *value});
+      argv.insert(argv.end(), {spell(FlagId::kOverrideTensor), *value});
     } else {
       *unsupported = value.error().message();
     }
   }
-  if (!first.load_mode.empty()) {
-    if (!has("-lm")) *unsupported = "this llama-bench has no -lm/--load-mode flag";
-    argv.insert(argv.end(), {"-lm", first.load_mode});
+  if (first.load_mode != LoadMode::kDefault) {
+    if (!has(FlagId::kLoadMode)) *unsupported = "this llama-bench has no -lm/--load-mode flag";
+    argv.insert(argv.end(), {spell(FlagId::kLoadMode), LoadModeName(first.load_mode)});
   }
   if (!first.rpc.empty()) {
-    if (!has("--rpc")) *unsupported = "this llama-bench has no --rpc flag (no RPC backend)";
-    argv.insert(argv.end(), {"--rpc", first.rpc});
+    if (!has(FlagId::kRpc)) *unsupported = "this llama-bench has no --rpc flag (no RPC backend)";
+    argv.insert(argv.end(), {spell(FlagId::kRpc), Join(first.rpc)});
   }
 
   const SweepLists l = ListsOf(group);
-  argv.insert(argv.end(),
-              {"-t", Join(l.t.values()), "-ub", Join(l.ub.values()), "-b", Join(l.b.values())});
+  std::vector<std::string> ck, cv, fa;
+  for (uint32_t t : l.ck.values()) ck.push_back(GgmlTypeName(t));
+  for (uint32_t t : l.cv.values()) cv.push_back(GgmlTypeName(t));
+  for (FlashAttn f : l.fa.values()) fa.emplace_back(FlashAttnName(f));
+  argv.insert(argv.end(), {spell(FlagId::kThreads), Join(l.t.values()), spell(FlagId::kUbatch),
+                           Join(l.ub.values()), spell(FlagId::kBatch), Join(l.b.values())});
   if (l.d.size() > 1 || l.d.values().front() != 0) {
-    if (!has("-d"))
+    if (!has(FlagId::kDepth))
       *unsupported =
           "this llama-bench has no -d/--n-depth flag (depth tests need a newer llama.cpp)";
-    argv.insert(argv.end(), {"-d", Join(l.d.values())});
+    argv.insert(argv.end(), {spell(FlagId::kDepth), Join(l.d.values())});
   }
-  argv.insert(argv.end(), {"-ctk", Join(l.ck.values()), "-ctv", Join(l.cv.values())});
-  if (!l.fa.values().front().empty()) argv.insert(argv.end(), {"-fa", Join(l.fa.values())});
+  argv.insert(argv.end(),
+              {spell(FlagId::kCacheTypeK), Join(ck), spell(FlagId::kCacheTypeV), Join(cv)});
+  if (!fa.front().empty()) argv.insert(argv.end(), {spell(FlagId::kFlashAttn), Join(fa)});
   // -p and -n default to 512 and 128: always pass them (0 = no such test).
-  argv.insert(argv.end(), {"-p", l.prompts.size() == 0 ? "0" : Join(l.prompts.values()), "-n",
-                           l.gens.size() == 0 ? "0" : Join(l.gens.values())});
-  for (const auto& [p, n] : l.pgs.values()) {
-    argv.insert(argv.end(), {"-pg", fmt::format("{},{}", p, n)});
+  argv.insert(argv.end(),
+              {spell(FlagId::kNPrompt), l.prompts.size() == 0 ? "0" : Join(l.prompts.values()),
+               spell(FlagId::kNGen), l.gens.size() == 0 ? "0" : Join(l.gens.values())});
+  for (const auto& [pp, n] : l.pgs.values()) {
+    argv.insert(argv.end(), {spell(FlagId::kPromptGen), fmt::format("{},{}", pp, n)});
   }
   return argv;
 }

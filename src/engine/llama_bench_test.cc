@@ -83,7 +83,7 @@ TEST(LlamaBenchPlanTest, RpcServersAreAPartOfTheModelKey) {
   std::vector<RunConfig> configs;
   for (const char* rpc : {"", "127.0.0.1:50052"}) {
     RunConfig c = Base();
-    c.rpc = rpc;
+    c.rpc = *rpc ? std::vector<std::string>{rpc} : std::vector<std::string>{};
     c.n_gen = 8;
     configs.push_back(c);
   }
@@ -105,11 +105,11 @@ TEST(LlamaBenchPlanTest, NonGridFallsBackWithoutExtraTests) {
   // (t=1, ub=128) and (t=2, ub=512): a grid would add two unrequested tests.
   RunConfig a = Base();
   a.threads = 1;
-  a.placement.n_ubatch = 128;
+  a.n_ubatch = 128;
   a.n_prompt = 32;
   RunConfig b = a;
   b.threads = 2;
-  b.placement.n_ubatch = 512;
+  b.n_ubatch = 512;
   LlamaBenchEngine engine(FakeInfo());
   const auto plan = engine.PlanInvocations({a, b});
   ASSERT_EQ(plan.size(), 2u);
@@ -131,9 +131,9 @@ TEST(LlamaBenchPlanTest, DepthPrefillDecodeAndOptions) {
   a.n_prompt = 128;
   a.n_gen = 32;
   a.n_depth = 4096;
-  a.placement.flash_attn = "on";
-  a.placement.override_tensor = "blk\\.3\\.ffn_.*=CPU";
-  a.load_mode = "mmap";
+  a.flash_attn = FlashAttn::kOn;
+  ASSERT_TRUE(a.placement.SetOverrideTensor("blk\\.3\\.ffn_.*=CPU").ok());
+  a.load_mode = LoadMode::kMmap;
   a.warmup = false;
   LlamaBenchEngine engine(FakeInfo());
   const auto argv = engine.PlanInvocations({a})[0].argv;
@@ -187,7 +187,7 @@ TEST(LlamaBenchPlanTest, ConfigurationsAreInLlamaBenchsOwnOrder) {
       for (auto [p, n] : {std::pair{0, 8}, std::pair{16, 0}}) {
         RunConfig c = Base();
         c.threads = t;
-        c.placement.n_batch = b;
+        c.n_batch = b;
         c.n_prompt = p;
         c.n_gen = n;
         configs.push_back(c);
@@ -206,9 +206,9 @@ TEST(LlamaBenchPlanTest, ConfigurationsAreInLlamaBenchsOwnOrder) {
 TEST(LlamaBenchPlanTest, FlashAttnIsPassedAndMatchedInOneSpelling) {
   RunConfig a = Base();
   a.n_gen = 8;
-  a.placement.flash_attn = "1";
+  a.flash_attn = *ParseFlashAttn("1");
   RunConfig b = a;
-  b.placement.flash_attn = "on";
+  b.flash_attn = *ParseFlashAttn("on");
   LlamaBenchEngine engine(FakeInfo());
   const auto plan = engine.PlanInvocations({a, b});
   ASSERT_EQ(plan.size(), 1u);
@@ -219,18 +219,24 @@ TEST(LlamaBenchPlanTest, FlashAttnIsPassedAndMatchedInOneSpelling) {
 TEST(LlamaBenchPlanTest, OverridesWithCommasReachTheEngineIntact) {
   RunConfig a = Base();
   a.n_gen = 8;
-  a.placement.override_tensor = "blk\\.[0-9]{1,2}\\.ffn_up_exps=CPU,blk\\.0\\.ffn_down_exps=CPU";
+  ASSERT_TRUE(
+      a.placement
+          .SetOverrideTensor("blk\\.[0-9]{1,2}\\.ffn_up_exps=CPU,blk\\.0\\.ffn_down_exps=CPU")
+          .ok());
   LlamaBenchEngine engine(FakeInfo());
   auto plan = engine.PlanInvocations({a});
   ASSERT_FALSE(plan[0].unsupported.has_value()) << *plan[0].unsupported;
   const std::string ot = ArgAfter(plan[0].argv, "-ot");
   EXPECT_EQ(ot.find(','), std::string::npos) << ot;
   EXPECT_NE(ot.find(";blk\\.0\\.ffn_down_exps=CPU"), std::string::npos) << ot;
-  // A rule without a buffer type is refused before anything starts.
-  a.placement.override_tensor = "blk\\.0\\.ffn_up_exps";
+  // A rule without a buffer type cannot even be held: refused before anything starts.
+  const Status bad = a.placement.SetOverrideTensor("blk\\.0\\.ffn_up_exps");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("pattern=BUFFER_TYPE"), std::string::npos);
+  // A pattern llama-bench cannot be given intact is refused as unsupported.
+  a.placement.overrides = {{"{1,2}a", "CPU"}};
   plan = engine.PlanInvocations({a});
   ASSERT_TRUE(plan[0].unsupported.has_value());
-  EXPECT_NE(plan[0].unsupported->find("pattern=BUFFER_TYPE"), std::string::npos);
 }
 
 TEST(LlamaBenchPlanTest, TenThousandConfigurationsPlanAsOneGrid) {
@@ -241,7 +247,7 @@ TEST(LlamaBenchPlanTest, TenThousandConfigurationsPlanAsOneGrid) {
     for (int ub = 1; ub <= 100; ++ub) {
       RunConfig c = Base();
       c.threads = t;
-      c.placement.n_ubatch = ub;
+      c.n_ubatch = ub;
       c.n_gen = 8;
       configs.push_back(c);
     }

@@ -65,19 +65,19 @@ Result<RunSettings> RunSettingsFromConfig(const RunConfig& c) {
   RunSettings r;
   r.n_gpu_layers = c.placement.n_gpu_layers;
   r.n_cpu_moe = c.placement.n_cpu_moe;
-  r.override_tensor = c.placement.override_tensor;
+  r.override_tensor = c.placement.OverrideTensor();
   r.threads = c.threads;
-  r.n_ubatch = c.placement.n_ubatch;
-  r.n_batch = c.placement.n_batch;
-  MOETUNE_ASSIGN_OR_RETURN(r.type_k, CacheTypeId(c.placement.type_k));
-  MOETUNE_ASSIGN_OR_RETURN(r.type_v, CacheTypeId(c.placement.type_v));
+  r.n_ubatch = c.n_ubatch;
+  r.n_batch = c.n_batch;
+  MOETUNE_ASSIGN_OR_RETURN(r.type_k, CacheTypeId(GgmlTypeName(c.type_k)));
+  MOETUNE_ASSIGN_OR_RETURN(r.type_v, CacheTypeId(GgmlTypeName(c.type_v)));
   // -fa auto turns flash attention on for the CPU and CUDA backends.
-  r.flash_attn = c.placement.flash_attn != "off";
-  r.pinned = LoadModeIsPinned(c.load_mode);
+  r.flash_attn = c.flash_attn != FlashAttn::kOff;
+  r.pinned = LoadModeIsPinned(LoadModeName(c.load_mode));
   r.n_prompt = c.n_prompt;
   r.n_gen = c.n_gen;
   r.n_depth = c.n_depth;
-  if (c.placement.ctx_size) r.n_ctx = *c.placement.ctx_size;
+  if (c.ctx_size > 0) r.n_ctx = c.ctx_size;
   return r;
 }
 

@@ -9,10 +9,10 @@ TEST(PerfBridge, RunConfigBecomesRunSettings) {
   RunConfig c;
   c.placement.n_gpu_layers = 99;
   c.placement.n_cpu_moe = 12;
-  c.placement.n_ubatch = 1024;
-  c.placement.type_k = "q8_0";
-  c.placement.flash_attn = "off";
-  c.load_mode = "none";
+  c.n_ubatch = 1024;
+  c.type_k = ggml_type::kQ8_0;
+  c.flash_attn = FlashAttn::kOff;
+  c.load_mode = LoadMode::kNone;
   c.threads = 6;
   c.n_depth = 4096;
   c.n_gen = 64;
@@ -24,7 +24,7 @@ TEST(PerfBridge, RunConfigBecomesRunSettings) {
   EXPECT_FALSE(r->flash_attn);
   EXPECT_TRUE(r->pinned);
   EXPECT_EQ(r->n_depth, 4096);
-  c.placement.type_v = "q9_9";
+  c.type_v = 99;  // no ggml type this build knows
   EXPECT_FALSE(RunSettingsFromConfig(c).ok());
 }
 

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "config/server_config_json.h"
 #include "stats/summary.h"
+#include "util/json_fields.h"
 
 namespace moetune {
 namespace {
@@ -55,23 +57,13 @@ json FailureToJson(const EngineFailure& failure) {
 json RunResultToJson(const RunResult& r) {
   const auto& c = r.config;
   json j = {{"test", c.test_name()},
-            {"model", c.model},
             {"n_prompt", c.n_prompt},
             {"n_gen", c.n_gen},
-            {"n_depth", c.n_depth},
-            {"threads", c.threads},
-            {"n_gpu_layers", c.placement.n_gpu_layers},
-            {"n_cpu_moe", c.placement.n_cpu_moe},
-            {"override_tensor", c.placement.override_tensor},
-            {"n_ubatch", c.placement.n_ubatch},
-            {"n_batch", c.placement.n_batch},
-            {"type_k", c.placement.type_k},
-            {"type_v", c.placement.type_v},
-            {"flash_attn", c.placement.flash_attn},
-            {"load_mode", c.load_mode},
-            {"repetitions", c.repetitions},
-            {"ok", r.ok()},
-            {"invocation", r.invocation}};
+            {"n_depth", c.n_depth}};
+  AddServerConfigJson(c.server(), &j);
+  j["repetitions"] = c.repetitions;
+  j["ok"] = r.ok();
+  j["invocation"] = r.invocation;
   if (r.ok()) {
     const Summary s = Summarize(r.samples_ts);
     j["tokens_per_second"] = {{"mean", r.samples_ts.empty() ? r.avg_ts : s.mean},
@@ -96,17 +88,13 @@ Result<RunResult> RunResultFromJson(const json& e) {
   }
   RunResult r;
   RunConfig& c = r.config;
-  c.model = StrOr(e, "model");
-  c.placement.n_gpu_layers = IntOr(e, "n_gpu_layers", 99);
-  c.placement.n_cpu_moe = IntOr(e, "n_cpu_moe", 0);
-  c.placement.override_tensor = StrOr(e, "override_tensor");
-  c.placement.n_ubatch = IntOr(e, "n_ubatch", 512);
-  c.placement.n_batch = IntOr(e, "n_batch", 2048);
-  c.placement.type_k = StrOr(e, "type_k", "f16");
-  c.placement.type_v = StrOr(e, "type_v", "f16");
-  c.placement.flash_attn = StrOr(e, "flash_attn");
-  c.load_mode = StrOr(e, "load_mode");
-  c.threads = IntOr(e, "threads", 0);
+  // The configuration's fields are checked (type and range); the defaults of
+  // a missing one are those of every moetune measurement.
+  ServerConfig base;
+  base.threads = 0;
+  JsonFields fields(e, "result");
+  c.server() = ServerConfigFromJson(fields, base);
+  if (!fields.ok()) return fields.error();
   c.n_depth = IntOr(e, "n_depth", 0);
   c.n_prompt = IntOr(e, "n_prompt", 0);
   c.n_gen = IntOr(e, "n_gen", 0);

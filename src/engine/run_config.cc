@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace moetune {
 
 std::string TestName(int n_prompt, int n_gen, int n_depth) {
@@ -27,21 +29,30 @@ std::string RunConfig::ModelKey() const {
   // Mirrors llama-bench's cmd_params_instance::equal_mparams (tools/llama-bench/
   // llama-bench.cpp): model, n_gpu_layers, n_cpu_moe, tensor_buft_overrides,
   // load mode, rpc servers (they change the devices)... plus -r and
-  // --no-warmup, which apply to a whole invocation.
+  // --no-warmup, which apply to a whole invocation. The -ot rules and the load
+  // mode in the form they are written (so that keys of older journals match).
+  std::string rpc_hosts;
+  for (const auto& h : rpc) rpc_hosts += (rpc_hosts.empty() ? "" : ",") + h;
   return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers,
-                     placement.n_cpu_moe, placement.override_tensor, load_mode, repetitions,
-                     warmup ? 1 : 0, rpc);
+                     placement.n_cpu_moe, placement.OverrideTensor(), LoadModeName(load_mode),
+                     repetitions, warmup ? 1 : 0, rpc_hosts);
 }
 
-std::tuple<int, int, int, int, std::string, std::string, std::string> RunConfig::ContextKey()
-    const {
-  return {threads,
-          placement.n_ubatch,
-          placement.n_batch,
-          n_depth,
-          placement.type_k,
-          placement.type_v,
-          FlashAttnOrAsIs(placement.flash_attn)};
+std::tuple<int, int, int, int, uint32_t, uint32_t, FlashAttn> RunConfig::ContextKey() const {
+  return {threads, n_ubatch, n_batch, n_depth, type_k, type_v, flash_attn};
+}
+
+ServerConfig BenchPart(const ServerConfig& config) {
+  ServerConfig c = config;
+  c.ctx_size = 0;
+  c.n_parallel = -1;
+  c.kv_unified = Switch::kDefault;
+  c.fit = Switch::kDefault;
+  c.host.clear();
+  c.port = 0;
+  c.metrics = false;
+  c.placement.n_cpu_moe = std::max(0, c.placement.n_cpu_moe);
+  return c;
 }
 
 Result<uint64_t> CheckSweepSize(const std::vector<SweepDimension>& dims) {
@@ -62,25 +73,6 @@ Result<uint64_t> CheckSweepSize(const std::vector<SweepDimension>& dims) {
                              fmt::join(parts, " x "), kMaxSweepConfigs));
   }
   return product;
-}
-
-Result<std::string> NormalizeFlashAttn(std::string_view value) {
-  if (value.empty()) return std::string();
-  if (value == "on" || value == "enabled" || value == "true" || value == "1")
-    return std::string("on");
-  if (value == "off" || value == "disabled" || value == "false" || value == "0") {
-    return std::string("off");
-  }
-  if (value == "auto" || value == "-1") return std::string("auto");
-  return Error(ErrorKind::kInvalidArgument,
-               fmt::format("flash attention '{}' is not on, off or auto (llama.cpp also accepts "
-                           "1/0/-1, true/false, enabled/disabled)",
-                           value));
-}
-
-std::string FlashAttnOrAsIs(std::string_view value) {
-  auto n = NormalizeFlashAttn(value);
-  return n.ok() ? std::move(n).value() : std::string(value);
 }
 
 namespace {

@@ -11,54 +11,51 @@
 #include <tuple>
 #include <vector>
 
+#include "config/server_config.h"
 #include "engine/failure.h"
 #include "util/result.h"
 
 namespace moetune {
-
-/// The memory-shaping arguments shared by llama-bench, llama-server and
-/// llama-fit-params.
-struct PlacementArgs {
-  int n_gpu_layers = 99;        // -ngl: the last N layers on the GPU
-  int n_cpu_moe = 0;            // -ncmoe: experts of layers 0..N-1 stay in host memory
-  std::string override_tensor;  // -ot "pattern=BUFT[,...]"; empty = none
-  std::optional<int> ctx_size;  // -c (server, fit-params); llama-bench sizes its own
-  int n_batch = 2048;           // -b
-  int n_ubatch = 512;           // -ub
-  std::string type_k = "f16";   // -ctk
-  std::string type_v = "f16";   // -ctv
-  std::string flash_attn;       // -fa on|off|auto; empty = the engine's default
-
-  bool operator==(const PlacementArgs&) const = default;
-};
 
 /// Kind of a llama-bench test.
 enum class TestKind { kPrefill, kDecode, kPrefillDecode };
 /// "pp512", "tg128", "pp512+tg128" (llama-bench's names), with "@d4096" for depth.
 std::string TestName(int n_prompt, int n_gen, int n_depth);
 
-/// One measurement to make.
-struct RunConfig {
-  std::string model;
-  PlacementArgs placement;
-  std::string load_mode;  // -lm (when the engine has it); empty = default
-  std::string rpc;        // --rpc HOST:PORT[,...]: RPC devices join (part of the model key)
-  int threads = 1;        // -t
-  int n_depth = 0;        // -d: tokens put in the context first (not timed)
-  int n_prompt = 0;       // > 0 and n_gen == 0: prefill test
-  int n_gen = 0;          // > 0 and n_prompt == 0: decode test; both: prefill+decode
-  int repetitions = 5;    // -r
-  bool warmup = true;     // false: --no-warmup
+/// One measurement to make: a server configuration (config/server_config.h)
+/// plus the shape of the test. llama-bench takes the configuration's
+/// placement, batch sizes, flash attention, KV types, threads, load mode and
+/// RPC devices; the context (-c, -np, -kvu) is sized by the test itself.
+struct RunConfig : ServerConfig {
+  int n_depth = 0;      // -d: tokens put in the context first (not timed)
+  int n_prompt = 0;     // > 0 and n_gen == 0: prefill test
+  int n_gen = 0;        // > 0 and n_prompt == 0: decode test; both: prefill+decode
+  int repetitions = 5;  // -r
+  bool warmup = true;   // false: --no-warmup
 
+  /// A measurement always names its thread count: 1 unless set (llama-bench's
+  /// own default is every core).
+  RunConfig() { threads = 1; }
+  /// `server` measured with the test shape's defaults.
+  explicit RunConfig(ServerConfig server) : ServerConfig(std::move(server)) {}
+
+  const ServerConfig& server() const { return *this; }
+  ServerConfig& server() { return *this; }
   TestKind kind() const;
   std::string test_name() const { return TestName(n_prompt, n_gen, n_depth); }
   /// Everything that forces llama-bench to reload the model (plus the
   /// invocation-wide options): configs with equal keys can share one process.
   std::string ModelKey() const;
   /// The per-test parameters that llama-bench sweeps without reloading.
-  std::tuple<int, int, int, int, std::string, std::string, std::string> ContextKey() const;
+  std::tuple<int, int, int, int, uint32_t, uint32_t, FlashAttn> ContextKey() const;
   bool operator==(const RunConfig&) const = default;
 };
+
+/// What llama-bench takes of a server configuration: everything but the
+/// context, the slots, -fit and the address (a test sizes its own context),
+/// and no --n-cpu-moe written counts as 0. Two configurations with equal
+/// parts are one measured setting.
+ServerConfig BenchPart(const ServerConfig& config);
 
 /// The result of one RunConfig.
 struct RunResult {
@@ -97,15 +94,5 @@ Result<uint64_t> CheckSweepSize(const std::vector<SweepDimension>& dims);
 
 /// Splits "a,b,c" into its items (for string-valued lists such as -fa).
 std::vector<std::string> SplitList(std::string_view text);
-
-/// The one spelling of a flash-attention setting: "on", "off" or "auto" for
-/// every value llama.cpp accepts (on/enabled/true/1, off/disabled/false/0,
-/// auto/-1: common_arg_utils::is_truthy/is_falsey/is_autoy, common/arg.cpp);
-/// "" (the engine's default) stays "". Anything else is kInvalidArgument.
-Result<std::string> NormalizeFlashAttn(std::string_view value);
-
-/// NormalizeFlashAttn, or `value` unchanged when it is not a valid setting
-/// (the engine then rejects it with its own message).
-std::string FlashAttnOrAsIs(std::string_view value);
 
 }  // namespace moetune

@@ -47,21 +47,39 @@ TEST(RunConfigTest, TestNamesAndKeys) {
 
 TEST(RunConfigTest, FlashAttnHasOneSpelling) {
   for (const char* v : {"on", "1", "true", "enabled"})
-    EXPECT_EQ(NormalizeFlashAttn(v).value(), "on");
+    EXPECT_EQ(ParseFlashAttn(v).value(), FlashAttn::kOn);
   for (const char* v : {"off", "0", "false", "disabled"}) {
-    EXPECT_EQ(NormalizeFlashAttn(v).value(), "off");
+    EXPECT_EQ(ParseFlashAttn(v).value(), FlashAttn::kOff);
   }
-  for (const char* v : {"auto", "-1"}) EXPECT_EQ(NormalizeFlashAttn(v).value(), "auto");
-  EXPECT_EQ(NormalizeFlashAttn("").value(), "");
-  auto bad = NormalizeFlashAttn("ON");
+  for (const char* v : {"auto", "-1"}) EXPECT_EQ(ParseFlashAttn(v).value(), FlashAttn::kAuto);
+  EXPECT_EQ(ParseFlashAttn("").value(), FlashAttn::kDefault);
+  auto bad = ParseFlashAttn("ON");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("'ON'"), std::string::npos);
-  // "-fa 1" and "-fa on" are one context: one test, not two.
+  // "-fa 1" and "-fa on" are one setting: one context, one test.
   RunConfig a;
-  a.placement.flash_attn = "1";
+  a.flash_attn = *ParseFlashAttn("1");
   RunConfig b = a;
-  b.placement.flash_attn = "on";
+  b.flash_attn = *ParseFlashAttn("on");
   EXPECT_EQ(a.ContextKey(), b.ContextKey());
+}
+
+TEST(RunConfigTest, IsAServerConfigPlusTheTest) {
+  RunConfig c;
+  EXPECT_EQ(c.threads, 1);  // a measurement names its threads
+  c.model = "m.gguf";
+  c.ctx_size = 4096;
+  c.n_parallel = 1;
+  c.fit = Switch::kOff;
+  c.placement.n_cpu_moe = -1;
+  // What llama-bench takes of it: no context, slots or -fit; no --n-cpu-moe is 0.
+  const ServerConfig part = BenchPart(c);
+  EXPECT_EQ(part.ctx_size, 0);
+  EXPECT_EQ(part.n_parallel, -1);
+  EXPECT_EQ(part.fit, Switch::kDefault);
+  EXPECT_EQ(part.placement.n_cpu_moe, 0);
+  EXPECT_EQ(part.model, "m.gguf");
+  EXPECT_EQ(part.threads, 1);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "engine/tensor_override.h"
+#include "config/server_argv.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -96,24 +96,14 @@ Result<int> FindFreeLoopbackPort() {
 }
 
 std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOptions& o, int port) {
-  const auto& p = o.placement;
-  std::vector<std::string> argv = {
-      engine.ToolPath("llama-server"), "-m", o.model, "--host", "127.0.0.1", "--port",
-      std::to_string(port), "-ngl", std::to_string(p.n_gpu_layers), "-ncmoe",
-      std::to_string(p.n_cpu_moe), "-c", std::to_string(p.ctx_size.value_or(4096)), "-b",
-      std::to_string(p.n_batch), "-ub", std::to_string(p.n_ubatch), "-ctk", p.type_k, "-ctv",
-      p.type_v,
-      // Explicit placement: no automatic fitting, one slot.
-      "-fit", "off", "-np", "1"};
-  if (!p.override_tensor.empty()) {
-    // common/arg.cpp splits -ot at ',': patterns go without ',', ';' or '='
-    // (an unparseable value is passed as given, for the server to refuse).
-    auto rules = ParseTensorOverrides(p.override_tensor);
-    auto value = rules.ok() ? OverridesForCommon(*rules) : Result<std::string>(rules.error());
-    argv.insert(argv.end(), {"-ot", value.ok() ? *value : p.override_tensor});
-  }
-  if (!p.flash_attn.empty()) argv.insert(argv.end(), {"-fa", FlashAttnOrAsIs(p.flash_attn)});
-  if (o.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(o.threads)});
+  ServerConfig c = o.config;
+  if (c.ctx_size <= 0) c.ctx_size = 4096;
+  // Explicit placement: no automatic fitting, one slot.
+  if (c.n_parallel <= 0) c.n_parallel = 1;
+  c.fit = Switch::kOff;
+  c.host = "127.0.0.1";
+  c.port = port;
+  std::vector<std::string> argv = ServerArgv(c, engine.ToolPath("llama-server"));
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   return argv;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "config/server_config.h"
 #include "engine/engine_info.h"
 #include "engine/failure.h"
 #include "engine/run_config.h"
@@ -22,9 +23,10 @@
 namespace moetune {
 
 struct ServerOptions {
-  std::string model;
-  PlacementArgs placement;  // ctx_size defaults to 4096
-  int threads = 0;          // 0 = the engine's default
+  /// The configuration to run (config/server_config.h). What it leaves to the
+  /// engine is made explicit: -c 4096, one slot, -fit off (the placement as
+  /// given); the address is 127.0.0.1 and the port Start's.
+  ServerConfig config;
   std::chrono::milliseconds health_timeout{180000};
   /// Server log file; empty = a private temporary file (mkstemp) removed with
   /// the server.
@@ -105,7 +107,8 @@ class LlamaServer {
 /// A TCP port on 127.0.0.1 that is free right now.
 Result<int> FindFreeLoopbackPort();
 
-/// The llama-server argument vector for `options` on `port`.
+/// The llama-server argument vector for `options` on `port` (config/server_argv.h
+/// ServerArgv of the configuration, then `extra_args`).
 std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOptions& options,
                                     int port);
 

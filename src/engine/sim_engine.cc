@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "config/flags.h"
 #include "engine/perf_bridge.h"
 #include "speed/speed_model.h"
 
@@ -45,9 +46,12 @@ std::string ConfigKey(const RunConfig& config) {
   RunConfig c = config;
   c.model = std::filesystem::path(c.model).filename().string();
   const auto k = c.ContextKey();
+  // The settings as they were written when this key was strings (the noise
+  // of a simulated measurement is seeded from it: the same key, the same noise).
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.ModelKey(), std::get<0>(k),
-                     std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k),
-                     std::get<6>(k), c.n_prompt, c.n_gen, c.n_depth);
+                     std::get<1>(k), std::get<2>(k), std::get<3>(k), GgmlTypeName(std::get<4>(k)),
+                     GgmlTypeName(std::get<5>(k)), FlashAttnName(std::get<6>(k)), c.n_prompt,
+                     c.n_gen, c.n_depth);
 }
 
 EngineFailure LoadFailure(const std::string& message, FailureKind kind) {
@@ -137,11 +141,11 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
     inv.configs = members;
     const RunConfig& first = configs[members.front()];
     inv.argv = {"moetune-sim",
-                "-m",
+                Flag(FlagId::kModel).SpellingFor(kToolBench),
                 first.model,
-                "-ngl",
+                Flag(FlagId::kGpuLayers).SpellingFor(kToolBench),
                 std::to_string(first.placement.n_gpu_layers),
-                "-ncmoe",
+                Flag(FlagId::kNCpuMoe).SpellingFor(kToolBench),
                 std::to_string(first.placement.n_cpu_moe),
                 "--seed",
                 std::to_string(options_.seed)};
@@ -237,17 +241,18 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
           {"model_filename", std::filesystem::path(c.model).filename().string()},
           {"model_type", m.arch.hp.arch},
           {"model_size", m.weights.total},
-          {"n_batch", c.placement.n_batch},
-          {"n_ubatch", c.placement.n_ubatch},
+          {"n_batch", c.n_batch},
+          {"n_ubatch", c.n_ubatch},
           {"n_threads", c.threads},
-          {"type_k", c.placement.type_k},
-          {"type_v", c.placement.type_v},
+          {"type_k", GgmlTypeName(c.type_k)},
+          {"type_v", GgmlTypeName(c.type_v)},
           {"n_gpu_layers", c.placement.n_gpu_layers},
           {"n_cpu_moe", c.placement.n_cpu_moe},
-          {"flash_attn", c.placement.flash_attn.empty() ? "auto" : c.placement.flash_attn},
+          {"flash_attn",
+           c.flash_attn == FlashAttn::kDefault ? "auto" : FlashAttnName(c.flash_attn)},
           {"tensor_buft_overrides",
-           c.placement.override_tensor.empty() ? "none" : c.placement.override_tensor},
-          {"load_mode", c.load_mode.empty() ? "auto" : c.load_mode},
+           c.placement.OverrideTensor().empty() ? "none" : c.placement.OverrideTensor()},
+          {"load_mode", c.load_mode == LoadMode::kDefault ? "auto" : LoadModeName(c.load_mode)},
           {"n_prompt", c.n_prompt},
           {"n_gen", c.n_gen},
           {"n_depth", c.n_depth},

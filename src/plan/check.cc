@@ -1,5 +1,6 @@
 #include "plan/check.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace moetune {
@@ -24,11 +25,11 @@ bool PlanCheck::agrees() const {
 }
 
 Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
-                                        const WeightMap& wm, const LaunchConfig& launch,
+                                        const WeightMap& wm, const ServerConfig& config,
                                         const std::vector<EngineDeviceSizes>& devices) {
   PlanCheck c;
-  c.n_cpu_moe = launch.placement.n_cpu_moe;
-  c.ngl = launch.placement.n_gpu_layers;
+  c.n_cpu_moe = std::max(0, config.placement.n_cpu_moe);
+  c.ngl = config.placement.n_gpu_layers;
   const EngineDeviceSizes* device = nullptr;
   int n_devices = 0;
   for (const auto& d : devices) {
@@ -36,8 +37,8 @@ Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch&
     ++n_devices;
     if (!device) device = &d;
   }
-  WeightPlacement placement = launch.placement;
-  placement.has_device = device != nullptr;
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
+                           WeightPlacementOf(config, device != nullptr));
   // The RPC backend does not offload ops on host weights; CUDA (and the other
   // GPU backends) do for large batches.
   const DeviceKind kind =
@@ -55,8 +56,8 @@ Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch&
   }
   // llama-fit-params reserves its graph for an output per token of the
   // ubatch (llama-server: one per sequence), so predict for that.
-  ContextParams ctx = launch.ctx;
-  ctx.reserve_outputs = ReserveOutputs::kAllTokens;
+  const ContextParams ctx =
+      ContextOf(config, ReserveOutputs::kAllTokens, static_cast<int64_t>(arch.hp.n_ctx_train));
   MOETUNE_ASSIGN_OR_RETURN(const PlacementOption o,
                            EvaluatePlacement(model, arch, wm, ctx, placement, kind));
   for (const auto& d : devices) {

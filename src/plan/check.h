@@ -50,7 +50,7 @@ struct PlanCheck {
 /// Within `rel` of the engine's figure, allowing the engine's 1 MiB truncation.
 bool WithinTolerance(int64_t predicted, int64_t engine, double rel);
 
-/// Compares the configuration `launch` with the engine's devices. When the
+/// Compares the configuration `config` with the engine's devices. When the
 /// engine reports no device besides the host (a CPU-only machine, or a build
 /// without a GPU backend), everything it places is on the host: its Host line
 /// is compared with moetune's all-host prediction, and a note says so. With a
@@ -58,7 +58,7 @@ bool WithinTolerance(int64_t predicted, int64_t engine, double rel);
 /// side, computed with the device's rule for host-resident weights (RPC devices
 /// do not offload, model/compute_buffers.h).
 Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
-                                        const WeightMap& weights, const LaunchConfig& launch,
+                                        const WeightMap& weights, const ServerConfig& config,
                                         const std::vector<EngineDeviceSizes>& devices);
 
 }  // namespace moetune

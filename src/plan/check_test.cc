@@ -46,9 +46,9 @@ int64_t Floor(int64_t b) { return b / kMiB * kMiB; }  // as the engine prints
 
 TEST(ComparePlanWithEngine, DeviceAndHostLinesAreComparedWithTheirSide) {
   Fix f = Make();
-  ASSERT_TRUE(f.plan.launch);
+  ASSERT_TRUE(f.plan.config);
   // The RPC rule (no op offload) is what the check uses for an RPC0 line.
-  WeightPlacement wp = f.plan.launch->placement;
+  WeightPlacement wp = f.plan.chosen->placement;
   auto o = EvaluatePlacement(f.gguf, f.arch, f.wm, f.req.ctx, wp, DeviceKind::kRpc);
   ASSERT_TRUE(o.ok());
   std::vector<EngineDeviceSizes> devs = {
@@ -56,7 +56,7 @@ TEST(ComparePlanWithEngine, DeviceAndHostLinesAreComparedWithTheirSide) {
           Floor(o->gpu.compute)),
       Dev("Host", Floor(o->host.weights_total()), Floor(o->host.kv + o->host.state),
           Floor(o->host.compute))};
-  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, devs);
+  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.config, devs);
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->rows.size(), 2u);
   EXPECT_EQ(c->rows[0].side, "gpu");
@@ -66,7 +66,7 @@ TEST(ComparePlanWithEngine, DeviceAndHostLinesAreComparedWithTheirSide) {
   EXPECT_TRUE(c->notes.empty());
   // An engine whose device context is 10% larger: flagged.
   devs[0].context = Floor(o->gpu.kv + o->gpu.state) * 11 / 10;
-  auto bad = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, devs);
+  auto bad = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.config, devs);
   ASSERT_TRUE(bad.ok());
   EXPECT_FALSE(bad->agrees());
   EXPECT_FALSE(bad->rows[0].context_ok);
@@ -79,7 +79,7 @@ TEST(ComparePlanWithEngine, NoDeviceMeansAllHostWithANote) {
   const int64_t compute = *EstimateHostOnlyCompute(f.gguf, f.arch, f.req.ctx);
   std::vector<EngineDeviceSizes> devs = {
       Dev("Host", Floor(f.wm.total), Floor(cm.total()), Floor(compute))};
-  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, devs);
+  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.config, devs);
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->rows.size(), 1u);
   EXPECT_EQ(c->rows[0].side, "all-host");
@@ -90,7 +90,7 @@ TEST(ComparePlanWithEngine, NoDeviceMeansAllHostWithANote) {
 
 TEST(ComparePlanWithEngine, NoDevicesNeverAgrees) {
   Fix f = Make();
-  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.launch, {});
+  auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.config, {});
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->agrees());
 }

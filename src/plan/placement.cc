@@ -194,6 +194,19 @@ Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArc
   return planner.Evaluate(placement);
 }
 
+Result<PlacementOption> PlanServerConfig(const GgufModel& model, const ModelArch& arch,
+                                         const WeightMap& weights, const PlanRequest& request,
+                                         const ServerConfig& config) {
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
+                           WeightPlacementOf(config, request.vram_free > 0));
+  PlanRequest req = request;
+  req.ctx =
+      ContextOf(config, ReserveOutputs::kPerSequence, static_cast<int64_t>(arch.hp.n_ctx_train));
+  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
+  Planner planner(model, arch, weights, req, cm);
+  return planner.Evaluate(placement);
+}
+
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
                            const PlanRequest& request) {
   // The plan is for the llama-server command it prints, which reserves its
@@ -262,11 +275,7 @@ Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const 
     MOETUNE_TRY(FineFill(planner, *plan.chosen, &plan));
   }
   plan.compute_simulations = planner.simulations();
-  LaunchConfig launch;
-  launch.placement = plan.chosen->placement;
-  launch.ctx = req.ctx;
-  launch.moe = plan.moe;
-  plan.launch = launch;
+  plan.config = PlannedConfig(req.model_path, plan.chosen->placement, req.ctx, plan.moe);
 
   plan.host_ram_needed = plan.chosen->host.total();
   if (req.host_ram_available > 0 && plan.host_ram_needed > req.host_ram_available) {

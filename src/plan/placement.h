@@ -8,8 +8,8 @@
 /// (model/weight_placement.h): weights and KV cache per device from the
 /// model's tensors, compute buffers from llama.cpp's reserve graph scheduled
 /// over the GPU and the CPU (model/compute_buffers.h). The recommendation is
-/// one configuration (LaunchConfig) that the table row, the JSON, the text and
-/// the printed command all describe.
+/// one configuration (a ServerConfig, config/server_config.h) that the table
+/// row, the JSON, the text and the printed command all describe.
 ///
 /// Cost: linear in the number of layers per option (prefix sums over layers);
 /// compute buffers are simulated once per distinct placement, and for models
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "config/server_config.h"
 #include "gguf/gguf.h"
 #include "model/arch.h"
 #include "model/compute_buffers.h"
@@ -49,6 +50,7 @@ struct PlacementOption {
 };
 
 struct PlanRequest {
+  std::string model_path;          // -m of the planned command (CommandModelPath)
   int64_t vram_free = 0;           // bytes the GPU has free for this model (before --reserve)
   int64_t reserve = 0;             // bytes other programs hold or will hold
   int64_t margin = 1024ll << 20;   // llama.cpp --fit's default target margin (-fitt 1024 MiB)
@@ -70,7 +72,7 @@ struct Plan {
   /// The recommendation: the smallest fitting option, or its fine fill (N-1
   /// plus an -ot override) when that puts more on the GPU. nullopt = nothing fits.
   std::optional<PlacementOption> chosen;
-  std::optional<LaunchConfig> launch;  // the configuration of the printed command
+  std::optional<ServerConfig> config;  // the configuration of the printed command
   int64_t gpu_bytes_gained = 0;        // by the fine fill, over options[*smallest_fitting]
   int64_t shortfall = 0;               // nothing fits: bytes missing for the least demanding option
   int64_t host_ram_needed = 0;
@@ -87,6 +89,16 @@ struct Plan {
 /// context, or sizes that overflow (absurd headers or contexts).
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& weights,
                            const PlanRequest& request);
+
+/// The memory map of one server configuration (its placement, context,
+/// micro-batch, KV types and flash attention) for llama-server, with its fit
+/// and headroom against `request`'s budget and margin (request.ctx is not
+/// used: the configuration's own context is). Errors: a placement the memory
+/// map cannot express (config/server_config.h WeightPlacementOf), an invalid
+/// context.
+Result<PlacementOption> PlanServerConfig(const GgufModel& model, const ModelArch& arch,
+                                         const WeightMap& weights, const PlanRequest& request,
+                                         const ServerConfig& config);
 
 /// Weights, KV cache, recurrent state and compute buffers of one placement, on
 /// the device and on the host (exposed for plan --check and tests).

@@ -75,7 +75,7 @@ TEST(PlanPlacement, NothingFitsGivesNoCommandAndTheShortfall) {
   Fixture f = Load("qwen3moe");
   Plan p = MustPlan(f, Req(1LL << 30, 262144));
   EXPECT_FALSE(p.best());
-  EXPECT_FALSE(p.launch.has_value());
+  EXPECT_FALSE(p.config.has_value());
   const PlacementOption& all_cpu = p.options.back();
   EXPECT_EQ(p.shortfall, all_cpu.gpu.total() + p.margin - p.budget);
   EXPECT_GT(p.shortfall, 0);
@@ -87,7 +87,7 @@ TEST(PlanPlacement, NothingFitsGivesNoCommandAndTheShortfall) {
 TEST(PlanPlacement, NothingFitsForADenseModelSpeaksOfLayers) {
   Fixture f = Load("llama");
   Plan p = MustPlan(f, Req(1LL << 20, 4096));
-  EXPECT_FALSE(p.launch.has_value());
+  EXPECT_FALSE(p.config.has_value());
   ASSERT_FALSE(p.notes.empty());
   EXPECT_EQ(p.notes[0].find("expert"), std::string::npos) << p.notes[0];
   EXPECT_NE(p.notes[0].find("layers"), std::string::npos) << p.notes[0];
@@ -131,8 +131,8 @@ TEST(PlanPlacement, FineFillIsOneConsistentConfiguration) {
   auto again = EvaluatePlacement(f.gguf, f.arch, f.wm, server, chosen.placement, r.device_kind);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->gpu.total(), chosen.gpu.total());
-  ASSERT_TRUE(p.launch);
-  const std::string cmd = ShellJoin(ServerArgs("m.gguf", *p.launch));
+  ASSERT_TRUE(p.config);
+  const std::string cmd = ShellJoin(ServerArgv(*p.config));
   EXPECT_NE(cmd.find("--n-cpu-moe " + std::to_string(n - 1) + " "), std::string::npos) << cmd;
   EXPECT_NE(cmd.find("-ot 'blk\\." + std::to_string(n - 1) + "\\."), std::string::npos) << cmd;
 }
@@ -146,7 +146,7 @@ TEST(PlanPlacement, DenseModelPlansNgl) {
   ASSERT_TRUE(p.best());
   EXPECT_GT(p.best()->ngl, 0);
   EXPECT_LT(p.best()->ngl, p.n_layer + 1);
-  const std::string cmd = ShellJoin(ServerArgs("m.gguf", *p.launch));
+  const std::string cmd = ShellJoin(ServerArgv(*p.config));
   EXPECT_NE(cmd.find("-ngl " + std::to_string(p.best()->ngl)), std::string::npos);
   EXPECT_EQ(cmd.find("n-cpu-moe"), std::string::npos);
 }
@@ -211,9 +211,42 @@ TEST(PlanPlacement, AbsurdRequestsAreErrorsNotOverflows) {
   EXPECT_FALSE(PlanPlacement(f.gguf, f.arch, f.wm, r).ok());
 }
 
-TEST(ShellJoin, QuotesWhatTheShellWouldSplit) {
-  EXPECT_EQ(ShellJoin({"a", "b c", "it's", ""}), "a 'b c' 'it'\\''s' ''");
-  EXPECT_EQ(ShellJoin({"blk\\.3\\.ffn=CPU"}), "'blk\\.3\\.ffn=CPU'");
+// The memory map of a whole configuration is the plan's for the same settings,
+// and follows the configuration's own micro-batch, KV type and flash attention.
+TEST(PlanServerConfig, IsThePlanOfTheConfigurationsOwnSettings) {
+  Fixture f = Load("qwen3moe", "tiny");
+  PlanRequest r = Req(int64_t{8} << 30, 8192);
+  r.model_path = "m.gguf";
+  r.fine_fill = false;
+  const Plan p = MustPlan(f, r);
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->model, "m.gguf");
+  auto same = PlanServerConfig(f.gguf, f.arch, f.wm, r, *p.config);
+  ASSERT_TRUE(same.ok()) << same.error().message();
+  EXPECT_EQ(same->gpu.total(), p.best()->gpu.total());
+  EXPECT_EQ(same->headroom, p.best()->headroom);
+  // Another micro-batch, a q8_0 cache and no flash attention: the plan for those.
+  ServerConfig other = *p.config;
+  other.n_ubatch = 1024;
+  other.n_batch = 2048;
+  other.type_k = other.type_v = ggml_type::kQ8_0;
+  other.flash_attn = FlashAttn::kOff;
+  auto mine = PlanServerConfig(f.gguf, f.arch, f.wm, r, other);
+  ASSERT_TRUE(mine.ok()) << mine.error().message();
+  PlanRequest r2 = r;
+  r2.ctx.n_ubatch = 1024;
+  r2.ctx.type_k = r2.ctx.type_v = ggml_type::kQ8_0;
+  r2.ctx.flash_attn = false;
+  const Plan p2 = MustPlan(f, r2);
+  const PlacementOption* o = nullptr;
+  for (const auto& x : p2.options) {
+    if (x.n_cpu_moe == p.best()->n_cpu_moe) o = &x;
+  }
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(mine->gpu.total(), o->gpu.total());
+  EXPECT_EQ(mine->headroom, o->headroom);
+  EXPECT_NE(mine->gpu.kv, same->gpu.kv);
+  EXPECT_NE(mine->gpu.compute, same->gpu.compute);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ std::string FormatBenchMarkdown(const BenchRun& run) {
                                     std::to_string(c.threads),
                                     std::to_string(c.placement.n_gpu_layers),
                                     std::to_string(c.placement.n_cpu_moe),
-                                    std::to_string(c.placement.n_ubatch),
+                                    std::to_string(c.n_ubatch),
                                     c.test_name()};
     if (r.ok()) {
       const Summary s = ResultSummary(r);

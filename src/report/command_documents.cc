@@ -112,7 +112,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
                   plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
                   FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)));
   doc.generator = GeneratorLine();
-  const auto command = plan.launch ? ServerArgs(m.path, *plan.launch) : std::vector<std::string>{};
+  const auto command = plan.config ? ServerArgv(*plan.config) : std::vector<std::string>{};
   const PlacementOption* best = plan.best();
   VerdictBlock v;
   if (best) {

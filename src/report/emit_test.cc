@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/server_argv.h"
 #include "report/emit_test_util.h"
 
 namespace moetune {
@@ -14,7 +15,22 @@ using testing::ArgvFromEnv;
 using testing::ArgvFromIni;
 using testing::ShellWords;
 
-// A plan's command with the regex that breaks naive quoting in every format.
+// A plan's configuration with the regex that breaks naive quoting in every format.
+ServerConfig PlanConfig() {
+  ServerConfig c;
+  c.model = "/models dir/Qwen3 30B's.gguf";
+  c.placement.n_gpu_layers = 99;
+  c.placement.n_cpu_moe = 10;
+  c.placement.overrides = {{"blk\\.(1[0-9])\\.ffn_.*_exps", "CPU"}};
+  c.ctx_size = 32768;
+  c.n_parallel = 1;
+  c.flash_attn = FlashAttn::kOn;
+  c.type_k = ggml_type::kQ8_0;
+  c.fit = Switch::kOff;
+  return c;
+}
+
+// Its command, as plan prints it.
 std::vector<std::string> PlanArgv() {
   return {"llama-server",
           "-m",
@@ -47,47 +63,33 @@ EmitContext Context() {
   return c;
 }
 
-std::string Emit(EmitFormat f, const std::vector<std::string>& argv) {
-  auto r = EmitServerConfig(f, argv, Context());
+std::string Emit(EmitFormat f, const ServerConfig& config) {
+  auto r = EmitServerConfig(f, config, Context());
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? *r : "";
 }
 
-TEST(Emit, CanonicalOrderJoinsRepeatedOverrides) {
-  auto c = CanonicalServerArgv({"llama-server", "-fit", "off", "--ctx-size", "4096", "-m", "m.gguf",
-                                "-ot", "a=CPU", "--override-tensor", "b=CPU", "-ncmoe", "3"});
-  ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_EQ(*c, (std::vector<std::string>{"llama-server", "-m", "m.gguf", "--n-cpu-moe", "3", "-ot",
-                                          "a=CPU,b=CPU", "-c", "4096", "-fit", "off"}));
-  // The plan's own order is already canonical.
-  auto p = CanonicalServerArgv(PlanArgv());
-  ASSERT_TRUE(p.ok());
-  EXPECT_EQ(*p, PlanArgv());
+TEST(Emit, TheCommandIsTheOneWritersAndReadsBack) {
+  EXPECT_EQ(ServerArgv(PlanConfig()), PlanArgv());
+  EXPECT_EQ(ParseServerArgv(PlanArgv()).config, PlanConfig());
 }
 
-TEST(Emit, BadCommandsAreErrors) {
-  EXPECT_FALSE(CanonicalServerArgv({}).ok());
-  auto unknown = CanonicalServerArgv({"llama-server", "--frobnicate", "1"});
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message().find("--frobnicate"), std::string::npos);
-  EXPECT_FALSE(CanonicalServerArgv({"llama-server", "-c"}).ok());
-  auto twice = CanonicalServerArgv({"llama-server", "-c", "1", "-c", "2"});
-  ASSERT_FALSE(twice.ok());
-  EXPECT_NE(twice.error().message().find("twice"), std::string::npos);
+TEST(Emit, BadFormatNamesAreErrors) {
   EXPECT_FALSE(ParseEmitFormat("yaml").ok());
   EXPECT_EQ(*ParseEmitFormat("compose"), EmitFormat::kCompose);
 }
 
 TEST(Emit, EveryFormatParsesBackToTheSameArgv) {
+  const ServerConfig config = PlanConfig();
   const auto argv = PlanArgv();
-  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, argv)), argv);
-  EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, argv)), argv);
+  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, config)), argv);
+  EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, config)), argv);
   std::string section;
-  EXPECT_EQ(ArgvFromIni(Emit(EmitFormat::kIni, argv), &section), argv);
+  EXPECT_EQ(ArgvFromIni(Emit(EmitFormat::kIni, config), &section), argv);
   EXPECT_EQ(section, "Qwen3 30B's");
-  auto compose = ComposeServerArgv(argv);
+  auto compose = ComposeServerArgv(config);
   ASSERT_TRUE(compose.ok());
-  EXPECT_EQ(ArgvFromCompose(Emit(EmitFormat::kCompose, argv)), *compose);
+  EXPECT_EQ(ArgvFromCompose(Emit(EmitFormat::kCompose, config)), *compose);
   // The compose argv is the command with the mounted model path and the image's port.
   std::vector<std::string> expected = argv;
   expected[2] = "/models/Qwen3 30B's.gguf";
@@ -96,45 +98,57 @@ TEST(Emit, EveryFormatParsesBackToTheSameArgv) {
 }
 
 // Four slots sharing one cache: -kvu is a switch, without a value.
+ServerConfig SlotsConfig() {
+  ServerConfig c;
+  c.model = "/models/m.gguf";
+  c.placement.n_cpu_moe = 4;
+  c.ctx_size = 16384;
+  c.n_parallel = 4;
+  c.kv_unified = Switch::kOn;
+  c.threads = 6;
+  c.fit = Switch::kOff;
+  return c;
+}
+
 std::vector<std::string> SlotsArgv() {
-  return {"llama-server", "-m", "/models/m.gguf", "-ngl", "99", "--n-cpu-moe", "4",  "-c", "16384",
-          "-np",          "4",  "-kvu",           "-t",   "6",  "-fit",        "off"};
+  return {
+      "llama-server", "-m", "/models/m.gguf", "-ngl", "99",  "--n-cpu-moe", "4",    "-c", "16384",
+      "-np",          "4",  "-kvu",           "-ub",  "512", "-b",          "2048", "-t", "6",
+      "-fit",         "off"};
 }
 
 TEST(Emit, SwitchIsAFlagWithoutValue) {
-  auto c =
-      CanonicalServerArgv({"llama-server", "--kv-unified", "-np", "4", "-m", "m.gguf", "-kvu"});
-  ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_EQ(*c, (std::vector<std::string>{"llama-server", "-m", "m.gguf", "-np", "4", "-kvu"}));
-  EXPECT_EQ(*CanonicalServerArgv(SlotsArgv()), SlotsArgv());
-  // A switch at the end is complete; a value flag there is not.
-  EXPECT_TRUE(CanonicalServerArgv({"llama-server", "-kvu"}).ok());
-  EXPECT_FALSE(CanonicalServerArgv({"llama-server", "-kvu", "-np"}).ok());
+  EXPECT_EQ(ServerArgv(SlotsConfig()), SlotsArgv());
+  const auto p =
+      ParseServerArgv({"llama-server", "--kv-unified", "-np", "4", "-m", "m.gguf", "-kvu"});
+  EXPECT_EQ(p.config.kv_unified, Switch::kOn);
+  EXPECT_TRUE(p.invalid.empty());
 }
 
 TEST(Emit, SwitchInEveryFormat) {
   const auto argv = SlotsArgv();
-  const std::string server = Emit(EmitFormat::kServer, argv);
-  EXPECT_NE(server.find(" \\\n  -kvu \\\n  -t 6"), std::string::npos) << server;
+  const ServerConfig config = SlotsConfig();
+  const std::string server = Emit(EmitFormat::kServer, config);
+  EXPECT_NE(server.find(" \\\n  -kvu \\\n  -ub 512"), std::string::npos) << server;
   EXPECT_EQ(ShellWords(server), argv);
-  const std::string env = Emit(EmitFormat::kEnv, argv);
+  const std::string env = Emit(EmitFormat::kEnv, config);
   EXPECT_NE(env.find("\nLLAMA_ARG_KV_UNIFIED=true\n"), std::string::npos) << env;
   EXPECT_EQ(ArgvFromEnv(env), argv);
-  const std::string ini = Emit(EmitFormat::kIni, argv);
+  const std::string ini = Emit(EmitFormat::kIni, config);
   EXPECT_NE(ini.find("\nkv-unified = true\n"), std::string::npos) << ini;
   EXPECT_EQ(ArgvFromIni(ini), argv);
-  const std::string compose = Emit(EmitFormat::kCompose, argv);
-  EXPECT_NE(compose.find("      - '-np'\n      - '4'\n      - '-kvu'\n      - '-t'\n"),
+  const std::string compose = Emit(EmitFormat::kCompose, config);
+  EXPECT_NE(compose.find("      - '-np'\n      - '4'\n      - '-kvu'\n      - '-ub'\n"),
             std::string::npos)
       << compose;
-  auto inner = ComposeServerArgv(argv);
+  auto inner = ComposeServerArgv(config);
   ASSERT_TRUE(inner.ok());
   EXPECT_EQ(ArgvFromCompose(compose), *inner);
   EXPECT_EQ(std::count(inner->begin(), inner->end(), "-kvu"), 1);
 }
 
 TEST(Emit, RegexIsQuotedInEveryFormat) {
-  const auto argv = PlanArgv();
+  const auto argv = PlanConfig();
   const std::string re = "blk\\.(1[0-9])\\.ffn_.*_exps=CPU";
   EXPECT_NE(Emit(EmitFormat::kServer, argv).find("'" + re + "'"), std::string::npos);
   EXPECT_NE(Emit(EmitFormat::kEnv, argv).find("LLAMA_ARG_OVERRIDE_TENSOR='" + re + "'"),
@@ -146,39 +160,41 @@ TEST(Emit, RegexIsQuotedInEveryFormat) {
 }
 
 TEST(Emit, DollarAndQuotesSurviveCompose) {
-  std::vector<std::string> argv = {"llama-server", "-m", "/m/it's.gguf", "-ot",
-                                   "blk\\.3\\.ffn_up_exps$=CPU"};
-  const std::string yaml = Emit(EmitFormat::kCompose, argv);
+  ServerConfig config;
+  config.model = "/m/it's.gguf";
+  config.placement.overrides = {{"blk\\.3\\.ffn_up_exps$", "CPU"}};
+  const auto argv = ServerArgv(config);
+  const std::string yaml = Emit(EmitFormat::kCompose, config);
   EXPECT_NE(yaml.find("exps$$=CPU"), std::string::npos) << yaml;  // compose interpolation
   EXPECT_NE(yaml.find("'/models/it''s.gguf'"), std::string::npos) << yaml;
-  EXPECT_EQ(ArgvFromCompose(yaml), *ComposeServerArgv(argv));
-  EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, argv)), argv);
-  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, argv)), argv);
+  EXPECT_EQ(ArgvFromCompose(yaml), *ComposeServerArgv(config));
+  EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, config)), argv);
+  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, config)), argv);
 }
 
 TEST(Emit, EveryOutputNamesTheVersion) {
   for (auto f : {EmitFormat::kServer, EmitFormat::kEnv, EmitFormat::kIni, EmitFormat::kCompose}) {
-    EXPECT_NE(Emit(f, PlanArgv()).find("llama.cpp 0.7.0 (build 11669)"), std::string::npos)
+    EXPECT_NE(Emit(f, PlanConfig()).find("llama.cpp 0.7.0 (build 11669)"), std::string::npos)
         << EmitFormatName(f);
   }
 }
 
 TEST(Emit, ComposeImageFollowsTheGpu) {
   EmitContext c = Context();
-  auto gpu = EmitServerConfig(EmitFormat::kCompose, PlanArgv(), c);
+  auto gpu = EmitServerConfig(EmitFormat::kCompose, PlanConfig(), c);
   ASSERT_TRUE(gpu.ok());
   EXPECT_NE(gpu->find("image: ghcr.io/ggml-org/llama.cpp:server-cuda\n"), std::string::npos);
   EXPECT_NE(gpu->find("driver: nvidia"), std::string::npos);
   EXPECT_NE(gpu->find("source: '/models dir'"), std::string::npos) << *gpu;
   c.gpu = false;
-  auto cpu = EmitServerConfig(EmitFormat::kCompose, PlanArgv(), c);
+  auto cpu = EmitServerConfig(EmitFormat::kCompose, PlanConfig(), c);
   ASSERT_TRUE(cpu.ok());
   EXPECT_NE(cpu->find("image: ghcr.io/ggml-org/llama.cpp:server\n"), std::string::npos);
   EXPECT_EQ(cpu->find("nvidia"), std::string::npos);
   // A port given by the command is kept and published.
-  auto argv = PlanArgv();
-  argv.insert(argv.end(), {"--port", "9000"});
-  auto with_port = EmitServerConfig(EmitFormat::kCompose, argv, c);
+  ServerConfig with = PlanConfig();
+  with.port = 9000;
+  auto with_port = EmitServerConfig(EmitFormat::kCompose, with, c);
   ASSERT_TRUE(with_port.ok());
   EXPECT_NE(with_port->find("- '9000:9000'"), std::string::npos) << *with_port;
   EXPECT_EQ(with_port->find("8080"), std::string::npos) << *with_port;
@@ -186,53 +202,40 @@ TEST(Emit, ComposeImageFollowsTheGpu) {
 
 TEST(Emit, ValuesAFormatCannotCarryAreErrors) {
   // A preset value ends at ';' or '#' in llama.cpp's reader.
-  auto argv = PlanArgv();
-  argv[2] = "/models/a;b.gguf";
-  auto ini = EmitServerConfig(EmitFormat::kIni, argv, Context());
+  ServerConfig config = PlanConfig();
+  config.model = "/models/a;b.gguf";
+  auto ini = EmitServerConfig(EmitFormat::kIni, config, Context());
   ASSERT_FALSE(ini.ok());
   EXPECT_NE(ini.error().message().find("a;b.gguf"), std::string::npos);
   // The other formats quote it.
-  EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, argv)), argv);
-  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, argv)), argv);
-  // -tb has no environment variable.
-  auto tb =
-      EmitServerConfig(EmitFormat::kEnv, {"llama-server", "-m", "m.gguf", "-tb", "4"}, Context());
-  ASSERT_FALSE(tb.ok());
-  EXPECT_NE(tb.error().message().find("-tb"), std::string::npos);
+  const auto argv = ServerArgv(config);
+  EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, config)), argv);
+  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, config)), argv);
+  // -no-kvu has no environment variable of its own.
+  ServerConfig no_kvu = PlanConfig();
+  no_kvu.kv_unified = Switch::kOff;
+  auto env = EmitServerConfig(EmitFormat::kEnv, no_kvu, Context());
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.error().message().find("-no-kvu"), std::string::npos);
   // A line break would start a new line of configuration.
-  argv = PlanArgv();
-  argv[2] = "/models/a\nLLAMA_ARG_PORT=1.gguf";
-  EXPECT_FALSE(EmitServerConfig(EmitFormat::kEnv, argv, Context()).ok());
-  EXPECT_FALSE(EmitServerConfig(EmitFormat::kIni, argv, Context()).ok());
-  EXPECT_FALSE(EmitServerConfig(EmitFormat::kCompose, argv, Context()).ok());
+  config = PlanConfig();
+  config.model = "/models/a\nLLAMA_ARG_PORT=1.gguf";
+  EXPECT_FALSE(EmitServerConfig(EmitFormat::kEnv, config, Context()).ok());
+  EXPECT_FALSE(EmitServerConfig(EmitFormat::kIni, config, Context()).ok());
+  EXPECT_FALSE(EmitServerConfig(EmitFormat::kCompose, config, Context()).ok());
   // Without a model there is nothing to mount.
-  EXPECT_FALSE(EmitServerConfig(EmitFormat::kCompose, {"llama-server", "-c", "1"}, Context()).ok());
+  ServerConfig none;
+  none.ctx_size = 1;
+  EXPECT_FALSE(EmitServerConfig(EmitFormat::kCompose, none, Context()).ok());
 }
 
 TEST(Emit, HeaderLinesStayComments) {
   EmitContext c;
   c.header = {"first\nLLAMA_ARG_PORT=1"};
-  auto env = EmitServerConfig(EmitFormat::kEnv, PlanArgv(), c);
+  auto env = EmitServerConfig(EmitFormat::kEnv, PlanConfig(), c);
   ASSERT_TRUE(env.ok());
   EXPECT_EQ(env->find("\nLLAMA_ARG_PORT"), std::string::npos) << *env;
   EXPECT_EQ(ArgvFromEnv(*env), PlanArgv());
-}
-
-TEST(Emit, FlagTableIsConsistent) {
-  for (const auto& f : KnownServerFlags()) {
-    EXPECT_EQ(FindServerFlag(f.spelling), &f);
-    EXPECT_EQ(FindServerFlag(f.long_name), &f);
-    EXPECT_EQ(std::string(f.long_name).rfind("--", 0), 0u) << f.long_name;
-    if (f.env) {
-      EXPECT_EQ(std::string(f.env).rfind("LLAMA_ARG_", 0), 0u) << f.env;
-    }
-  }
-  EXPECT_FALSE(FindServerFlag("-kvu")->takes_value());
-  EXPECT_EQ(PresetKey(*FindServerFlag("-kvu")), "kv-unified");
-  EXPECT_EQ(FindServerFlag("-ot")->arity, FlagArity::kList);
-  EXPECT_EQ(PresetKey(*FindServerFlag("-ngl")), "n-gpu-layers");
-  EXPECT_EQ(FindServerFlag("-ncmoe"), FindServerFlag("--n-cpu-moe"));
-  EXPECT_EQ(FindServerFlag("--nope"), nullptr);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/flags.h"
 #include "report/emit.h"
 
 namespace moetune::testing {
@@ -62,13 +63,13 @@ inline std::vector<std::string> ShellWords(std::string_view text) {
   return words;
 }
 
-// Flags in their canonical order, with values, rebuilt from name -> value
-// pairs. A switch is on when its value is "true" (llama.cpp also takes on,
+// Flags in the vocabulary's order (config/flags.h), with values, rebuilt
+// from name -> value pairs. A switch is on when its value is "true" (llama.cpp also takes on,
 // enabled, 1) and then stands alone; any other value is a failure.
 inline std::vector<std::string> Ordered(
-    const std::vector<std::pair<const ServerFlag*, std::string>>& pairs) {
+    const std::vector<std::pair<const FlagSpec*, std::string>>& pairs) {
   std::vector<std::string> argv = {"llama-server"};
-  for (const auto& f : KnownServerFlags()) {
+  for (const auto& f : Flags()) {
     for (const auto& [flag, value] : pairs) {
       if (flag != &f) continue;
       if (f.takes_value()) {
@@ -85,7 +86,7 @@ inline std::vector<std::string> Ordered(
 
 // `--emit env`: NAME=value lines (values shell-quoted).
 inline std::vector<std::string> ArgvFromEnv(std::string_view text) {
-  std::vector<std::pair<const ServerFlag*, std::string>> pairs;
+  std::vector<std::pair<const FlagSpec*, std::string>> pairs;
   size_t start = 0;
   while (start < text.size()) {
     size_t nl = text.find('\n', start);
@@ -100,8 +101,8 @@ inline std::vector<std::string> ArgvFromEnv(std::string_view text) {
     }
     const std::string name(line.substr(0, eq));
     const auto value = ShellWords(line.substr(eq + 1));
-    const ServerFlag* flag = nullptr;
-    for (const auto& f : KnownServerFlags()) flag = f.env && name == f.env ? &f : flag;
+    const FlagSpec* flag = nullptr;
+    for (const auto& f : Flags()) flag = f.env && name == f.env ? &f : flag;
     if (flag == nullptr || value.size() != 1) {
       ADD_FAILURE() << "unknown variable or not one word: " << line;
       continue;
@@ -114,7 +115,7 @@ inline std::vector<std::string> ArgvFromEnv(std::string_view text) {
 // `--emit ini`: `key = value` lines of the one section (llama.cpp's rules:
 // ';' and '#' start comments, blanks around the value are dropped).
 inline std::vector<std::string> ArgvFromIni(std::string_view text, std::string* section = nullptr) {
-  std::vector<std::pair<const ServerFlag*, std::string>> pairs;
+  std::vector<std::pair<const FlagSpec*, std::string>> pairs;
   size_t start = 0;
   bool in_section = false;
   auto trim = [](std::string_view s) {
@@ -148,8 +149,8 @@ inline std::vector<std::string> ArgvFromIni(std::string_view text, std::string* 
       if (key != "version") ADD_FAILURE() << "key outside a section: " << key;
       continue;
     }
-    const ServerFlag* flag = nullptr;
-    for (const auto& f : KnownServerFlags()) flag = key == PresetKey(f) ? &f : flag;
+    const FlagSpec* flag = nullptr;
+    for (const auto& f : Flags()) flag = key == PresetKey(f) ? &f : flag;
     if (flag == nullptr) {
       ADD_FAILURE() << "unknown preset key: " << key;
       continue;

@@ -297,8 +297,8 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
                     {"host", DeviceJson(o.host)}});
   }
   j["options"] = opts;
-  if (plan.launch) {
-    const auto args = ServerArgs(CommandModelPath(m), *plan.launch);
+  if (plan.config) {
+    const auto args = ServerArgv(*plan.config);
     j["command"] = ShellJoin(args);
     j["command_argv"] = args;
   } else {
@@ -343,13 +343,9 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
   }
   o += "All sizes in MiB.\n\n" + t.Render() + "\n";
   if (const PlacementOption* best = plan.best()) {
-    std::vector<std::string> placement = {"-ngl", std::to_string(best->ngl)};
-    if (plan.moe)
-      placement.insert(placement.end(), {"--n-cpu-moe", std::to_string(best->n_cpu_moe)});
-    if (plan.fine_filled())
-      placement.insert(placement.end(), {"-ot", OverrideValue(best->placement.override_layer,
-                                                              best->placement.override_kinds)});
-    o += fmt::format("Recommended: {}\n", ShellJoin(placement));
+    if (plan.config)
+      o += fmt::format("Recommended: {}\n",
+                       ShellJoin(SettingsArgv(PlacementSettings(plan.config->placement))));
     o += fmt::format(
         "  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the margin)\n",
         FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
@@ -375,9 +371,8 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
     }
   }
   for (const auto& n : plan.notes) o += "note: " + n + "\n";
-  if (plan.launch) {
-    o += "\nllama-server command:\n  " + ShellJoin(ServerArgs(CommandModelPath(m), *plan.launch)) +
-         "\n";
+  if (plan.config) {
+    o += "\nllama-server command:\n  " + ShellJoin(ServerArgv(*plan.config)) + "\n";
   } else {
     o +=
         fmt::format("\nNo command: nothing fits ({} short).\n", FormatBytes(Bytes(plan.shortfall)));

@@ -15,12 +15,18 @@ namespace moetune {
 namespace {
 
 using CurveKey =
-    std::tuple<int, std::string, int, int, int, std::string, std::string, std::string, std::string>;
+    std::tuple<int, std::string, int, int, int, FlashAttn, uint32_t, uint32_t, LoadMode>;
 
 CurveKey KeyOf(const RunConfig& c) {
-  return {c.placement.n_gpu_layers, c.placement.override_tensor, c.threads,
-          c.placement.n_ubatch,     c.placement.n_batch,         c.placement.flash_attn,
-          c.placement.type_k,       c.placement.type_v,          c.load_mode};
+  return {c.placement.n_gpu_layers,
+          c.placement.OverrideTensor(),
+          c.threads,
+          c.n_ubatch,
+          c.n_batch,
+          c.flash_attn,
+          c.type_k,
+          c.type_v,
+          c.load_mode};
 }
 
 // A result measured with the settings held fixed along the N curve: the
@@ -58,23 +64,15 @@ std::vector<std::string> AnalysisServerCommand(const Analysis& a,
   const auto& rec = a.recommendation;
   if (!rec.n_cpu_moe) return {};
   const RunResult* sample = CurveSample(results, a.model);
-  RunConfig c = sample ? sample->config : RunConfig{};
+  // The measured settings, with what the analysis recommends.
+  ServerConfig c = BenchPart(sample ? sample->config : RunConfig{});
+  c.model = a.model.empty() ? "MODEL.gguf" : a.model;
+  c.placement.n_cpu_moe = *rec.n_cpu_moe;
   if (rec.threads) c.threads = *rec.threads;
-  if (rec.n_ubatch) c.placement.n_ubatch = *rec.n_ubatch;
-  std::vector<std::string> argv = {"llama-server", "-m", a.model.empty() ? "MODEL.gguf" : a.model,
-                                   "-ngl", std::to_string(c.placement.n_gpu_layers)};
-  if (!c.placement.override_tensor.empty())
-    argv.insert(argv.end(), {"-ot", c.placement.override_tensor});
-  argv.insert(argv.end(), {"--n-cpu-moe", std::to_string(*rec.n_cpu_moe)});
-  if (target_ctx) argv.insert(argv.end(), {"-c", std::to_string(*target_ctx)});
-  argv.insert(argv.end(), {"-ub", std::to_string(c.placement.n_ubatch), "-b",
-                           std::to_string(std::max(c.placement.n_batch, c.placement.n_ubatch))});
-  if (!c.placement.flash_attn.empty()) argv.insert(argv.end(), {"-fa", c.placement.flash_attn});
-  if (c.placement.type_k != "f16") argv.insert(argv.end(), {"-ctk", c.placement.type_k});
-  if (c.placement.type_v != "f16") argv.insert(argv.end(), {"-ctv", c.placement.type_v});
-  if (c.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(c.threads)});
-  if (!c.load_mode.empty()) argv.insert(argv.end(), {"-lm", c.load_mode});
-  return argv;
+  if (rec.n_ubatch) c.n_ubatch = *rec.n_ubatch;
+  c.n_batch = std::max(c.n_batch, c.n_ubatch);
+  if (target_ctx) c.ctx_size = *target_ctx;
+  return ServerArgv(c);
 }
 
 VerdictBlock AnalysisVerdict(const Analysis& a, const std::vector<std::string>& command) {
@@ -176,9 +174,8 @@ DocTable RawMeasurementsTable(const std::vector<RunResult>& results) {
     }
     t.AddRow({std::to_string(++i), c.model, c.test_name(), std::to_string(c.placement.n_cpu_moe),
               std::to_string(c.placement.n_gpu_layers), std::to_string(c.threads),
-              std::to_string(c.placement.n_ubatch), std::to_string(c.placement.n_batch),
-              c.placement.flash_attn, c.placement.type_k + "/" + c.placement.type_v, value, n,
-              samples, status},
+              std::to_string(c.n_ubatch), std::to_string(c.n_batch), FlashAttnName(c.flash_attn),
+              GgmlTypeName(c.type_k) + "/" + GgmlTypeName(c.type_v), value, n, samples, status},
              r.ok() ? "" : "failed");
   }
   return t;

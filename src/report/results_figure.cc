@@ -22,14 +22,14 @@ struct Field {
 const Field kFields[] = {
     {"ngl", [](const RunConfig& c) { return std::to_string(c.placement.n_gpu_layers); }},
     {"N", [](const RunConfig& c) { return std::to_string(c.placement.n_cpu_moe); }},
-    {"ot", [](const RunConfig& c) { return c.placement.override_tensor; }},
+    {"ot", [](const RunConfig& c) { return c.placement.OverrideTensor(); }},
     {"t", [](const RunConfig& c) { return std::to_string(c.threads); }},
-    {"ub", [](const RunConfig& c) { return std::to_string(c.placement.n_ubatch); }},
-    {"b", [](const RunConfig& c) { return std::to_string(c.placement.n_batch); }},
-    {"fa", [](const RunConfig& c) { return c.placement.flash_attn; }},
-    {"ctk", [](const RunConfig& c) { return c.placement.type_k; }},
-    {"ctv", [](const RunConfig& c) { return c.placement.type_v; }},
-    {"lm", [](const RunConfig& c) { return c.load_mode; }},
+    {"ub", [](const RunConfig& c) { return std::to_string(c.n_ubatch); }},
+    {"b", [](const RunConfig& c) { return std::to_string(c.n_batch); }},
+    {"fa", [](const RunConfig& c) { return std::string(FlashAttnName(c.flash_attn)); }},
+    {"ctk", [](const RunConfig& c) { return GgmlTypeName(c.type_k); }},
+    {"ctv", [](const RunConfig& c) { return GgmlTypeName(c.type_v); }},
+    {"lm", [](const RunConfig& c) { return std::string(LoadModeName(c.load_mode)); }},
 };
 
 std::string ConfigKey(const RunConfig& c) {

@@ -26,13 +26,11 @@ std::string FileName(const std::string& path) {
   return name.empty() ? path : name;
 }
 
-// What makes two configurations the same server setting: everything but the
-// test (depth, prompt, answer) and its repetitions.
-auto SettingKey(const RunConfig& c) {
-  return std::tie(c.model, c.placement, c.load_mode, c.rpc, c.threads);
+// What makes two configurations the same measured setting: everything but the
+// test (depth, prompt, answer), its repetitions and what llama-bench does not take.
+bool SameSetting(const ServerConfig& a, const ServerConfig& b) {
+  return BenchPart(a) == BenchPart(b);
 }
-
-bool SameSetting(const RunConfig& a, const RunConfig& b) { return SettingKey(a) == SettingKey(b); }
 
 // How the defaults were found, without tune's own "llama.cpp's defaults: " prefix.
 std::string How(std::string how) {
@@ -52,12 +50,12 @@ std::optional<double> Speedup(const std::optional<double>& tuned,
   return *defaults / *tuned;
 }
 
-std::string PickFlags(const RunConfig& b) {
-  std::string f = fmt::format("--n-cpu-moe {} -t {} -ub {}", b.placement.n_cpu_moe, b.threads,
-                              b.placement.n_ubatch);
-  if (b.placement.type_k != "f16") f += " -ctk " + b.placement.type_k;
-  if (b.placement.type_v != "f16") f += " -ctv " + b.placement.type_v;
-  if (!b.load_mode.empty()) f += " -lm " + b.load_mode;
+std::string PickFlags(const ServerConfig& b) {
+  std::string f = fmt::format("--n-cpu-moe {} -t {} -ub {}", std::max(0, b.placement.n_cpu_moe),
+                              b.threads, b.n_ubatch);
+  if (b.type_k != ggml_type::kF16) f += " -ctk " + GgmlTypeName(b.type_k);
+  if (b.type_v != ggml_type::kF16) f += " -ctv " + GgmlTypeName(b.type_v);
+  if (b.load_mode != LoadMode::kDefault) f += std::string(" -lm ") + LoadModeName(b.load_mode);
   return f;
 }
 
@@ -73,7 +71,7 @@ VerdictBlock Verdict(const TuneReport& t) {
   const TuneResult& r = t.result;
   VerdictBlock v;
   v.headline = "Run llama-server with " + PickFlags(r.best);
-  v.command = t.server_argv;
+  v.command = t.Command();
   const Decision* placement = FindDecision(r, "long context");
   if (placement == nullptr) placement = FindDecision(r, "placement");
   if (r.placement_tuned && r.analysis.recommendation.n_cpu_moe) {
@@ -139,17 +137,17 @@ Section VersusDefaultsSection(const TuneReport& t) {
   row("empty", d.tuned_seconds_depth0, d.default_seconds_depth0);
   row(fmt::format("filled to {} tokens", t.ctx), d.tuned_seconds_ctx, d.default_seconds_ctx);
   s.blocks.push_back(std::move(table));
-  const RunConfig& b = t.result.best;
-  const RunConfig& o = d.defaults;
+  const ServerConfig& b = t.result.best;
+  const ServerConfig& o = d.defaults;
   KeyValues settings;
   settings.items = {
-      {"--n-cpu-moe",
-       fmt::format("{} tuned, {} by llama.cpp", b.placement.n_cpu_moe, o.placement.n_cpu_moe)},
+      {"--n-cpu-moe", fmt::format("{} tuned, {} by llama.cpp", std::max(0, b.placement.n_cpu_moe),
+                                  o.placement.n_cpu_moe)},
       {"-t", fmt::format("{} tuned, {} by llama.cpp", b.threads, o.threads)},
-      {"-ub / -b", fmt::format("{} / {} tuned, {} / {} by llama.cpp", b.placement.n_ubatch,
-                               b.placement.n_batch, o.placement.n_ubatch, o.placement.n_batch)}};
-  if (!o.placement.override_tensor.empty())
-    settings.items.push_back({"llama.cpp's -ot", o.placement.override_tensor});
+      {"-ub / -b", fmt::format("{} / {} tuned, {} / {} by llama.cpp", b.n_ubatch, b.n_batch,
+                               o.n_ubatch, o.n_batch)}};
+  if (!o.placement.OverrideTensor().empty())
+    settings.items.push_back({"llama.cpp's -ot", o.placement.OverrideTensor()});
   s.blocks.push_back(std::move(settings));
   const DefaultsMeasurements m = VersusDefaultsMeasurements(t);
   if (!m.results.empty()) {
@@ -170,28 +168,23 @@ Section VersusDefaultsSection(const TuneReport& t) {
 }
 
 Section MemorySection(const TuneReport& t) {
-  const PlacementOption& o = *t.memory;
+  const PlacementOption& o = *t.result.memory;
   // The plan's margin is what the headroom leaves out of the budget.
   MemoryBudget budget;
   budget.reserve = t.reserve;
   budget.vram_free = t.vram_budget + t.reserve;
   budget.margin = std::max<int64_t>(0, t.vram_budget - o.headroom - o.gpu.total());
-  // The plan behind the map uses llama.cpp's default micro-batch and cache type.
-  const ContextParams planned;
-  const RunConfig& b = t.result.best;
-  std::string differs;
-  if (b.placement.n_ubatch != planned.n_ubatch || b.placement.type_k != "f16")
-    differs = fmt::format(
-        " The tuned command uses -ub {} and a {} cache, so its compute buffer "
-        "and KV cache differ somewhat from this map.",
-        b.placement.n_ubatch, b.placement.type_k);
+  // The map is the pick's own: planned from the model file for its placement,
+  // micro-batch, KV cache type and flash attention (tune/tuner.h TuneResult::memory).
+  const ServerConfig& b = t.result.best;
   const std::string caption = fmt::format(
       "Where every byte of the pick (--n-cpu-moe {}) goes at {} tokens of context, as planned "
-      "from the model file (micro-batch {}, {} KV cache). The GPU bar is as long as the free "
-      "VRAM: the model's parts, then the {} margin, what other programs hold (--reserve), and "
-      "the headroom left ({}).{}",
-      o.n_cpu_moe, t.ctx, planned.n_ubatch, GgmlTypeName(planned.type_k),
-      FormatBytes(Bytes(budget.margin)), FormatBytes(Bytes(o.headroom)), differs);
+      "from the model file for the pick's own settings (micro-batch {}, {} KV cache, flash "
+      "attention {}). The GPU bar is as long as the free VRAM: the model's parts, then the {} "
+      "margin, what other programs hold (--reserve), and the headroom left ({}).",
+      o.n_cpu_moe, t.ctx, b.n_ubatch, GgmlTypeName(b.type_k),
+      b.flash_attn == FlashAttn::kOff ? "off" : "on", FormatBytes(Bytes(budget.margin)),
+      FormatBytes(Bytes(o.headroom)));
   return Section{"memory",
                  "Memory map of the pick",
                  {MemoryMapFigure(PlacementMemoryRows(o, budget), "memmap", caption)}};
@@ -246,7 +239,8 @@ Section Reproduce(const TuneReport& t, const std::vector<std::string>& invocatio
   for (const auto& r : t.reproduce) s.blocks.push_back(CodeBlock{"", r, true});
   if (t.reproduce.empty() && !invocation.empty())
     s.blocks.push_back(CodeBlock{"", ShellJoin(invocation), true});
-  if (!t.server_argv.empty()) s.blocks.push_back(CodeBlock{"", ShellJoin(t.server_argv), true});
+  if (const auto command = t.Command(); !command.empty())
+    s.blocks.push_back(CodeBlock{"", ShellJoin(command), true});
   if (!invocation.empty() && !t.reproduce.empty()) {
     s.blocks.push_back(Paragraph{"This report was written by:"});
     s.blocks.push_back(CodeBlock{"", ShellJoin(invocation), true});
@@ -260,8 +254,8 @@ DefaultsMeasurements VersusDefaultsMeasurements(const TuneReport& t) {
   DefaultsMeasurements out;
   const TuneResult& r = t.result;
   if (!r.versus_defaults) return out;
-  const RunConfig& tuned = r.best;
-  const RunConfig& defaults = r.versus_defaults->defaults;
+  const ServerConfig& tuned = r.best;
+  const ServerConfig& defaults = r.versus_defaults->defaults;
   const bool same = SameSetting(tuned, defaults);
   // The comparison ran last: per test, the last result of each setting (when
   // both are the same setting, the defaults ran just before the tuned one).
@@ -353,7 +347,7 @@ Report TuneDocument(const TuneReport& t, const std::vector<std::string>& invocat
     }
     doc.sections.push_back(std::move(s));
   }
-  if (t.memory) doc.sections.push_back(MemorySection(t));
+  if (t.result.memory) doc.sections.push_back(MemorySection(t));
   if (r.versus_defaults) doc.sections.push_back(VersusDefaultsSection(t));
   std::vector<std::string> notes = t.checks;
   notes.insert(notes.end(), r.notes.begin(), r.notes.end());

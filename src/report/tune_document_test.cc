@@ -59,7 +59,7 @@ TEST(TuneDocument, SectionsInOrderWithTheVerdictFirst) {
                                       "defaults", "decisions", "machine", "raw", "reproduce"}));
   EXPECT_EQ(doc.title, "moetune tune: Fake-MoE-A3B-Q4_K_M.gguf");
   const auto& v = std::get<VerdictBlock>(doc.sections.front().blocks.front());
-  EXPECT_EQ(v.command, Tune().server_argv);
+  EXPECT_EQ(v.command, Tune().Command());
   EXPECT_NE(v.headline.find("--n-cpu-moe 13 -t 4"), std::string::npos) << v.headline;
   // All experts on the CPU (llama.cpp's fit here) is far slower than the tuned split.
   EXPECT_NE(v.speedup.find("x faster than llama.cpp's defaults on the chat workload with the "
@@ -121,7 +121,7 @@ TEST(TuneDocument, WithoutAGpuPlacementIsNotDrawn) {
   s.fixed_n = 20;
   s.headroom = {};
   TuneReport t = FakeGpuTune(s);
-  t.memory.reset();
+  t.result.memory.reset();
   t.vram_budget = 0;
   t.reserve = 0;
   const Report doc = TuneDocument(t, {});
@@ -139,48 +139,62 @@ TEST(TuneDocument, WithoutAGpuPlacementIsNotDrawn) {
 // every format, which parses back to the command.
 TEST(TuneEmit, EveryFormatParsesBackToTheTunedCommand) {
   TuneReport t = Tune();
-  t.server_argv = {"llama-server",
-                   "-m",
-                   "/models/Fake MoE.gguf",
-                   "-ngl",
-                   "99",
-                   "-ot",
-                   "blk\\.(1[0-2])\\.ffn_.*_exps=CPU",
-                   "--n-cpu-moe",
-                   "13",
-                   "-c",
-                   "16384",
-                   "-t",
-                   "4",
-                   "-ub",
-                   "1024",
-                   "-b",
-                   "2048",
-                   "-fa",
-                   "on",
-                   "-ctk",
-                   "q8_0",
-                   "-ctv",
-                   "q8_0",
-                   "-lm",
-                   "none",
-                   "-np",
-                   "1",
-                   "-fit",
-                   "off"};
-  auto canon = CanonicalServerArgv(t.server_argv);
-  ASSERT_TRUE(canon.ok()) << canon.error().message();
+  ServerConfig& c = t.result.best;
+  c.model = "/models/Fake MoE.gguf";
+  c.placement.n_gpu_layers = 99;
+  c.placement.n_cpu_moe = 13;
+  c.placement.overrides = {{"blk\\.(1[0-2])\\.ffn_.*_exps", "CPU"}};
+  c.ctx_size = 16384;
+  c.threads = 4;
+  c.n_ubatch = 1024;
+  c.n_batch = 2048;
+  c.flash_attn = FlashAttn::kOn;
+  c.type_k = c.type_v = ggml_type::kQ8_0;
+  c.load_mode = LoadMode::kNone;
+  c.n_parallel = 1;
+  c.fit = Switch::kOff;
+  const std::vector<std::string> command = t.Command();
+  const std::vector<std::string> canon = {"llama-server",
+                                          "-m",
+                                          "/models/Fake MoE.gguf",
+                                          "-ngl",
+                                          "99",
+                                          "--n-cpu-moe",
+                                          "13",
+                                          "-ot",
+                                          "blk\\.(1[0-2])\\.ffn_.*_exps=CPU",
+                                          "-c",
+                                          "16384",
+                                          "-np",
+                                          "1",
+                                          "-ub",
+                                          "1024",
+                                          "-b",
+                                          "2048",
+                                          "-fa",
+                                          "on",
+                                          "-ctk",
+                                          "q8_0",
+                                          "-ctv",
+                                          "q8_0",
+                                          "-t",
+                                          "4",
+                                          "-fit",
+                                          "off",
+                                          "-lm",
+                                          "none"};
+  EXPECT_EQ(command, canon);
   auto emit = [&](EmitFormat f) {
     auto e = TuneEmit(t, f);
     EXPECT_TRUE(e.ok()) << EmitFormatName(f) << ": " << (e.ok() ? "" : e.error().message());
     return e.ok() ? *e : std::string();
   };
-  EXPECT_EQ(testing::ShellWords(emit(EmitFormat::kServer)), *canon);
-  EXPECT_EQ(testing::ArgvFromEnv(emit(EmitFormat::kEnv)), *canon);
+  EXPECT_EQ(testing::ShellWords(emit(EmitFormat::kServer)), canon);
+  EXPECT_EQ(testing::ArgvFromEnv(emit(EmitFormat::kEnv)), canon);
   std::string section;
-  EXPECT_EQ(testing::ArgvFromIni(emit(EmitFormat::kIni), &section), *canon);
+  EXPECT_EQ(testing::ArgvFromIni(emit(EmitFormat::kIni), &section), canon);
   EXPECT_EQ(section, "Fake MoE");
-  EXPECT_EQ(testing::ArgvFromCompose(emit(EmitFormat::kCompose)), *ComposeServerArgv(*canon));
+  EXPECT_EQ(testing::ArgvFromCompose(emit(EmitFormat::kCompose)), *ComposeServerArgv(c));
   for (auto f : {EmitFormat::kServer, EmitFormat::kEnv, EmitFormat::kIni, EmitFormat::kCompose}) {
     const std::string text = emit(f);
     EXPECT_NE(text.find("tuned by moetune"), std::string::npos) << text;
@@ -191,17 +205,22 @@ TEST(TuneEmit, EveryFormatParsesBackToTheTunedCommand) {
 
 TEST(TuneEmit, RelativeModelBecomesAbsoluteAndMissingVariablesAreErrors) {
   TuneReport t = Tune();
-  t.server_argv = {"llama-server", "-m", "models/m.gguf", "-t", "4", "-tb", "8"};
+  ServerConfig c = UnsetServerConfig();
+  c.model = "models/m.gguf";
+  c.threads = 4;
+  c.kv_unified = Switch::kOff;  // -no-kvu: no variable of its own
+  t.result.best = c;
   auto server = TuneEmit(t, EmitFormat::kServer);
   ASSERT_TRUE(server.ok());
   const std::string abs = (std::filesystem::current_path() / "models/m.gguf").string();
   EXPECT_EQ(testing::ShellWords(*server),
-            (std::vector<std::string>{"llama-server", "-m", abs, "-t", "4", "-tb", "8"}));
+            (std::vector<std::string>{"llama-server", "-m", abs, "-no-kvu", "-ub", "512", "-b",
+                                      "2048", "-t", "4"}));
   auto env = TuneEmit(t, EmitFormat::kEnv);
   ASSERT_FALSE(env.ok());
-  EXPECT_NE(env.error().message().find("-tb has no LLAMA_ARG_"), std::string::npos);
+  EXPECT_NE(env.error().message().find("-no-kvu has no LLAMA_ARG_"), std::string::npos);
   EXPECT_TRUE(TuneEmit(t, EmitFormat::kIni).ok());
-  t.server_argv.clear();
+  t.result.best.model.clear();
   EXPECT_FALSE(TuneEmit(t, EmitFormat::kServer).ok());
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "config/server_argv.h"
+#include "config/server_config_json.h"
 #include "engine/result_json.h"
 #include "model/arch.h"
 #include "util/read_file.h"
@@ -91,6 +93,10 @@ class Fields {
     const json* v = Get(j, key);
     if (v != nullptr && !v->is_object()) return Fail(where, key, "an object"), nullptr;
     return v;
+  }
+  // A nested reader's message, kept as it is.
+  void FailWith(const std::string& message) {
+    if (error_.empty()) error_ = message;
   }
   void Fail(const std::string& where, const std::string& key, const std::string& want) {
     if (error_.empty()) error_ = fmt::format("{}{} should be {}", where, key, want);
@@ -234,76 +240,42 @@ Analysis AnalysisFrom(Fields& f, const json& j, const std::string& where) {
   return a;
 }
 
-// The settings of a configuration as TuneJson writes them (pick, versus_defaults).
-RunConfig ConfigFrom(Fields& f, const json& j, const std::string& where) {
-  RunConfig c;
-  c.model = f.Str(j, "model", where);
-  c.placement.n_cpu_moe = f.Int(j, "n_cpu_moe", where);
-  c.placement.n_gpu_layers = f.Int(j, "n_gpu_layers", where, c.placement.n_gpu_layers);
-  c.placement.override_tensor = f.Str(j, "override_tensor", where);
-  c.placement.n_ubatch = f.Int(j, "n_ubatch", where, c.placement.n_ubatch);
-  c.placement.n_batch = f.Int(j, "n_batch", where, c.placement.n_batch);
-  c.placement.flash_attn = f.Str(j, "flash_attn", where);
-  if (f.Get(j, "type_k")) c.placement.type_k = f.Str(j, "type_k", where);
-  if (f.Get(j, "type_v")) c.placement.type_v = f.Str(j, "type_v", where);
-  c.load_mode = f.Str(j, "load_mode", where);
-  c.threads = f.Int(j, "threads", where, c.threads);
-  c.n_prompt = f.Int(j, "n_prompt", where);
-  c.n_gen = f.Int(j, "n_gen", where);
-  return c;
-}
+// The keys of the settings tunes before the pick and the defaults carried
+// every ServerConfig field were written with.
+constexpr const char* kSettingKeys[] = {"model",   "n_cpu_moe", "n_gpu_layers", "override_tensor",
+                                        "threads", "n_ubatch",  "n_batch",      "flash_attn",
+                                        "type_k",  "type_v",    "load_mode"};
 
-// One setting of a configuration, named as in TuneJson's pick.
-struct SettingField {
-  const char* key;
-  std::string (*get)(const RunConfig&);
-  void (*copy)(const RunConfig& from, RunConfig* to);
-};
-
-const SettingField kSettingFields[] = {
-    {"model", [](const RunConfig& c) { return c.model; },
-     [](const RunConfig& f, RunConfig* t) { t->model = f.model; }},
-    {"n_cpu_moe", [](const RunConfig& c) { return std::to_string(c.placement.n_cpu_moe); },
-     [](const RunConfig& f, RunConfig* t) { t->placement.n_cpu_moe = f.placement.n_cpu_moe; }},
-    {"n_gpu_layers", [](const RunConfig& c) { return std::to_string(c.placement.n_gpu_layers); },
-     [](const RunConfig& f, RunConfig* t) {
-       t->placement.n_gpu_layers = f.placement.n_gpu_layers;
-     }},
-    {"override_tensor", [](const RunConfig& c) { return c.placement.override_tensor; },
-     [](const RunConfig& f, RunConfig* t) {
-       t->placement.override_tensor = f.placement.override_tensor;
-     }},
-    {"threads", [](const RunConfig& c) { return std::to_string(c.threads); },
-     [](const RunConfig& f, RunConfig* t) { t->threads = f.threads; }},
-    {"n_ubatch", [](const RunConfig& c) { return std::to_string(c.placement.n_ubatch); },
-     [](const RunConfig& f, RunConfig* t) { t->placement.n_ubatch = f.placement.n_ubatch; }},
-    {"n_batch", [](const RunConfig& c) { return std::to_string(c.placement.n_batch); },
-     [](const RunConfig& f, RunConfig* t) { t->placement.n_batch = f.placement.n_batch; }},
-    {"flash_attn", [](const RunConfig& c) { return c.placement.flash_attn; },
-     [](const RunConfig& f, RunConfig* t) { t->placement.flash_attn = f.placement.flash_attn; }},
-    {"type_k", [](const RunConfig& c) { return c.placement.type_k; },
-     [](const RunConfig& f, RunConfig* t) { t->placement.type_k = f.placement.type_k; }},
-    {"type_v", [](const RunConfig& c) { return c.placement.type_v; },
-     [](const RunConfig& f, RunConfig* t) { t->placement.type_v = f.placement.type_v; }},
-    {"load_mode", [](const RunConfig& c) { return c.load_mode; },
-     [](const RunConfig& f, RunConfig* t) { t->load_mode = f.load_mode; }},
-};
-
-// Tunes written before the pick and the defaults carried every setting: the
-// settings `j` lacks come from the latest measurement that agrees with it on
-// the ones it has.
-void CompleteSettings(const json& j, const std::vector<RunResult>& measurements, RunConfig* c) {
-  std::vector<const SettingField*> given, missing;
-  for (const auto& f : kSettingFields) (j.contains(f.key) ? given : missing).push_back(&f);
-  if (missing.empty()) return;
-  for (auto it = measurements.rbegin(); it != measurements.rend(); ++it) {
-    const bool agrees = std::all_of(given.begin(), given.end(), [&](const SettingField* f) {
-      return f->get(it->config) == f->get(*c);
-    });
-    if (!agrees) continue;
-    for (const SettingField* f : missing) f->copy(it->config, c);
-    return;
+// A configuration as TuneJson writes it (pick, versus_defaults): the fields
+// present over `base`. Tunes written before the pick and the defaults carried
+// every setting: the settings `j` lacks come from the latest measurement that
+// agrees with it on the ones it has.
+ServerConfig ConfigFrom(Fields& f, const json& j, const std::string& where,
+                        const std::vector<RunResult>& measurements, ServerConfig base) {
+  std::vector<const char*> missing;
+  for (const char* k : kSettingKeys) {
+    if (!j.contains(k)) missing.push_back(k);
   }
+  if (!missing.empty()) {
+    for (auto it = measurements.rbegin(); it != measurements.rend(); ++it) {
+      const json m = ServerConfigJson(it->config.server());
+      const bool agrees =
+          std::all_of(std::begin(kSettingKeys), std::end(kSettingKeys),
+                      [&](const char* k) { return !j.contains(k) || j[k] == m[k]; });
+      if (!agrees) continue;
+      json patch = json::object();
+      for (const char* k : missing) patch[k] = m[k];
+      auto completed = ServerConfigFromJson(patch, where, base);
+      if (completed.ok()) base = std::move(completed).value();
+      break;
+    }
+  }
+  auto c = ServerConfigFromJson(j, where.substr(0, where.size() - 1), base);
+  if (!c.ok()) {
+    f.FailWith(c.error().message());
+    return base;
+  }
+  return std::move(c).value();
 }
 
 DeviceBreakdown DeviceFrom(Fields& f, const json& j, const std::string& where) {
@@ -358,38 +330,9 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   t.simulated = f.Bool(j, "simulated", "");
   t.machine = f.Str(j, "machine", "");
   t.checks = f.Strings(j, "checks", "");
-  t.server_argv = f.Strings(j, "command", "");
+  const std::vector<std::string> command = f.Strings(j, "command", "");
   TuneResult& r = t.result;
-  if (const json* p = f.Object(j, "pick", "")) r.best = ConfigFrom(f, *p, "pick.");
-  r.placement_tuned = f.Get(j, "placement_tuned") == nullptr || f.Bool(j, "placement_tuned", "");
-  if (const json* m = f.Object(j, "memory", "")) {
-    PlacementOption o;
-    o.n_cpu_moe = r.best.placement.n_cpu_moe;
-    o.ngl = r.best.placement.n_gpu_layers;
-    if (const json* g = f.Object(*m, "gpu", "memory.")) o.gpu = DeviceFrom(f, *g, "memory.gpu.");
-    if (const json* h = f.Object(*m, "host", "memory.")) o.host = DeviceFrom(f, *h, "memory.host.");
-    o.headroom = f.Bytes(*m, "headroom_bytes", "memory.");
-    o.fits = o.headroom >= 0;
-    t.memory = o;
-    t.vram_budget = f.Bytes(*m, "vram_budget_bytes", "memory.");
-    t.reserve = f.Bytes(*m, "reserve_bytes", "memory.");
-  }
-  for (const json& d : f.Array(j, "decisions", "")) {
-    r.decisions.push_back({f.Str(d, "phase", "decisions[]."), f.Str(d, "choice", "decisions[]."),
-                           f.Str(d, "rule", "decisions[]."), f.Str(d, "evidence", "decisions[].")});
-  }
-  if (const json* v = f.Object(j, "versus_defaults", "")) {
-    DefaultsComparison d;
-    d.defaults = ConfigFrom(f, *v, "versus_defaults.");
-    d.how = f.Str(*v, "how", "versus_defaults.");
-    d.note = f.Str(*v, "note", "versus_defaults.");
-    d.tuned_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "tuned");
-    d.default_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "defaults");
-    d.tuned_seconds_ctx = Seconds(f, *v, "seconds_per_request_at_ctx", "tuned");
-    d.default_seconds_ctx = Seconds(f, *v, "seconds_per_request_at_ctx", "defaults");
-    r.versus_defaults = d;
-  }
-  if (const json* a = f.Object(j, "analysis", "")) r.analysis = AnalysisFrom(f, *a, "analysis.");
+  // The measurements first: older files complete the pick's settings from them.
   size_t i = 0;
   for (const json& m : f.Array(j, "measurements", "")) {
     auto x = RunResultFromJson(m);
@@ -400,6 +343,43 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
     r.measurements.push_back(std::move(x).value());
     ++i;
   }
+  // The pick: the printed command read back, with the pick's fields over it
+  // (files before the pick carried every field hold only the command's).
+  ServerConfig from_command = ParseServerArgv(command).config;
+  if (from_command.placement.n_cpu_moe < 0 && !from_command.placement.all_cpu_moe)
+    from_command.placement.n_cpu_moe = 0;  // older tunes left out --n-cpu-moe 0
+  r.best = from_command;
+  if (const json* p = f.Object(j, "pick", ""))
+    r.best = ConfigFrom(f, *p, "pick.", r.measurements, from_command);
+  r.placement_tuned = f.Get(j, "placement_tuned") == nullptr || f.Bool(j, "placement_tuned", "");
+  if (const json* m = f.Object(j, "memory", "")) {
+    PlacementOption o;
+    o.n_cpu_moe = std::max(0, r.best.placement.n_cpu_moe);
+    o.ngl = r.best.placement.n_gpu_layers;
+    if (const json* g = f.Object(*m, "gpu", "memory.")) o.gpu = DeviceFrom(f, *g, "memory.gpu.");
+    if (const json* h = f.Object(*m, "host", "memory.")) o.host = DeviceFrom(f, *h, "memory.host.");
+    o.headroom = f.Bytes(*m, "headroom_bytes", "memory.");
+    o.fits = o.headroom >= 0;
+    r.memory = o;
+    t.vram_budget = f.Bytes(*m, "vram_budget_bytes", "memory.");
+    t.reserve = f.Bytes(*m, "reserve_bytes", "memory.");
+  }
+  for (const json& d : f.Array(j, "decisions", "")) {
+    r.decisions.push_back({f.Str(d, "phase", "decisions[]."), f.Str(d, "choice", "decisions[]."),
+                           f.Str(d, "rule", "decisions[]."), f.Str(d, "evidence", "decisions[].")});
+  }
+  if (const json* v = f.Object(j, "versus_defaults", "")) {
+    DefaultsComparison d;
+    d.defaults = ConfigFrom(f, *v, "versus_defaults.", r.measurements, ServerConfig{});
+    d.how = f.Str(*v, "how", "versus_defaults.");
+    d.note = f.Str(*v, "note", "versus_defaults.");
+    d.tuned_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "tuned");
+    d.default_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "defaults");
+    d.tuned_seconds_ctx = Seconds(f, *v, "seconds_per_request_at_ctx", "tuned");
+    d.default_seconds_ctx = Seconds(f, *v, "seconds_per_request_at_ctx", "defaults");
+    r.versus_defaults = d;
+  }
+  if (const json* a = f.Object(j, "analysis", "")) r.analysis = AnalysisFrom(f, *a, "analysis.");
   r.measured = static_cast<std::size_t>(f.OptInt(j, "measured", "", 0, INT32_MAX).value_or(0));
   r.resumed = static_cast<std::size_t>(f.OptInt(j, "resumed", "", 0, INT32_MAX).value_or(0));
   r.seconds = f.Num(j, "seconds", "");
@@ -408,13 +388,14 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   t.reproduce = f.Strings(j, "reproduce", "");
   r.notes = f.Strings(j, "notes", "");
   MOETUNE_TRY(f.status());
-  if (t.server_argv.empty()) {
+  if (command.empty()) {
     return Error(ErrorKind::kFormat,
                  "tune JSON: no \"command\": this is not the output of moetune tune --json");
   }
-  if (const json* p = f.Get(j, "pick")) CompleteSettings(*p, r.measurements, &r.best);
-  if (const json* v = f.Get(j, "versus_defaults"); v && r.versus_defaults)
-    CompleteSettings(*v, r.measurements, &r.versus_defaults->defaults);
+  if (r.best.model.empty()) {
+    return Error(ErrorKind::kFormat,
+                 "tune JSON: the pick names no model (no -m in \"command\", no pick.model)");
+  }
   return t;
 }
 

@@ -25,12 +25,10 @@ TEST(TuneReader, RoundTripGivesTheSameJson) {
   ASSERT_TRUE(read.ok()) << read.error().message();
   EXPECT_EQ(TuneJson(*read), written);
   // What the report draws survives: the pick, the memory map, the comparison.
-  RunConfig best = read->result.best;
-  best.repetitions = Tune().result.best.repetitions;  // not part of a pick
-  EXPECT_EQ(best, Tune().result.best);
-  EXPECT_EQ(read->server_argv, Tune().server_argv);
-  ASSERT_TRUE(read->memory.has_value());
-  EXPECT_EQ(read->memory->gpu.total(), Tune().memory->gpu.total());
+  EXPECT_EQ(read->result.best, Tune().result.best);
+  EXPECT_EQ(read->Command(), Tune().Command());
+  ASSERT_TRUE(read->result.memory.has_value());
+  EXPECT_EQ(read->result.memory->gpu.total(), Tune().result.memory->gpu.total());
   EXPECT_EQ(read->reserve, Tune().reserve);
   ASSERT_TRUE(read->result.versus_defaults.has_value());
   EXPECT_EQ(read->result.versus_defaults->defaults, Tune().result.versus_defaults->defaults);
@@ -53,7 +51,8 @@ TEST(TuneReader, RenderedAgainTheReportIsTheSame) {
 // they lack is taken from the measurements that agree with them.
 TEST(TuneReader, OlderTunesAreCompletedFromTheirMeasurements) {
   json j = TuneJson(Tune());
-  for (const char* k : {"model", "override_tensor", "n_prompt", "n_gen"}) j["pick"].erase(k);
+  for (const char* k : {"model", "override_tensor", "ctx_size", "n_parallel", "fit", "rpc"})
+    j["pick"].erase(k);
   for (const char* k : {"n_gpu_layers", "flash_attn", "type_k", "type_v", "load_mode"})
     j["versus_defaults"].erase(k);
   auto read = TuneReportFromJson(j);
@@ -107,6 +106,19 @@ TEST(TuneReader, WrongFieldsAreNamed) {
   j = TuneJson(Tune());
   j["memory"]["headroom_bytes"] = 1e300;
   EXPECT_FALSE(TuneReportFromJson(j).ok());
+  // The pick is a whole server configuration, every field checked.
+  j = TuneJson(Tune());
+  j["pick"]["flash_attn"] = "maybe";
+  bad = TuneReportFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("pick.flash_attn"), std::string::npos)
+      << bad.error().message();
+  j = TuneJson(Tune());
+  j["versus_defaults"]["type_k"] = "q9_z";
+  bad = TuneReportFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("versus_defaults.type_k"), std::string::npos)
+      << bad.error().message();
   // Sizes beyond a pebibyte are refused: sums of them must not overflow.
   j = TuneJson(Tune());
   j["memory"]["gpu"]["kv_bytes"] = int64_t{1} << 60;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "config/server_config_json.h"
 #include "engine/result_json.h"
 #include "plan/placement.h"
 #include "report/analysis_report.h"
@@ -48,18 +49,9 @@ json TuneJson(const TuneReport& t) {
   json versus = nullptr;
   if (r.versus_defaults) {
     const auto& v = *r.versus_defaults;
-    versus = {
+    versus = ServerConfigJson(v.defaults);
+    versus.update(json{
         {"how", v.how},
-        {"n_cpu_moe", v.defaults.placement.n_cpu_moe},
-        {"n_gpu_layers", v.defaults.placement.n_gpu_layers},
-        {"override_tensor", v.defaults.placement.override_tensor},
-        {"threads", v.defaults.threads},
-        {"n_ubatch", v.defaults.placement.n_ubatch},
-        {"n_batch", v.defaults.placement.n_batch},
-        {"flash_attn", v.defaults.placement.flash_attn},
-        {"type_k", v.defaults.placement.type_k},
-        {"type_v", v.defaults.placement.type_v},
-        {"load_mode", v.defaults.load_mode},
         {"seconds_per_request_depth0",
          {{"tuned", OptSeconds(v.tuned_seconds_depth0)},
           {"defaults", OptSeconds(v.default_seconds_depth0)}}},
@@ -73,32 +65,20 @@ json TuneJson(const TuneReport& t) {
         {"speedup_at_ctx", v.tuned_seconds_ctx && v.default_seconds_ctx && *v.tuned_seconds_ctx > 0
                                ? json(*v.default_seconds_ctx / *v.tuned_seconds_ctx)
                                : json(nullptr)},
-        {"note", v.note}};
+        {"note", v.note}});
   }
   AnalysisReport ar;
   ar.analysis = r.analysis;
   ar.options.workload = t.workload;
   ar.options.target_ctx = t.ctx;
   ar.result_count = r.measurements.size();
-  const RunConfig& b = r.best;
-  json pick = {{"model", b.model},
-               {"n_cpu_moe", b.placement.n_cpu_moe},
-               {"n_gpu_layers", b.placement.n_gpu_layers},
-               {"override_tensor", b.placement.override_tensor},
-               {"threads", b.threads},
-               {"n_ubatch", b.placement.n_ubatch},
-               {"n_batch", b.placement.n_batch},
-               {"flash_attn", b.placement.flash_attn},
-               {"type_k", b.placement.type_k},
-               {"type_v", b.placement.type_v},
-               {"load_mode", b.load_mode},
-               {"n_prompt", b.n_prompt},
-               {"n_gen", b.n_gen}};
+  // The pick: the whole configuration of the printed command.
+  const json pick = ServerConfigJson(r.best);
   json memory = nullptr;
-  if (t.memory) {
-    memory = {{"gpu", DeviceJson(t.memory->gpu)},
-              {"host", DeviceJson(t.memory->host)},
-              {"headroom_bytes", t.memory->headroom},
+  if (r.memory) {
+    memory = {{"gpu", DeviceJson(r.memory->gpu)},
+              {"host", DeviceJson(r.memory->host)},
+              {"headroom_bytes", r.memory->headroom},
               {"vram_budget_bytes", t.vram_budget},
               {"reserve_bytes", t.reserve}};
   }
@@ -112,7 +92,7 @@ json TuneJson(const TuneReport& t) {
           {"simulated", t.simulated},
           {"machine", t.machine},
           {"checks", t.checks},
-          {"command", t.server_argv},
+          {"command", t.Command()},
           {"pick", pick},
           {"placement_tuned", r.placement_tuned},
           {"memory", memory},
@@ -138,7 +118,7 @@ std::string TuneText(const TuneReport& t) {
                    t.simulated ? "  [SIMULATED engine]" : "");
   o += fmt::format("Engine: {}\nMachine: {}\n", t.engine, t.machine);
   for (const auto& c : t.checks) o += "check: " + c + "\n";
-  o += "\nRun this:\n\n    " + ShellJoin(t.server_argv) + "\n\n";
+  o += "\nRun this:\n\n    " + ShellJoin(t.Command()) + "\n\n";
   if (r.versus_defaults) {
     const auto& v = *r.versus_defaults;
     o += fmt::format("Time to answer one request at the full context: {}\n",
@@ -148,10 +128,10 @@ std::string TuneText(const TuneReport& t) {
     o += fmt::format("(llama.cpp's defaults: {}; {})\n", v.how,
                      v.note.empty() ? "measured in the same run" : v.note);
   }
-  if (t.memory) {
+  if (r.memory) {
     o += fmt::format("GPU memory of the pick at {} tokens: {} of {} (headroom {})\n", t.ctx,
-                     FormatBytes(Bytes(t.memory->gpu.total())), FormatBytes(Bytes(t.vram_budget)),
-                     FormatBytes(Bytes(t.memory->headroom)));
+                     FormatBytes(Bytes(r.memory->gpu.total())), FormatBytes(Bytes(t.vram_budget)),
+                     FormatBytes(Bytes(r.memory->headroom)));
   }
   o += "\nDecisions:\n\n";
   MarkdownTable dt({{"phase", MarkdownTable::Align::kLeft},
@@ -187,16 +167,11 @@ std::string TuneEngineVersion(const TuneReport& t) {
 }
 
 Result<std::string> TuneEmit(const TuneReport& t, EmitFormat format) {
-  if (t.server_argv.empty())
+  ServerConfig config = t.result.best;
+  if (config.model.empty())
     return Error(ErrorKind::kInvalidArgument, "the tune gave no llama-server command to emit");
-  std::vector<std::string> argv = t.server_argv;
   // An absolute model path: the configuration is used from other folders.
-  for (size_t i = 1; i + 1 < argv.size(); ++i) {
-    if (argv[i] == "-m" || argv[i] == "--model") {
-      argv[i + 1] = std::filesystem::absolute(argv[i + 1]).lexically_normal().string();
-      break;
-    }
-  }
+  config.model = std::filesystem::absolute(config.model).lexically_normal().string();
   EmitContext ctx;
   ctx.header.push_back(fmt::format("llama-server configuration tuned by moetune {} for {}{}",
                                    MOETUNE_VERSION,
@@ -209,7 +184,7 @@ Result<std::string> TuneEmit(const TuneReport& t, EmitFormat format) {
       t.vram_budget > 0 ? fmt::format(", {} GPU budget", FormatBytes(Bytes(t.vram_budget))) : ""));
   ctx.header.push_back("machine: " + t.machine);
   ctx.gpu = t.vram_budget > 0 || t.result.placement_tuned;
-  return EmitServerConfig(format, argv, ctx);
+  return EmitServerConfig(format, config, ctx);
 }
 
 }  // namespace moetune

@@ -66,7 +66,7 @@ class FakeGpuMachine : public Engine {
     double v = prefill ? (250 + 12.0 * (kLayers - n)) / (1 + c.n_depth / 30000.0)
                        : (14 + 0.5 * (kLayers - n)) / (1 + c.n_depth / 60000.0);
     v *= t;
-    if (prefill && c.placement.n_ubatch > 512) v *= 1.15;
+    if (prefill && c.n_ubatch > 512) v *= 1.15;
     if (n < kFits) v *= prefill ? 0.2 : 0.8;  // silent spill over PCIe
     return v;
   }
@@ -82,37 +82,13 @@ inline TuneSpace FakeGpuSpace() {
   s.threads = {{4, "physical cores"}, {2, "performance cores only"}, {8, "all logical CPUs"}};
   s.ubatches = {512, 1024};
   s.try_kv_quant = false;
-  s.defaults = RunConfig{};
+  s.defaults = ServerConfig{};
   s.defaults->model = s.model;
   s.defaults->placement.n_cpu_moe =
       FakeGpuMachine::kLayers;  // llama.cpp's fit keeps them on the CPU
   s.defaults->threads = 8;
   s.defaults_how = "llama-fit-params placement, llama.cpp's default threads and batch sizes";
   return s;
-}
-
-// The tuned llama-server command, as `moetune tune` writes it.
-inline std::vector<std::string> FakeServerArgv(const TuneReport& t) {
-  const RunConfig& b = t.result.best;
-  std::vector<std::string> a = {"llama-server",
-                                "-m",
-                                t.model_path,
-                                "-ngl",
-                                std::to_string(b.placement.n_gpu_layers),
-                                "--n-cpu-moe",
-                                std::to_string(b.placement.n_cpu_moe),
-                                "-c",
-                                std::to_string(t.ctx),
-                                "-t",
-                                std::to_string(b.threads),
-                                "-ub",
-                                std::to_string(b.placement.n_ubatch),
-                                "-b",
-                                std::to_string(b.placement.n_batch)};
-  if (!b.placement.flash_attn.empty()) a.insert(a.end(), {"-fa", b.placement.flash_attn});
-  if (!b.load_mode.empty()) a.insert(a.end(), {"-lm", b.load_mode});
-  a.insert(a.end(), {"-np", "1", "-fit", "off"});
-  return a;
 }
 
 // A tune of the fake machine at 16K tokens of context, with its memory map.
@@ -144,8 +120,7 @@ inline TuneReport FakeGpuTune(const TuneSpace& space = FakeGpuSpace()) {
   t.reserve = int64_t{512} << 20;
   m.headroom = t.vram_budget - (int64_t{1024} << 20) - m.gpu.total();
   m.fits = m.headroom >= 0;
-  t.memory = m;
-  t.server_argv = FakeServerArgv(t);
+  t.result.memory = m;
   t.reproduce = {"moetune tune /models/Fake-MoE-A3B-Q4_K_M.gguf --ctx 16384 --workload chat"};
   t.journal = "/tmp/fake.journal";
   return t;

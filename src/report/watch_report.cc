@@ -72,7 +72,7 @@ json StartJson(const StartInfo& s) {
   json settings = json::object();
   json command = nullptr;
   if (s.settings) {
-    for (const auto& [k, v] : s.settings->values) settings[k] = v;
+    for (const auto& [k, v] : GivenSettings(*s.settings)) settings[k] = v;
     command = s.settings->Command();
   }
   return {{"event", "start"},

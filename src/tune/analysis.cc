@@ -15,22 +15,28 @@ namespace {
 
 // Settings that stay fixed along the N curve (everything but N, depth and the test).
 using SettingsKey =
-    std::tuple<int, std::string, int, int, int, std::string, std::string, std::string, std::string>;
+    std::tuple<int, std::string, int, int, int, FlashAttn, uint32_t, uint32_t, LoadMode>;
 
 SettingsKey KeyOf(const RunConfig& c) {
-  return {c.placement.n_gpu_layers, c.placement.override_tensor, c.threads,
-          c.placement.n_ubatch,     c.placement.n_batch,         c.placement.flash_attn,
-          c.placement.type_k,       c.placement.type_v,          c.load_mode};
+  return {c.placement.n_gpu_layers,
+          c.placement.OverrideTensor(),
+          c.threads,
+          c.n_ubatch,
+          c.n_batch,
+          c.flash_attn,
+          c.type_k,
+          c.type_v,
+          c.load_mode};
 }
 
 std::string Describe(const RunConfig& c) {
   std::string s = fmt::format("-ngl {} -t {} -ub {} -b {}", c.placement.n_gpu_layers, c.threads,
-                              c.placement.n_ubatch, c.placement.n_batch);
-  if (!c.placement.flash_attn.empty()) s += " -fa " + c.placement.flash_attn;
-  if (c.placement.type_k != "f16" || c.placement.type_v != "f16")
-    s += fmt::format(" -ctk {} -ctv {}", c.placement.type_k, c.placement.type_v);
-  if (!c.placement.override_tensor.empty()) s += " -ot " + c.placement.override_tensor;
-  if (!c.load_mode.empty()) s += " -lm " + c.load_mode;
+                              c.n_ubatch, c.n_batch);
+  if (c.flash_attn != FlashAttn::kDefault) s += std::string(" -fa ") + FlashAttnName(c.flash_attn);
+  if (c.type_k != ggml_type::kF16 || c.type_v != ggml_type::kF16)
+    s += fmt::format(" -ctk {} -ctv {}", GgmlTypeName(c.type_k), GgmlTypeName(c.type_v));
+  if (!c.placement.OverrideTensor().empty()) s += " -ot " + c.placement.OverrideTensor();
+  if (c.load_mode != LoadMode::kDefault) s += std::string(" -lm ") + LoadModeName(c.load_mode);
   return s;
 }
 
@@ -128,7 +134,7 @@ void CompareDimension(const std::vector<const RunResult*>& rs, const std::string
                       std::optional<int> prefer_n, const AnalysisOptions& o, Analysis* a) {
   // Group depth-0 results by every setting except `dimension` (N included).
   auto value_of = [&](const RunConfig& c) {
-    return dimension == "threads" ? c.threads : c.placement.n_ubatch;
+    return dimension == "threads" ? c.threads : c.n_ubatch;
   };
   std::map<std::tuple<int, SettingsKey>, std::map<int, Cell>> groups;
   for (const RunResult* r : rs) {
@@ -138,7 +144,7 @@ void CompareDimension(const std::vector<const RunResult*>& rs, const std::string
     if (dimension == "threads")
       c.threads = 0;
     else
-      c.placement.n_ubatch = 0;
+      c.n_ubatch = 0;
     Cell& cell = groups[{c.placement.n_cpu_moe, KeyOf(c)}][v];
     if (IsPrefill(r->config)) cell.prefill.push_back(r);
     if (IsDecode(r->config)) cell.decode.push_back(r);

@@ -14,7 +14,7 @@ RunResult Result(int n, bool prefill, double tps, int depth = 0, int threads = 8
   RunResult r;
   r.config.model = "m.gguf";
   r.config.placement.n_cpu_moe = n;
-  r.config.placement.n_ubatch = ub;
+  r.config.n_ubatch = ub;
   r.config.threads = threads;
   r.config.n_depth = depth;
   (prefill ? r.config.n_prompt : r.config.n_gen) = prefill ? 512 : 128;

@@ -9,10 +9,10 @@
 namespace moetune {
 namespace {
 
-std::vector<std::string> FlashAttnValues(const TuneSpace& space) {
-  std::vector<std::string> v = {space.base.flash_attn};
+std::vector<FlashAttn> FlashAttnValues(const TuneSpace& space) {
+  std::vector<FlashAttn> v = {space.base.flash_attn};
   if (space.try_flash_attn) {
-    for (const char* fa : {"on", "off"}) {
+    for (FlashAttn fa : {FlashAttn::kOn, FlashAttn::kOff}) {
       if (std::find(v.begin(), v.end(), fa) == v.end()) v.push_back(fa);
     }
   }
@@ -62,17 +62,18 @@ std::optional<double> PredictedObjective(const GridResult& g, const TuneSettings
 std::vector<TuneSettings> GridCandidateSettings(const TuneSpace& space, const TuneOptions& o) {
   std::vector<int> ubs = MicroBatchCandidates(space, o);
   if (ubs.size() < 2) ubs = {space.base.n_ubatch};
-  std::vector<std::string> kvs = {space.base.type_k};
-  if (space.try_kv_quant && space.placement_matters && space.moe && space.base.type_k != "q8_0")
-    kvs.push_back("q8_0");
-  std::vector<std::string> lms = {""};
-  if (space.try_load_mode) lms.push_back("none");
+  std::vector<uint32_t> kvs = {space.base.type_k};
+  if (space.try_kv_quant && space.placement_matters && space.moe &&
+      space.base.type_k != ggml_type::kQ8_0)
+    kvs.push_back(ggml_type::kQ8_0);
+  std::vector<LoadMode> lms = {LoadMode::kDefault};
+  if (space.try_load_mode) lms.push_back(LoadMode::kNone);
   std::vector<TuneSettings> out;
   for (const auto& kv : kvs) {
     for (const auto& lm : lms) {
       for (const auto& fa : FlashAttnValues(space)) {
         // A quantized V cache needs flash attention (the tuner sets it on).
-        if (kv != space.base.type_k && fa != "on") continue;
+        if (kv != space.base.type_k && fa != FlashAttn::kOn) continue;
         for (int ub : ubs) {
           for (int t : Threads(space)) {
             TuneSettings s;
@@ -165,27 +166,15 @@ GridResult RunExhaustiveGrid(Engine& engine, const TuneSpace& space, const TuneO
   return g;
 }
 
-TuneSettings SettingsOf(const RunConfig& c) {
-  TuneSettings s;
-  s.n = c.placement.n_cpu_moe;
-  s.threads = c.threads;
-  s.ubatch = c.placement.n_ubatch;
-  s.batch = c.placement.n_batch;
-  s.flash_attn = c.placement.flash_attn;
-  s.kv_type = c.placement.type_k;
-  s.load_mode = c.load_mode;
-  return s;
-}
-
 std::string DescribeSettings(const TuneSettings& s) {
   std::string d = fmt::format("-ncmoe {} -t {} -ub {}", s.n, s.threads, s.ubatch);
-  if (!s.flash_attn.empty()) d += " -fa " + s.flash_attn;
-  if (s.kv_type != "f16") d += " -ctk/v " + s.kv_type;
-  if (s.load_mode == "none") d += " -lm none";
+  if (s.flash_attn != FlashAttn::kDefault) d += std::string(" -fa ") + FlashAttnName(s.flash_attn);
+  if (s.kv_type != ggml_type::kF16) d += " -ctk/v " + GgmlTypeName(s.kv_type);
+  if (s.load_mode == LoadMode::kNone) d += " -lm none";
   return d;
 }
 
-GridVerdict JudgeAgainstGrid(const GridResult& g, const RunConfig& pick) {
+GridVerdict JudgeAgainstGrid(const GridResult& g, const ServerConfig& pick) {
   GridVerdict v;
   TuneSettings want = SettingsOf(pick);
   const GridSlice* slice = nullptr;

@@ -75,12 +75,9 @@ struct GridVerdict {
   bool accepted() const { return exact || (found && tie && safe); }
 };
 
-GridVerdict JudgeAgainstGrid(const GridResult& grid, const RunConfig& pick);
+GridVerdict JudgeAgainstGrid(const GridResult& grid, const ServerConfig& pick);
 
 /// "-ncmoe 21 -t 8 -ub 512 -fa on" for tables.
 std::string DescribeSettings(const TuneSettings& settings);
-
-/// The settings of a tune's pick (RunConfig form).
-TuneSettings SettingsOf(const RunConfig& config);
 
 }  // namespace moetune

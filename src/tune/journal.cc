@@ -53,8 +53,9 @@ Status WriteLine(int fd, const std::string& line, const std::string& path) {
 
 std::string Journal::Key(const RunConfig& c) {
   return fmt::format("{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}\x1e{}", c.ModelKey(),
-                     c.threads, c.placement.n_ubatch, c.placement.n_batch, c.placement.type_k,
-                     c.placement.type_v, c.placement.flash_attn, c.n_depth, c.n_prompt, c.n_gen);
+                     c.threads, c.n_ubatch, c.n_batch, GgmlTypeName(c.type_k),
+                     GgmlTypeName(c.type_v), FlashAttnName(c.flash_attn), c.n_depth, c.n_prompt,
+                     c.n_gen);
 }
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, const JournalIdentity& id,

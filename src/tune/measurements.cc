@@ -85,16 +85,24 @@ Result<RunResult> FromLlamaBench(const json& obj) {
   c.model = StrOr(obj, "model_filename");
   c.placement.n_gpu_layers = rec.n_gpu_layers;
   c.placement.n_cpu_moe = rec.n_cpu_moe;
-  c.placement.n_batch = rec.n_batch > 0 ? rec.n_batch : c.placement.n_batch;
-  c.placement.n_ubatch = rec.n_ubatch > 0 ? rec.n_ubatch : c.placement.n_ubatch;
-  c.placement.type_k = rec.type_k.empty() ? "f16" : rec.type_k;
-  c.placement.type_v = rec.type_v.empty() ? "f16" : rec.type_v;
-  c.placement.flash_attn = rec.flash_attn;
+  c.n_batch = rec.n_batch > 0 ? rec.n_batch : c.n_batch;
+  c.n_ubatch = rec.n_ubatch > 0 ? rec.n_ubatch : c.n_ubatch;
+  for (auto [name, field] :
+       {std::pair{&rec.type_k, &c.type_k}, std::pair{&rec.type_v, &c.type_v}}) {
+    if (name->empty()) continue;
+    const auto t = GgmlTypeByName(*name);
+    if (!t) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("llama-bench result: cache type '{}' is not a ggml type", *name));
+    }
+    *field = t->id;
+  }
+  MOETUNE_ASSIGN_OR_RETURN(c.flash_attn, ParseFlashAttn(rec.flash_attn));
   if (auto it = obj.find("tensor_buft_overrides");
       it != obj.end() && it->is_string() && it->get<std::string>() != "none") {
-    c.placement.override_tensor = it->get<std::string>();
+    MOETUNE_TRY(c.placement.SetOverrideTensor(it->get<std::string>()));
   }
-  c.load_mode = StrOr(obj, "load_mode");
+  MOETUNE_ASSIGN_OR_RETURN(c.load_mode, ParseLoadMode(StrOr(obj, "load_mode")));
   c.threads = rec.n_threads;
   c.n_depth = rec.n_depth;
   c.n_prompt = rec.n_prompt;

@@ -23,7 +23,7 @@ TEST(MeasurementsTest, LlamaBenchJsonlAndJsonArray) {
   EXPECT_EQ(r.config.placement.n_cpu_moe, 12);
   EXPECT_EQ(r.config.threads, 8);
   EXPECT_EQ(r.config.n_prompt, 512);
-  EXPECT_EQ(r.config.placement.flash_attn, "on");
+  EXPECT_EQ(r.config.flash_attn, FlashAttn::kOn);
   EXPECT_EQ(r.samples_ts.size(), 3u);
   EXPECT_EQ(a->files[0].skipped, 1u);
   auto b = ParseMeasurements(std::string("[") + kLine + "," + kLine + "]", "b.json");

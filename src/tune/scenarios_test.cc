@@ -201,7 +201,7 @@ TEST(TuneScenarios, CliffOnASilentSpillMachine) {
   EXPECT_EQ(o.tune.analysis.shape, CurveShape::kCliff);
   // The judge can say no: the collapsed side of the cliff, or the edge itself
   // under the safety rule, is not an acceptable pick.
-  RunConfig unsafe = o.tune.best;
+  ServerConfig unsafe = o.tune.best;
   unsafe.placement.n_cpu_moe = a.cliffs.front().n_cpu_moe_collapsed;
   EXPECT_FALSE(JudgeAgainstGrid(o.grid, unsafe).accepted());
   if (a.recommendation.rule == "safety rule") {

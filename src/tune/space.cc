@@ -15,17 +15,15 @@ namespace {
 class PlanCache {
  public:
   PlanCache(const ModelInfo* m, const PlanRequest& base) : m_(m), base_(base) {}
-  const Plan& Get(int ubatch, const std::string& kv) {
+  const Plan& Get(int ubatch, uint32_t kv) {
     auto key = std::make_pair(ubatch, kv);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     PlanRequest r = base_;
     r.ctx.n_ubatch = ubatch;
     r.ctx.n_batch = std::max<int64_t>(r.ctx.n_batch, ubatch);
-    if (auto t = GgmlTypeByName(kv)) {
-      r.ctx.type_k = t->id;
-      r.ctx.type_v = t->id;
-    }
+    r.ctx.type_k = kv;
+    r.ctx.type_v = kv;
     r.fine_fill = false;
     auto plan = PlanPlacement(m_->gguf, m_->arch, m_->weights, r);
     if (!plan.ok()) {
@@ -41,7 +39,7 @@ class PlanCache {
  private:
   const ModelInfo* m_;
   PlanRequest base_;
-  std::map<std::pair<int, std::string>, Plan> plans_;
+  std::map<std::pair<int, uint32_t>, Plan> plans_;
   std::string error_;
 };
 
@@ -75,9 +73,9 @@ std::vector<ThreadCandidate> ThreadCandidates(const CpuTopology& cpu) {
   return out;
 }
 
-RunConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int n_layer,
-                        int fit_cpu_layers) {
-  RunConfig c;
+ServerConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int n_layer,
+                           int fit_cpu_layers) {
+  ServerConfig c;
   c.model = model;
   c.placement.n_gpu_layers = 99;
   c.placement.n_cpu_moe = 0;
@@ -86,12 +84,12 @@ RunConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int n_
     for (int i = std::max(0, n_layer - fit_cpu_layers); i < n_layer; ++i) {
       layers += (layers.empty() ? "" : "|") + std::to_string(i);
     }
-    c.placement.override_tensor =
-        fmt::format("blk\\.({})\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", layers);
+    c.placement.overrides.push_back(
+        {fmt::format("blk\\.({})\\.ffn_(up|down|gate|gate_up)_(ch|)exps", layers), "CPU"});
   }
-  c.placement.n_batch = 2048;
-  c.placement.n_ubatch = 512;
-  c.placement.flash_attn = "";  // auto
+  c.n_batch = 2048;
+  c.n_ubatch = 512;
+  c.flash_attn = FlashAttn::kDefault;  // auto
   c.threads = cpu != nullptr && cpu->llama_default_threads > 0 ? cpu->llama_default_threads : 4;
   return c;
 }
@@ -103,12 +101,12 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   s.n_layer = static_cast<int>(m.weights.layers.size());
   s.moe = m.arch.is_moe() && m.weights.expert_total() > 0;
   s.placement_matters = in.engine_has_gpu;
-  s.base.n_gpu_layers = 99;
+  s.base.placement.n_gpu_layers = 99;
   s.base.n_ubatch = 512;
   s.base.n_batch = 2048;
-  s.base.flash_attn = "on";
-  s.base.type_k = "f16";
-  s.base.type_v = "f16";
+  s.base.flash_attn = FlashAttn::kOn;
+  s.base.type_k = ggml_type::kF16;
+  s.base.type_v = ggml_type::kF16;
   if (!in.threads_override.empty()) {
     for (int t : in.threads_override) s.threads.push_back({t, "given with --threads"});
   } else if (in.cpu != nullptr) {
@@ -123,13 +121,21 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
     s.predicted_boundary = p.best() ? p.best()->n_cpu_moe : s.n_layer;
     s.fixed_n = s.predicted_boundary;
     fit_cpu_layers = p.best() ? p.best()->n_cpu_moe : s.n_layer;
-    s.fits = [cache](int n, int ub, const std::string& kv) {
+    s.fits = [cache](int n, int ub, uint32_t kv) {
       const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
       return o != nullptr && o->fits;
     };
     s.headroom = [cache, ub = s.base.n_ubatch, kv = s.base.type_k](int n) -> int64_t {
       const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
       return o ? o->headroom : -1;
+    };
+    // The memory map of a whole configuration (the pick's own -ub, KV type,
+    // flash attention and slots), on the same budget and margin.
+    s.memory_of = [m = in.model,
+                   req = *in.plan](const ServerConfig& c) -> std::optional<PlacementOption> {
+      auto o = PlanServerConfig(m->gguf, m->arch, m->weights, req, c);
+      if (!o.ok()) return std::nullopt;
+      return std::move(o).value();
     };
     if (!p.best() && notes != nullptr) {
       notes->push_back(

@@ -40,7 +40,7 @@ std::vector<ThreadCandidate> ThreadCandidates(const CpuTopology& cpu);
 /// for MoE models: every layer on the GPU, with the experts of the *last*
 /// `fit_cpu_layers` layers kept in host memory (llama.cpp's --fit fills
 /// layers with their experts front to back; common/fit.cpp). 0 = all on the GPU.
-RunConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int n_layer,
-                        int fit_cpu_layers);
+ServerConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int n_layer,
+                           int fit_cpu_layers);
 
 }  // namespace moetune

@@ -90,23 +90,39 @@ double Tuner::Elapsed() const {
 
 bool Tuner::OutOfTime() const { return Elapsed() >= opt_.budget_seconds; }
 
-bool Tuner::Fits(int n, int ubatch, const std::string& kv) const {
+bool Tuner::Fits(int n, int ubatch, uint32_t kv) const {
   return !space_.fits || space_.fits(n, ubatch, kv);
+}
+
+ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
+  ServerConfig c = space.base;
+  c.model = space.model;
+  c.placement.n_cpu_moe = s.n;
+  c.n_ubatch = s.ubatch;
+  c.n_batch = std::max(s.batch, s.ubatch);
+  c.type_k = s.kv_type;
+  c.type_v = s.kv_type;
+  c.flash_attn = s.flash_attn;
+  c.load_mode = s.load_mode;
+  c.threads = s.threads;
+  return c;
+}
+
+TuneSettings SettingsOf(const ServerConfig& c) {
+  TuneSettings s;
+  s.n = std::max(0, c.placement.n_cpu_moe);  // a dense model's pick writes none (-1)
+  s.threads = c.threads;
+  s.ubatch = c.n_ubatch;
+  s.batch = c.n_batch;
+  s.flash_attn = c.flash_attn;
+  s.kv_type = c.type_k;
+  s.load_mode = c.load_mode;
+  return s;
 }
 
 RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& o, const TuneSettings& s,
                         bool prefill, int depth) {
-  RunConfig c;
-  c.model = space.model;
-  c.placement = space.base;
-  c.placement.n_cpu_moe = s.n;
-  c.placement.n_ubatch = s.ubatch;
-  c.placement.n_batch = std::max(s.batch, s.ubatch);
-  c.placement.type_k = s.kv_type;
-  c.placement.type_v = s.kv_type;
-  c.placement.flash_attn = s.flash_attn;
-  c.load_mode = s.load_mode;
-  c.threads = s.threads;
+  RunConfig c(SettingsConfig(space, s));
   c.n_depth = depth;
   c.n_prompt = prefill ? std::max(o.n_prompt, 1) : 0;
   c.n_gen = prefill ? 0 : std::max(o.n_gen, 1);
@@ -213,9 +229,9 @@ std::vector<RunResult> Tuner::PlacementResults(const Settings& f) const {
   std::vector<RunResult> rs;
   for (const auto& r : all_) {
     const RunConfig& c = r.config;
-    if (c.threads == f.threads && c.placement.n_ubatch == f.ubatch &&
-        c.placement.type_k == f.kv_type && c.placement.flash_attn == f.flash_attn &&
-        c.load_mode == f.load_mode && c.n_prompt == (c.n_prompt > 0 ? opt_.n_prompt : 0) &&
+    if (c.threads == f.threads && c.n_ubatch == f.ubatch && c.type_k == f.kv_type &&
+        c.flash_attn == f.flash_attn && c.load_mode == f.load_mode &&
+        c.n_prompt == (c.n_prompt > 0 ? opt_.n_prompt : 0) &&
         c.n_gen == (c.n_gen > 0 ? opt_.n_gen : 0))
       rs.push_back(r);
   }
@@ -580,7 +596,7 @@ void Tuner::TuneFlashAttention() {
   phase_ = "flash attention";
   if (!space_.try_flash_attn) return;
   std::vector<Settings> ss;
-  for (const char* fa : {"on", "off"}) {
+  for (FlashAttn fa : {FlashAttn::kOn, FlashAttn::kOff}) {
     Settings s = cur_;
     s.flash_attn = fa;
     // Without flash attention the compute buffer holds the whole score matrix:
@@ -591,7 +607,7 @@ void Tuner::TuneFlashAttention() {
   std::vector<int> cmp;
   const size_t chosen = MeasureAndChoose(ss, "flash attention", &scored, &cmp);
   cur_.flash_attn = ss[chosen].flash_attn;
-  result_.decisions.push_back({phase_, "-fa " + cur_.flash_attn,
+  result_.decisions.push_back({phase_, std::string("-fa ") + FlashAttnName(cur_.flash_attn),
                                cmp[chosen] == 1
                                    ? "fastest beyond the noise"
                                    : "tie: flash attention stays on (smaller compute buffer)",
@@ -602,7 +618,7 @@ void Tuner::TuneLoadMode() {
   phase_ = "load mode";
   if (!space_.try_load_mode) return;
   std::vector<Settings> ss;
-  for (const char* lm : {"", "none"}) {
+  for (LoadMode lm : {LoadMode::kDefault, LoadMode::kNone}) {
     Settings s = cur_;
     s.load_mode = lm;
     ss.push_back(s);
@@ -613,8 +629,9 @@ void Tuner::TuneLoadMode() {
   cur_.load_mode = ss[chosen].load_mode;
   result_.decisions.push_back(
       {phase_,
-       cur_.load_mode.empty() ? "memory-mapped (default)"
-                              : "-lm none (loaded, pinned; --no-mmap in older builds)",
+       cur_.load_mode == LoadMode::kDefault
+           ? "memory-mapped (default)"
+           : "-lm none (loaded, pinned; --no-mmap in older builds)",
        cmp[chosen] == 1 ? "fastest beyond the noise" : "tie: the default stays",
        TwoSettingsEvidence({"mmap", "loaded"}, scored, cmp)});
 }
@@ -624,17 +641,18 @@ void Tuner::TryKvQuant() {
   if (!space_.try_kv_quant || !result_.placement_tuned || cur_.n == 0) return;
   // Only when a q8_0 cache buys a layer of experts on the GPU.
   const int n = cur_.n - 1;
-  if (!space_.fits || !Fits(n, cur_.ubatch, "q8_0") || Fits(n, cur_.ubatch, cur_.kv_type)) {
-    result_.decisions.push_back({phase_, "-ctk " + cur_.kv_type + " -ctv " + cur_.kv_type,
-                                 "not tried",
+  if (!space_.fits || !Fits(n, cur_.ubatch, ggml_type::kQ8_0) ||
+      Fits(n, cur_.ubatch, cur_.kv_type)) {
+    const std::string kv = GgmlTypeName(cur_.kv_type);
+    result_.decisions.push_back({phase_, "-ctk " + kv + " -ctv " + kv, "not tried",
                                  "a q8_0 KV cache does not free enough memory for another layer "
                                  "of experts on the GPU"});
     return;
   }
   Settings q = cur_;
   q.n = n;
-  q.kv_type = "q8_0";
-  q.flash_attn = "on";  // a quantized V cache needs flash attention
+  q.kv_type = ggml_type::kQ8_0;
+  q.flash_attn = FlashAttn::kOn;  // a quantized V cache needs flash attention
   std::vector<Scored> scored;
   std::vector<int> cmp;
   MeasureAndChoose({cur_, q}, "KV cache type", &scored, &cmp);
@@ -703,7 +721,7 @@ void Tuner::FinalCheck() {
     }
   }
   const std::string now = fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n, cur_.ubatch,
-                                      cur_.flash_attn, cur_.kv_type);
+                                      FlashAttnName(cur_.flash_attn), GgmlTypeName(cur_.kv_type));
   if (why.empty()) {
     result_.decisions.push_back(
         {phase_, now, "the changed settings hold at the target context",
@@ -715,11 +733,11 @@ void Tuner::FinalCheck() {
   cur_.batch = v.batch;
   cur_.flash_attn = v.flash_attn;
   cur_.kv_type = v.kv_type;
-  result_.decisions.push_back({phase_,
-                               fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n,
-                                           cur_.ubatch, cur_.flash_attn, cur_.kv_type),
-                               "undone: the changed settings fail at the target context",
-                               now + ": " + why});
+  result_.decisions.push_back(
+      {phase_,
+       fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n, cur_.ubatch,
+                   FlashAttnName(cur_.flash_attn), GgmlTypeName(cur_.kv_type)),
+       "undone: the changed settings fail at the target context", now + ": " + why});
 }
 
 void Tuner::CompareWithDefaults() {
@@ -729,10 +747,10 @@ void Tuner::CompareWithDefaults() {
   d.defaults = *space_.defaults;
   d.how = space_.defaults_how;
   const int deep = static_cast<int>(std::max<int64_t>(opt_.ctx - opt_.n_prompt, 0));
-  auto measure_config = [&](const RunConfig& base, int depth, int reps) {
+  auto measure_config = [&](const ServerConfig& base, int depth, int reps) {
     std::vector<RunConfig> want;
     for (bool prefill : {true, false}) {
-      RunConfig c = base;
+      RunConfig c(base);
       c.n_depth = depth;
       c.n_prompt = prefill ? opt_.n_prompt : 0;
       c.n_gen = prefill ? 0 : opt_.n_gen;
@@ -751,7 +769,7 @@ void Tuner::CompareWithDefaults() {
     if (!p.prefill || !p.decode) return std::nullopt;
     return opt_.workload.SecondsPerRequest(p.prefill->mean, p.decode->mean);
   };
-  const RunConfig tuned = Make(cur_, true, 0);
+  const ServerConfig tuned = SettingsConfig(space_, cur_);
   d.default_seconds_depth0 = seconds(measure_config(d.defaults, 0, opt_.repetitions));
   d.tuned_seconds_depth0 = seconds(measure_config(tuned, 0, opt_.repetitions));
   if (deep > 0) {
@@ -779,7 +797,14 @@ TuneResult Tuner::Run() {
   if (!out_of_time_) FinalCheck();
   if (!out_of_time_) CompareWithDefaults();
   if (result_.analysis.curves.empty()) result_.analysis = AnalyzeNow(cur_, true);
-  result_.best = Make(cur_, true, 0);
+  // The pick as the command runs it: the tuned settings at the target
+  // context, one slot, the placement as measured (-fit off).
+  result_.best = SettingsConfig(space_, cur_);
+  result_.best.ctx_size = opt_.ctx;
+  result_.best.n_parallel = 1;
+  result_.best.fit = Switch::kOff;
+  if (!space_.moe) result_.best.placement.n_cpu_moe = -1;  // dense: no --n-cpu-moe, as plan
+  if (space_.memory_of) result_.memory = space_.memory_of(result_.best);
   result_.measurements = all_;
   result_.measured = measured_;
   result_.resumed = resumed_;

@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "config/server_config.h"
 #include "engine/engine.h"
+#include "plan/placement.h"
 #include "tune/analysis.h"
 #include "tune/journal.h"
 #include "tune/objective.h"
@@ -48,8 +50,11 @@ struct TuneSpace {
   int predicted_boundary = 0;
   /// Whether (N, micro-batch, KV type) fits the GPU at the target context, and
   /// its headroom in bytes; empty functions mean "unknown" (treated as fits).
-  std::function<bool(int n, int ubatch, const std::string& kv_type)> fits;
+  std::function<bool(int n, int ubatch, uint32_t kv_type)> fits;
   std::function<int64_t(int n)> headroom;
+  /// The memory map of a whole configuration at the target context on the
+  /// target GPU (plan/placement.h PlanServerConfig); empty or nullopt when unknown.
+  std::function<std::optional<PlacementOption>(const ServerConfig&)> memory_of;
   std::vector<ThreadCandidate> threads;  // first = the starting value
   std::vector<int> ubatches = {512, 1024, 2048};
   bool try_flash_attn = true;
@@ -57,9 +62,11 @@ struct TuneSpace {
   bool try_kv_quant = true;
   /// llama.cpp's own choice for this machine and context (fit placement,
   /// default threads and batch sizes), measured for the comparison.
-  std::optional<RunConfig> defaults;
+  std::optional<ServerConfig> defaults;
   std::string defaults_how;  // how the defaults were obtained
-  PlacementArgs base;        // -ngl and anything else held fixed
+  /// -ngl and anything else held fixed, and the starting micro-batch, batch,
+  /// flash attention and KV type.
+  ServerConfig base;
 };
 
 struct TuneOptions {
@@ -81,12 +88,20 @@ struct TuneSettings {
   int threads = 1;
   int ubatch = 512;
   int batch = 2048;
-  std::string flash_attn;
-  std::string kv_type = "f16";
-  std::string load_mode;
+  FlashAttn flash_attn = FlashAttn::kDefault;
+  uint32_t kv_type = ggml_type::kF16;  // -ctk and -ctv
+  LoadMode load_mode = LoadMode::kDefault;
 
   bool operator==(const TuneSettings&) const = default;
 };
+
+/// The server configuration of `settings`: the space's base with the settings
+/// applied (N, threads, micro-batch and batch, flash attention, KV type, load mode).
+ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& settings);
+
+/// The settings of a configuration (the inverse of SettingsConfig on what
+/// tune varies).
+TuneSettings SettingsOf(const ServerConfig& config);
 
 /// The measurement of `settings` tune makes: prefill (`options.n_prompt`
 /// tokens) or decode (`options.n_gen`) at `depth`, `options.repetitions` times.
@@ -123,7 +138,7 @@ struct TuneProgress {
 };
 
 struct DefaultsComparison {
-  RunConfig defaults;
+  ServerConfig defaults;
   std::string how;
   std::optional<double> tuned_seconds_depth0, default_seconds_depth0;
   std::optional<double> tuned_seconds_ctx, default_seconds_ctx;  // at the target context
@@ -131,7 +146,12 @@ struct DefaultsComparison {
 };
 
 struct TuneResult {
-  RunConfig best;     // the pick (depth 0, prefill form; n_prompt/n_gen set)
+  /// The pick: the whole server configuration of the printed command (the
+  /// target context, one slot, -fit off, and every setting tune chose).
+  ServerConfig best;
+  /// The pick's own memory map and headroom at the target context (its
+  /// micro-batch, KV type, flash attention); nullopt when no GPU budget is known.
+  std::optional<PlacementOption> memory;
   Analysis analysis;  // the final reading of all placement measurements
   std::vector<Decision> decisions;
   std::vector<RunResult> measurements;  // everything used (resumed ones included)
@@ -181,7 +201,7 @@ class Tuner {
   double Elapsed() const;
   Analysis AnalyzeNow(const Settings& fixed, bool with_ctx) const;
   std::vector<RunResult> PlacementResults(const Settings& fixed) const;
-  bool Fits(int n, int ubatch, const std::string& kv) const;
+  bool Fits(int n, int ubatch, uint32_t kv) const;
 
   void SearchPlacement();
   void ValidateLongContext();

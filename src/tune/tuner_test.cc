@@ -26,9 +26,9 @@ class FakeGpuEngine : public Engine {
   int Boundary(const RunConfig& c) const {
     int b = boundary0 + static_cast<int>(std::lround(ctx_layers_per_32k *
                                                      (c.n_depth + c.n_prompt + c.n_gen) / 32768.0));
-    for (int ub = c.placement.n_ubatch; ub > 512; ub /= 2) ++b;
-    if (c.placement.type_k == "q8_0") b -= 1;
-    if (c.placement.flash_attn == "off") b += 1;
+    for (int ub = c.n_ubatch; ub > 512; ub /= 2) ++b;
+    if (c.type_k == ggml_type::kQ8_0) b -= 1;
+    if (c.flash_attn == FlashAttn::kOff) b += 1;
     return b;
   }
   double Speed(const RunConfig& c, bool prefill) const {
@@ -40,14 +40,14 @@ class FakeGpuEngine : public Engine {
     double v;
     if (prefill) {
       v = (300 + 8.0 * (n_layer - n)) * t / (1 + c.n_depth / 20000.0);
-      v *= 1 + 0.25 * std::log2(std::min(c.placement.n_ubatch, std::max(c.n_prompt, 512)) / 512.0);
-      if (c.load_mode == "none") v *= 1.05;
+      v *= 1 + 0.25 * std::log2(std::min(c.n_ubatch, std::max(c.n_prompt, 512)) / 512.0);
+      if (c.load_mode == LoadMode::kNone) v *= 1.05;
       if (!fits) v *= 0.2;
     } else {
       v = (20 + 0.4 * (n_layer - n)) * t / (1 + c.n_depth / 40000.0);
       if (!fits) v *= 0.8;
     }
-    if (c.placement.type_k == "q8_0") v *= 0.98;
+    if (c.type_k == ggml_type::kQ8_0) v *= 0.98;
     return v;
   }
   BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& = {}) override {
@@ -80,16 +80,16 @@ TuneSpace Space(const FakeGpuEngine& e, int64_t ctx) {
       e.boundary0 +
       static_cast<int>(std::lround(e.ctx_layers_per_32k * static_cast<double>(ctx) / 32768.0));
   s.predicted_boundary = at_ctx + 1;  // plans keep a margin, so they are a little conservative
-  s.fits = [at_ctx](int n, int ub, const std::string& kv) {
+  s.fits = [at_ctx](int n, int ub, uint32_t kv) {
     int b = at_ctx;
     for (int u = ub; u > 512; u /= 2) ++b;
-    if (kv == "q8_0") b -= 1;
+    if (kv == ggml_type::kQ8_0) b -= 1;
     return n >= b;
   };
   s.headroom = [at_ctx](int n) { return (int64_t{n} - at_ctx + 1) * (int64_t{300} << 20); };
   s.threads = {
       {8, "physical cores"}, {6, "performance cores only"}, {16, "all logical CPUs"}, {4, "fewer"}};
-  s.defaults = RunConfig{};
+  s.defaults = ServerConfig{};
   s.defaults->model = "m.gguf";
   s.defaults->placement.n_cpu_moe = e.n_layer;  // the fit gives up and keeps experts on the CPU
   s.defaults->threads = 8;

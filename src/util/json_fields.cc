@@ -209,6 +209,14 @@ const json* JsonFields::Array(std::string_view key) { return Container(key, true
 const json* JsonFields::OptionalObject(std::string_view key) { return Container(key, false, true); }
 const json* JsonFields::OptionalArray(std::string_view key) { return Container(key, false, false); }
 
+void JsonFields::Invalid(std::string_view key, const std::string& expected) {
+  if (const json* v = Find(key)) {
+    Fail(key, *v, expected);
+  } else {
+    FailMissing(key, expected);
+  }
+}
+
 void JsonFields::Merge(const JsonFields& nested) {
   if (!error_ && nested.error_) error_ = nested.error_;
 }

@@ -58,8 +58,15 @@ class JsonFields {
   const nlohmann::json* OptionalObject(std::string_view key);
   const nlohmann::json* OptionalArray(std::string_view key);
 
+  /// True when the field is present and not null.
+  bool Has(std::string_view key) const { return Find(key) != nullptr; }
+
   /// The path of a field of this object, for nested readers: Path("gpus") + "[0]".
   std::string Path(std::string_view key) const;
+
+  /// Records that the field `key` holds a value this reader's caller refuses
+  /// (a name outside a list): "field 'k' is V; expected `expected`".
+  void Invalid(std::string_view key, const std::string& expected);
 
   /// Takes a nested reader's error when this one has none yet.
   void Merge(const JsonFields& nested);

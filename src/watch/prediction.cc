@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 
 #include "engine/run_config.h"
 #include "gguf/ggml_type.h"
+#include "util/text.h"
 
 namespace moetune {
 namespace {
@@ -20,25 +20,22 @@ Error BadFlag(const std::string& flag, const std::string& value, const std::stri
                fmt::format("the server's {} '{}' {}: no prediction for it", flag, value, why));
 }
 
-// A whole number, or an error naming the flag.
-Result<int> IntFlag(const ServerSettings& s, const std::string& key, const std::string& flag,
-                    int fallback) {
-  const auto v = s.Get(key);
-  if (!v) return fallback;
-  int n = 0;
-  const auto r = std::from_chars(v->data(), v->data() + v->size(), n);
-  if (r.ec != std::errc() || r.ptr != v->data() + v->size())
-    return BadFlag(flag, *v, "is not a whole number");
-  return n;
-}
-
-Result<uint32_t> CacheType(const ServerSettings& s, const std::string& key,
-                           const std::string& flag) {
-  const auto v = s.Get(key);
-  if (!v || v->empty()) return ggml_type::kF16;
-  auto t = GgmlTypeByName(*v);
-  if (!t) return BadFlag(flag, *v, "is a cache type the speed model does not know");
-  return t->id;
+// Why a shaping flag's value did not parse, as the prediction says it.
+std::string WhyInvalid(const FlagSetting& f) {
+  switch (f.flag) {
+    case FlagId::kCacheTypeK:
+    case FlagId::kCacheTypeV:
+      return "is a cache type the speed model does not know";
+    case FlagId::kFlashAttn:
+      return "is not on, off or auto";
+    case FlagId::kOverrideTensor:
+      return "is not a list of pattern=BUFFER rules";
+    default:
+      break;
+  }
+  if (f.value.empty()) return "has no value";
+  const auto n = ParseInt64(f.value);
+  return n && *n < 0 ? "is negative" : "is not a whole number";
 }
 
 std::optional<double> Positive(const json& j, const char* key) {
@@ -62,52 +59,41 @@ std::optional<BaselinePoint> PlanPoint(const json& p, int64_t depth) {
 }  // namespace
 
 Result<RunSettings> RunSettingsFromServer(const ServerSettings& s, const ModelInfo& model) {
+  for (const auto& bad : s.invalid) {
+    const FlagSpec& f = Flag(bad.flag);
+    if (f.shapes) return BadFlag(f.spelling, bad.value, WhyInvalid(bad));
+  }
   RunSettings r;
+  const ServerConfig& c = s.config;
+  const Placement& p = c.placement;
   const int n_layer = static_cast<int>(model.arch.hp.n_layer);
-  const auto fit = s.Get("fit");
-  const bool explicit_placement =
-      s.Get("n_gpu_layers") || s.Get("n_cpu_moe") || s.Get("cpu_moe") || s.Get("override_tensor");
-  if (!explicit_placement && fit != "off") {
+  const bool explicit_placement = p.n_gpu_layers >= 0 || p.n_cpu_moe >= 0 || p.all_cpu_moe ||
+                                  !p.OverrideTensor().empty() || s.Given(FlagId::kGpuLayers);
+  if (!explicit_placement && c.fit != Switch::kOff) {
     return Error(ErrorKind::kInvalidArgument,
                  "the server's placement is left to --fit (no -ngl, --n-cpu-moe or -ot, and -fit "
                  "not off): llama.cpp chooses it at start, so there is nothing to predict");
   }
   // -ngl: a number, or auto/all (every layer once --fit steps aside).
-  const auto ngl = s.Get("n_gpu_layers");
-  if (!ngl || *ngl == "auto" || *ngl == "all") {
-    r.n_gpu_layers = -1;
-  } else {
-    MOETUNE_ASSIGN_OR_RETURN(r.n_gpu_layers, IntFlag(s, "n_gpu_layers", "-ngl", -1));
-  }
-  if (s.all_cpu_moe()) {
-    r.n_cpu_moe = n_layer;
-  } else {
-    MOETUNE_ASSIGN_OR_RETURN(r.n_cpu_moe, IntFlag(s, "n_cpu_moe", "--n-cpu-moe", 0));
-    if (r.n_cpu_moe < 0) return BadFlag("--n-cpu-moe", std::to_string(r.n_cpu_moe), "is negative");
-  }
-  r.override_tensor = s.Get("override_tensor").value_or("");
-  MOETUNE_ASSIGN_OR_RETURN(r.threads, IntFlag(s, "threads", "-t", 0));
-  r.threads = std::max(0, r.threads);  // -1: llama.cpp's default, one per core
-  r.n_ubatch = s.NUbatch();
-  MOETUNE_ASSIGN_OR_RETURN(r.n_batch, IntFlag(s, "n_batch", "-b", 2048));
-  if (r.n_batch <= 0) r.n_batch = 2048;
-  MOETUNE_ASSIGN_OR_RETURN(r.type_k, CacheType(s, "type_k", "-ctk"));
-  MOETUNE_ASSIGN_OR_RETURN(r.type_v, CacheType(s, "type_v", "-ctv"));
+  r.n_gpu_layers = p.n_gpu_layers >= 999 ? -1 : p.n_gpu_layers;
+  r.n_cpu_moe = p.all_cpu_moe ? n_layer : std::max(0, p.n_cpu_moe);
+  r.override_tensor = p.OverrideTensor();
+  r.threads = std::max(0, c.threads);  // -1: llama.cpp's default, one per core
+  r.n_ubatch = c.n_ubatch;
+  r.n_batch = c.n_batch;
+  r.type_k = c.type_k;
+  r.type_v = c.type_v;
   // -fa auto turns flash attention on for the CPU and CUDA backends.
-  const std::string fa = FlashAttnOrAsIs(s.Get("flash_attn").value_or(""));
-  r.flash_attn = fa != "off";
-  r.pinned = s.Get("no_mmap").has_value();
-  r.op_offload = !s.Get("no_op_offload").has_value();
-  int ctx = 0;
-  MOETUNE_ASSIGN_OR_RETURN(ctx, IntFlag(s, "ctx_size", "-c", 0));
-  r.n_ctx = ctx > 0 ? ctx : static_cast<int64_t>(model.arch.hp.n_ctx_train);
+  r.flash_attn = c.flash_attn != FlashAttn::kOff;
+  // Pinned as a measurement with the same flags is (engine/perf_bridge.h).
+  r.pinned = s.Given(FlagId::kNoMmap) || LoadModeIsPinned(LoadModeName(c.load_mode));
+  r.op_offload = !s.Given(FlagId::kNoOpOffload);
+  r.n_ctx = c.ctx_size > 0 ? c.ctx_size : static_cast<int64_t>(model.arch.hp.n_ctx_train);
   // -np: -1 (absent) is automatic, which llama-server makes 4 slots sharing
   // one unified cache ("-kvu: enabled if number of slots is auto").
-  int np = 0;
-  MOETUNE_ASSIGN_OR_RETURN(np, IntFlag(s, "n_parallel", "-np", -1));
-  r.n_seq = np > 0 ? np : 4;
-  r.kv_unified = np <= 0 || s.Get("kv_unified").has_value();
-  if (s.Get("no_kv_unified")) r.kv_unified = false;
+  const ContextParams ctx = ContextOf(c, ReserveOutputs::kPerSequence, r.n_ctx);
+  r.n_seq = ctx.n_seq;
+  r.kv_unified = ctx.kv_unified;
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/server_argv.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "model/context_support.h"
@@ -12,55 +13,34 @@
 #include "util/units.h"
 
 namespace moetune {
-namespace {
-
-bool Is(const std::string& a, const std::vector<std::string>& names) {
-  return std::find(names.begin(), names.end(), a) != names.end();
+std::vector<std::string> ServeArgv(const ServerConfig& base, const ServeCommandOptions& o) {
+  ServerConfig c = base;
+  c.model = o.model;
+  c.host = o.host;
+  c.port = o.port;
+  c.metrics = true;
+  if (o.threads) c.threads = *o.threads;
+  return ServerArgv(c, o.server_path);
 }
 
-// Removes every occurrence of a flag (and its value when it takes one).
-void Remove(std::vector<std::string>* args, const std::vector<std::string>& names,
-            bool takes_value) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < args->size(); ++i) {
-    if (Is((*args)[i], names)) {
-      if (takes_value) ++i;
-      continue;
+ServerConfig ConfigFromCommand(const std::vector<std::string>& argv,
+                               std::vector<std::string>* dropped) {
+  ParsedServerCommand cmd = ParseServerArgv(argv);
+  if (dropped != nullptr) {
+    for (const auto* list : {&cmd.other, &cmd.invalid}) {
+      for (const auto& o : *list) {
+        const FlagSpec& f = Flag(o.flag);
+        dropped->emplace_back(f.spelling);
+        if (f.takes_value()) dropped->push_back(o.value);
+      }
     }
-    out.push_back((*args)[i]);
+    dropped->insert(dropped->end(), cmd.not_understood.begin(), cmd.not_understood.end());
   }
-  *args = std::move(out);
+  return cmd.config;
 }
 
-}  // namespace
-
-std::optional<std::string> FlagValue(const std::vector<std::string>& argv,
-                                     const std::vector<std::string>& names) {
-  for (std::size_t i = 1; i + 1 < argv.size(); ++i) {
-    if (Is(argv[i], names)) return argv[i + 1];
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> ServeArgv(const std::vector<std::string>& base,
-                                   const ServeCommandOptions& o) {
-  std::vector<std::string> args(base.begin() + (base.empty() ? 0 : 1), base.end());
-  Remove(&args, {"-m", "--model"}, true);
-  Remove(&args, {"--host"}, true);
-  Remove(&args, {"--port"}, true);
-  Remove(&args, {"--metrics"}, false);
-  Remove(&args, {"--no-slots"}, false);
-  if (o.threads) Remove(&args, {"-t", "--threads"}, true);
-  std::vector<std::string> argv = {o.server_path, "-m", o.model};
-  argv.insert(argv.end(), args.begin(), args.end());
-  if (o.threads) argv.insert(argv.end(), {"-t", std::to_string(*o.threads)});
-  argv.insert(argv.end(), {"--host", o.host, "--port", std::to_string(o.port), "--metrics"});
-  return argv;
-}
-
-Result<std::vector<std::string>> PlannedServerCommand(const std::string& model,
-                                                      const ServePlanOptions& o,
-                                                      std::vector<std::string>* notes) {
+Result<ServerConfig> PlannedServerConfig(const std::string& model, const ServePlanOptions& o,
+                                         std::vector<std::string>* notes) {
   PlanRequest r;
   if (o.vram_free) {
     r.vram_free = *o.vram_free;
@@ -100,15 +80,16 @@ Result<std::vector<std::string>> PlannedServerCommand(const std::string& model,
   r.ctx.n_seq = o.n_parallel;
   r.ctx.flash_attn = o.flash_attn;
   MOETUNE_ASSIGN_OR_RETURN(ModelInfo m, LoadModelInfo(model));
+  r.model_path = model;
   MOETUNE_ASSIGN_OR_RETURN(const Plan plan, PlanPlacement(m.gguf, m.arch, m.weights, r));
-  if (!plan.launch) {
+  if (!plan.config) {
     return Error(ErrorKind::kInvalidArgument,
                  fmt::format("{} does not fit a GPU with {} free even with every expert on the "
                              "CPU (moetune plan shows the breakdown); lower --ctx or raise --vram",
                              model, FormatBytes(Bytes(r.vram_free - r.reserve))));
   }
   if (notes != nullptr) notes->insert(notes->end(), plan.notes.begin(), plan.notes.end());
-  return ServerArgs(model, *plan.launch);
+  return *plan.config;
 }
 
 }  // namespace moetune

@@ -1,15 +1,18 @@
 #pragma once
 /// The llama-server command that `moetune serve` runs: the tuned or planned
-/// command (from `--from FILE`'s `command_argv`, or the plan made on the spot)
-/// with the engine's own llama-server, the model given on the command line,
-/// the address to listen on, and `--metrics` (watch needs it) and `/slots`
-/// (on by default; `--no-slots` is removed).
+/// configuration (from `--from FILE`'s command, read back into a ServerConfig,
+/// or the plan made on the spot) with the engine's own llama-server, the model
+/// given on the command line, the address to listen on, and `--metrics`
+/// (watch needs it); `/slots` stays on (its default). Only what a ServerConfig
+/// holds is started: a file's other flags (paths, logging, keys) never reach
+/// llama-server.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "config/server_config.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -22,10 +25,14 @@ struct ServeCommandOptions {
   std::optional<int> threads;  // -t, replacing the command's
 };
 
-/// `base` is a llama-server command as plan/tune print it
-/// ("llama-server -m M -ngl 99 --n-cpu-moe N ..."); argv[0] is replaced.
-std::vector<std::string> ServeArgv(const std::vector<std::string>& base,
-                                   const ServeCommandOptions& options);
+/// The command for `base` (its model, address and -t replaced by `options`').
+std::vector<std::string> ServeArgv(const ServerConfig& base, const ServeCommandOptions& options);
+
+/// The configuration of a command read from a `--from` file, and what of it is
+/// not started: `dropped` lists, as given, the flags a ServerConfig does not
+/// hold and the arguments moetune does not know.
+ServerConfig ConfigFromCommand(const std::vector<std::string>& argv,
+                               std::vector<std::string>* dropped);
 
 /// What `moetune serve` plans with when no --from file gives the command
 /// (the same meaning as `moetune plan`'s options).
@@ -40,15 +47,10 @@ struct ServePlanOptions {
   bool flash_attn = true;
 };
 
-/// Plans the model like `moetune plan` and returns its llama-server command
-/// (plan's `command_argv`). Errors name the problem (no VRAM figure, bad
-/// cache type, nothing fits).
-Result<std::vector<std::string>> PlannedServerCommand(const std::string& model,
-                                                      const ServePlanOptions& options,
-                                                      std::vector<std::string>* notes);
-
-/// The value of the first of `names` in `argv` (after argv[0]), if any.
-std::optional<std::string> FlagValue(const std::vector<std::string>& argv,
-                                     const std::vector<std::string>& names);
+/// Plans the model like `moetune plan` and returns its configuration (that of
+/// plan's `command_argv`). Errors name the problem (no VRAM figure, bad cache
+/// type, nothing fits).
+Result<ServerConfig> PlannedServerConfig(const std::string& model, const ServePlanOptions& options,
+                                         std::vector<std::string>* notes);
 
 }  // namespace moetune

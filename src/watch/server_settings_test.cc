@@ -19,7 +19,7 @@ TEST(ServerSettingsTest, FoldsAliases) {
        "blk\\.11\\.ffn_up_exps=CPU", "--override-tensor", "x=CPU"});
   EXPECT_EQ(a.NCpuMoe(), 12);
   EXPECT_EQ(a.NUbatch(), 1024);
-  EXPECT_EQ(a.Get("override_tensor"), "blk\\.11\\.ffn_up_exps=CPU,x=CPU");
+  EXPECT_EQ(a.config.placement.OverrideTensor(), "blk\\.11\\.ffn_up_exps=CPU,x=CPU");
   // Same model file name in another folder, host/port/metrics ignored.
   EXPECT_TRUE(CompareSettings(a, b).empty());
 }
@@ -34,8 +34,8 @@ TEST(ServerSettingsTest, ReadsALoaderCommandLine) {
   // The command to run again keeps the loader: the binary alone would not start.
   EXPECT_EQ(WithNCpuMoe(s, 2).front(), "/e/ld-linux-x86-64.so.2");
   EXPECT_EQ(s.Command().size(), 8u);
-  EXPECT_EQ(s.Get("threads"), "4");
-  EXPECT_FALSE(s.Get("n_cpu_moe").has_value());
+  EXPECT_EQ(s.config.threads, 4);
+  EXPECT_FALSE(s.NCpuMoe().has_value());
   EXPECT_EQ(s.NUbatch(), 512);
 }
 
@@ -57,16 +57,34 @@ TEST(ServerSettingsTest, DifferencesThatMatter) {
 TEST(ServerSettingsTest, EnvironmentAppliesOnlyWithoutTheFlag) {
   auto s = SettingsFromArgv({"llama-server", "-m", "m.gguf", "-c", "4096"});
   ApplyLlamaEnv({{"LLAMA_ARG_CTX_SIZE", "8192"}, {"LLAMA_ARG_N_CPU_MOE", "7"}, {"OTHER", "1"}}, &s);
-  EXPECT_EQ(s.Get("ctx_size"), "4096");
+  EXPECT_EQ(s.config.ctx_size, 4096);
   EXPECT_EQ(s.NCpuMoe(), 7);
 }
 
 TEST(ServerSettingsTest, OldBooleanFlashAttentionAndCpuMoe) {
   const auto s = SettingsFromArgv({"llama-server", "-fa", "-m", "m.gguf", "--cpu-moe"});
-  EXPECT_EQ(s.Get("flash_attn"), "on");
-  EXPECT_EQ(s.Get("model"), "m.gguf");
+  EXPECT_EQ(s.config.flash_attn, FlashAttn::kOn);
+  EXPECT_EQ(s.config.model, "m.gguf");
   EXPECT_TRUE(s.all_cpu_moe());
   EXPECT_FALSE(s.NCpuMoe().has_value());
+}
+
+TEST(ServerSettingsTest, OneValueInAnySpellingIsNoDifference) {
+  // -fa 1 is -fa on; an explicit f16 cache and -ub 512 are llama.cpp's defaults.
+  const auto tuned =
+      SettingsFromArgv({"llama-server", "-m", "m.gguf", "--n-cpu-moe", "12", "-fa", "on"});
+  const auto running = SettingsFromArgv(
+      {"llama-server", "-m", "m.gguf", "-ncmoe", "12", "-fa", "1", "-ctk", "f16", "-ub", "512"});
+  EXPECT_TRUE(CompareSettings(tuned, running).empty());
+  // What the vocabulary knows but a configuration does not hold is compared as given.
+  const auto split = SettingsFromArgv(
+      {"llama-server", "-m", "m.gguf", "--n-cpu-moe", "12", "-fa", "on", "-ts", "3,1"});
+  const auto d = CompareSettings(tuned, split);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "tensor_split");
+  EXPECT_EQ(d[0].expected, "(default)");
+  EXPECT_EQ(d[0].actual, "3,1");
+  EXPECT_EQ(SettingFlagName(d[0].key), "-ts");
 }
 
 TEST(ServerSettingsTest, TheFixChangesOnlyNCpuMoe) {

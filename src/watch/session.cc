@@ -3,40 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "plan/placement.h"
 #include "util/units.h"
 
 namespace moetune {
-namespace {
-
-std::string FlagName(const std::string& key) {
-  static const std::map<std::string, std::string> kNames = {
-      {"model", "-m"},
-      {"n_gpu_layers", "-ngl"},
-      {"n_cpu_moe", "--n-cpu-moe"},
-      {"cpu_moe", "--cpu-moe"},
-      {"ctx_size", "-c"},
-      {"n_batch", "-b"},
-      {"n_ubatch", "-ub"},
-      {"type_k", "-ctk"},
-      {"type_v", "-ctv"},
-      {"flash_attn", "-fa"},
-      {"override_tensor", "-ot"},
-      {"n_parallel", "-np"},
-      {"threads", "-t"},
-      {"threads_batch", "-tb"},
-      {"fit", "-fit"},
-      {"kv_unified", "-kvu"},
-      {"no_mmap", "--no-mmap"},
-      {"mlock", "--mlock"},
-      {"ctx_per_slot", "context per slot (/props)"}};
-  auto it = kNames.find(key);
-  return it == kNames.end() ? key : it->second;
-}
-
-}  // namespace
-
 WatchSession::WatchSession(SessionOptions options) : options_(std::move(options)) {
   reference_ = options_.expected;
   const int ub = reference_ ? reference_->NUbatch() : 512;
@@ -81,34 +53,33 @@ void WatchSession::UpdateSettingsAlarm(const std::vector<SettingDifference>& dif
 
 std::vector<AlarmEvent> WatchSession::SetServerProps(const ServerProps& props, double time_s,
                                                      bool restarted) {
-  // What /props reveals, in the same terms as a command line.
-  ServerSettings s;
-  if (!props.model_path.empty()) s.values["model"] = props.model_path;
-  if (props.total_slots > 0) s.values["n_parallel"] = std::to_string(props.total_slots);
-  if (props.n_ctx_per_slot > 0) s.values["ctx_per_slot"] = std::to_string(props.n_ctx_per_slot);
-  if (reference_ && !reference_->values.count("ctx_per_slot")) {
-    // Derive the tuned context per slot: -c / -np unless the cache is unified.
-    ServerSettings& r = *reference_;
-    const auto c = r.Get("ctx_size");
-    const int np = std::max(1, std::atoi(r.Get("n_parallel").value_or("1").c_str()));
-    if (c && !r.values.count("kv_unified"))
-      r.values["ctx_per_slot"] = std::to_string(std::atoll(c->c_str()) / np);
-  }
   std::vector<AlarmEvent> events;
   if (!reference_) {
+    // What /props reveals, in the same terms as a command line.
+    ServerSettings s;
+    s.config.model = props.model_path;
+    if (props.total_slots > 0) s.config.n_parallel = props.total_slots;
+    if (props.n_ctx_per_slot > 0) s.ctx_per_slot = props.n_ctx_per_slot;
     reference_ = s;
     return events;
   }
-  // Only the keys /props can tell are compared.
-  ServerSettings expected;
-  for (const char* k : {"model", "n_parallel", "ctx_per_slot"}) {
-    if (auto v = reference_->Get(k); v && s.values.count(k)) expected.values[k] = *v;
+  // Only what /props can tell is compared.
+  const ServerSettings& r = *reference_;
+  std::vector<SettingDifference> diff;
+  if (!props.model_path.empty() && !r.config.model.empty() &&
+      std::filesystem::path(props.model_path).filename() !=
+          std::filesystem::path(r.config.model).filename()) {
+    diff.push_back({Flag(FlagId::kModel).key, r.config.model, props.model_path});
   }
-  ServerSettings actual;
-  for (const auto& [k, v] : expected.values) actual.values[k] = s.values[k];
-  auto diff = CompareSettings(expected, actual);
-  for (const auto& [k, v] : expected.values) {
-    if (k == "ctx_per_slot" && v != actual.values[k]) diff.push_back({k, v, actual.values[k]});
+  if (props.total_slots > 0 && r.config.n_parallel > 0 &&
+      props.total_slots != r.config.n_parallel) {
+    diff.push_back({Flag(FlagId::kParallel).key, std::to_string(r.config.n_parallel),
+                    std::to_string(props.total_slots)});
+  }
+  if (const auto per_slot = r.CtxPerSlot();
+      per_slot && props.n_ctx_per_slot > 0 && *per_slot != props.n_ctx_per_slot) {
+    diff.push_back(
+        {"ctx_per_slot", std::to_string(*per_slot), std::to_string(props.n_ctx_per_slot)});
   }
   UpdateSettingsAlarm(diff, time_s, restarted, &events);
   return events;
@@ -322,7 +293,7 @@ Alarm WatchSession::SettingsAlarm(const std::vector<SettingDifference>& diff, do
   a.title = tuned ? "other settings than tuned" : "other settings than when the watch started";
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& d : diff) {
-    a.evidence.push_back(fmt::format("{}: {} {}, running {}", FlagName(d.key),
+    a.evidence.push_back(fmt::format("{}: {} {}, running {}", SettingFlagName(d.key),
                                      tuned ? "tuned" : "before", d.expected, d.actual));
     rows.push_back({{"setting", d.key}, {"expected", d.expected}, {"actual", d.actual}});
   }

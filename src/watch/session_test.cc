@@ -22,8 +22,8 @@ TEST(SessionTest, RunningWithOtherSettingsThanTunedRaisesAndClears) {
   auto same = s.SetServerSettings(Tuned(), 0, false);
   EXPECT_TRUE(same.empty());
   auto changed = Tuned();
-  changed.values["n_cpu_moe"] = "9";
-  changed.values["ctx_size"] = "65536";
+  changed.config.placement.n_cpu_moe = 9;
+  changed.config.ctx_size = 65536;
   auto ev = s.SetServerSettings(changed, 10, true);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_TRUE(ev[0].raised);
@@ -45,7 +45,7 @@ TEST(SessionTest, WithoutTunedSettingsTheFirstOnesAreTheReference) {
   WatchSession s(SessionOptions{});
   EXPECT_TRUE(s.SetServerSettings(Tuned(), 0, false).empty());
   auto other = Tuned();
-  other.values["threads"] = "4";
+  other.config.threads = 4;
   auto ev = s.SetServerSettings(other, 5, true);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_NE(ev[0].alarm.title.find("than when the watch started"), std::string::npos);

@@ -22,7 +22,7 @@ std::shared_ptr<const Baseline> BaselineFor(const std::optional<TunedFile>& tune
     // A fine fill (-ot on top of --n-cpu-moe N) sits between N and N + 1: the
     // prediction of N + 1 is the one the server cannot beat.
     std::optional<int> n = n_cpu_moe;
-    if (n && settings.Get("override_tensor")) *n += 1;
+    if (n && !settings.config.placement.OverrideTensor().empty()) *n += 1;
     auto b = BaselineFromPlanPrediction(*tuned->prediction, n, tuned->path, notes);
     if (b.ok()) return std::shared_ptr<const Baseline>(std::move(b).value());
     if (notes != nullptr) notes->push_back(b.error().message());

@@ -104,9 +104,9 @@ struct SimServer {
     RunConfig c;
     c.model = model;
     c.placement.n_cpu_moe = n_cpu_moe;
-    c.placement.ctx_size = n_ctx;
-    c.placement.n_ubatch = n_ubatch;
-    c.placement.flash_attn = "on";
+    c.ctx_size = n_ctx;
+    c.n_ubatch = n_ubatch;
+    c.flash_attn = FlashAttn::kOn;
     c.threads = threads;
     c.n_depth = n_depth;
     c.n_prompt = n_prompt;
@@ -244,7 +244,7 @@ inline std::shared_ptr<const Baseline> SimMeasured(const SimServer& server,
   for (int d : depths) {
     for (bool pp : {true, false}) {
       RunConfig c = server.Config(d, pp ? 512 : 0, pp ? 0 : 128);
-      c.placement.ctx_size.reset();  // llama-bench sizes its own context
+      c.ctx_size = 0;  // llama-bench sizes its own context
       c.repetitions = 5;
       configs.push_back(c);
     }

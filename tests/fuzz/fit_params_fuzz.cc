@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "config/tensor_override.h"
 #include "engine/fit_params.h"
-#include "engine/tensor_override.h"
 #include "fuzz_check.h"
 
 namespace {

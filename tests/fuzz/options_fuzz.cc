@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "config/server_argv.h"
 #include "engine/perf_bridge.h"
 #include "engine/run_config.h"
 #include "fuzz_check.h"
@@ -37,7 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)SplitList(text);
   (void)ParseKvCacheType(text);
-  (void)NormalizeFlashAttn(text);
+  (void)ParseFlashAttn(text);
+  (void)ParseLoadMode(text);
+  (void)ParseServerArgv({"llama-server", std::string(text), std::string(text)});
   if (auto bw = ParseBandwidthGbps(text); bw.ok()) Check(*bw > 0, "bandwidth positive");
   CpuSpec cpu;
   if (ParseCpuShape(text, &cpu).ok()) Check(cpu.p_cores >= 1 && cpu.smt >= 1, "cores");

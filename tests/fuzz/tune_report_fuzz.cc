@@ -1,7 +1,8 @@
 // libFuzzer target for `moetune report TUNE.json`: a tune's JSON read back
 // (report/tune_reader.h) and rendered in every form. Properties beyond "no
 // crash, no sanitizer report": an accepted tune has a command; its JSON is
-// valid UTF-8 and reads back to the same JSON; the text, both report formats
+// valid UTF-8 and reads back to the same JSON; its command reads back as its
+// pick (config/server_argv.h); the text, both report formats
 // and every --emit format render (emitting may refuse a command, never crash).
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "config/server_argv.h"
 #include "report/emit.h"
 #include "report/tune_document.h"
 #include "report/tune_reader.h"
@@ -32,7 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (j.is_discarded()) return 0;
   auto t = TuneReportFromJson(j);
   if (!t.ok()) return 0;
-  Check(!t->server_argv.empty(), "accepted tune has a command");
+  Check(!t->Command().empty(), "accepted tune has a command");
+  // The command is the pick's: it reads back to the same configuration.
+  Check(ParseServerArgv(t->Command()).config == t->result.best, "command reads back as the pick");
   bool replaced = false;
   const nlohmann::json again = TuneJson(*t);
   Check(IsValidUtf8(DumpJson(again, 2, &replaced)), "JSON is valid UTF-8");

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "config/server_argv.h"
 #include "engine/bench_jsonl.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
@@ -66,7 +67,7 @@ TEST_F(EngineTest, ThreadSweepLoadsTheModelOnce) {
   for (int t : {1, 2}) {
     for (int ub : {32, 64}) {
       RunConfig c = Config(16, 0, t);
-      c.placement.n_ubatch = ub;
+      c.n_ubatch = ub;
       c.repetitions = 1;
       configs.push_back(c);
     }
@@ -101,7 +102,7 @@ TEST_F(EngineTest, PlannedOrderIsTheInstalledLlamaBenchsOrder) {
     for (int b : {512, 1024}) {
       for (auto [p, n] : {std::pair{0, 2}, std::pair{8, 0}}) {
         RunConfig c = Config(p, n, t);
-        c.placement.n_batch = b;
+        c.n_batch = b;
         c.repetitions = 1;
         configs.push_back(c);
       }
@@ -123,7 +124,7 @@ TEST_F(EngineTest, PlannedOrderIsTheInstalledLlamaBenchsOrder) {
   for (std::size_t k = 0; k < records.size(); ++k) {
     const RunConfig& c = configs[plan[0].configs[k]];
     EXPECT_EQ(records[k].n_threads, c.threads) << "test " << k + 1;
-    EXPECT_EQ(records[k].n_batch, c.placement.n_batch) << "test " << k + 1;
+    EXPECT_EQ(records[k].n_batch, c.n_batch) << "test " << k + 1;
     EXPECT_EQ(records[k].n_prompt, c.n_prompt) << "test " << k + 1;
     EXPECT_EQ(records[k].n_gen, c.n_gen) << "test " << k + 1;
   }
@@ -133,7 +134,7 @@ TEST_F(EngineTest, FlashAttnOneIsMeasuredAndKept) {
   // "-fa 1" came back as flash_attn 1 and the result was dropped as unparseable.
   RunConfig c = Config(0, 4);
   c.repetitions = 1;
-  c.placement.flash_attn = "1";
+  c.flash_attn = *ParseFlashAttn("1");
   LlamaBenchEngine engine(*info_);
   const RunResult r = engine.RunOne(c);
   ASSERT_TRUE(r.ok()) << r.failure->message;
@@ -143,7 +144,10 @@ TEST_F(EngineTest, FlashAttnOneIsMeasuredAndKept) {
 TEST_F(EngineTest, OverridesWithCommasReachTheEngineAsOneRuleSet) {
   RunConfig c = Config(0, 4);
   c.repetitions = 1;
-  c.placement.override_tensor = "blk\\.[0-9]{1,2}\\.ffn_up_exps=CPU,blk\\.0\\.ffn_down_exps=CPU";
+  ASSERT_TRUE(
+      c.placement
+          .SetOverrideTensor("blk\\.[0-9]{1,2}\\.ffn_up_exps=CPU,blk\\.0\\.ffn_down_exps=CPU")
+          .ok());
   LlamaBenchEngine engine(*info_);
   const BenchRun run = engine.Run({c});
   ASSERT_TRUE(run.results[0].ok()) << run.results[0].failure->message;
@@ -219,13 +223,15 @@ TEST_F(EngineTest, EngineKilledBySignal) {
 }
 
 TEST_F(EngineTest, InvalidFlagValueIsRejectedByTheEngine) {
+  // A ggml type llama-bench does not take for the KV cache (typed values that
+  // the engine itself refuses: its words are the failure).
   RunConfig c = Config(16, 0);
-  c.placement.flash_attn = "maybe";
+  c.type_k = ggml_type::kQ4_K;
   LlamaBenchEngine engine(*info_);
   const RunResult r = engine.RunOne(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.failure->kind, FailureKind::kInvalidConfig) << r.failure->message;
-  EXPECT_NE(r.failure->message.find("-fa"), std::string::npos) << r.failure->message;
+  EXPECT_NE(r.failure->message.find("-ctk"), std::string::npos) << r.failure->message;
 }
 
 TEST_F(EngineTest, MissingEngine) {
@@ -243,18 +249,24 @@ TEST_F(EngineTest, MissingEngine) {
 }
 
 TEST_F(EngineTest, FitParamsOracleReportsHostSizes) {
-  auto r = RunFitParams(*info_, model_, {"-c", "4096"});
+  auto fit = [&](const std::string& model, int64_t ctx) {
+    ServerConfig c = UnsetServerConfig();
+    c.model = model;
+    c.ctx_size = ctx;
+    return RunFitParams(*info_, c);
+  };
+  auto r = fit(model_, 4096);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const FitParamsDevice* host = r->Find("Host");
   ASSERT_NE(host, nullptr);
   EXPECT_GT(host->model_bytes.count(), 0);
   EXPECT_GT(host->context_bytes.count(), 0);
   // A larger context needs a larger KV cache.
-  auto big = RunFitParams(*info_, model_, {"-c", "16384"});
+  auto big = fit(model_, 16384);
   ASSERT_TRUE(big.ok());
   EXPECT_GT(big->Find("Host")->context_bytes, host->context_bytes);
 
-  auto bad = RunFitParams(*info_, dir_->File("missing.gguf"), {"-c", "4096"});
+  auto bad = fit(dir_->File("missing.gguf"), 4096);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("missing.gguf"), std::string::npos) << bad.error().message();
 }

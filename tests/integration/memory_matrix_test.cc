@@ -3,8 +3,8 @@
 // per device through the engine's ggml-rpc-server (RPC0 and Host), for every
 // synth preset at full scale (header-only sparse files: the dry run reads no
 // weights). Tolerances: weights and context 1%, compute 15% (plus the engine's
-// whole-MiB truncation). The flags passed to the engine come from
-// MemoryShapingFlags, the source of the commands `plan` prints.
+// whole-MiB truncation). The flags passed to the engine are a plan's
+// ServerConfig written by ServerArgv, the source of the commands `plan` prints.
 //
 // CI runs a subset (every preset once, every flag combination for three
 // presets, device splits for five); MOETUNE_MEMORY_MATRIX=full runs the whole
@@ -21,6 +21,7 @@
 #include <regex>
 #include <sstream>
 
+#include "config/server_argv.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "gguf/ggml_type.h"
@@ -176,10 +177,29 @@ Matrix* Matrix::Get() {
 // Registered before the tests run, so that TearDown writes the report.
 [[maybe_unused]] const Matrix* const kRegistered = Matrix::Get();
 
-std::string Describe(const LaunchConfig& c) { return ShellJoin(MemoryShapingFlags(c)); }
+// A configuration of the matrix: a placement and a context, as a plan holds them.
+struct MatrixCase {
+  WeightPlacement placement;
+  ContextParams ctx;
+  bool moe = false;
+};
+
+// The configuration as `plan` prints it (config/server_config.h PlannedConfig).
+ServerConfig ConfigOf(const MatrixCase& c, const std::string& model) {
+  return PlannedConfig(model, c.placement, c.ctx, c.moe);
+}
+
+// Its memory-shaping flags: the command without the model and -fit off.
+std::string Describe(const MatrixCase& c) {
+  std::vector<FlagSetting> shaping;
+  for (const auto& s : ConfigSettings(ConfigOf(c, ""))) {
+    if (s.flag != FlagId::kFit) shaping.push_back(s);
+  }
+  return ShellJoin(SettingsArgv(shaping));
+}
 
 // Runs the engine's dry run for `launch` and compares every device line.
-void CheckCase(const std::string& preset, const LaunchConfig& launch, bool rpc) {
+void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
   Matrix* m = Matrix::Get();
   const EngineInfo* engine = m->Engine();
   ASSERT_NE(engine, nullptr) << "llama.cpp not found: run scripts/setup-engine.sh";
@@ -191,8 +211,8 @@ void CheckCase(const std::string& preset, const LaunchConfig& launch, bool rpc) 
     fo.rpc = m->RpcEndpoint();
     ASSERT_FALSE(fo.rpc.empty()) << "ggml-rpc-server did not start";
   }
-  std::vector<std::string> argv =
-      FitParamsArgv(*engine, CommandModelPath(*model), MemoryShapingFlags(launch), fo);
+  const ServerConfig config = ConfigOf(launch, CommandModelPath(*model));
+  std::vector<std::string> argv = FitParamsArgv(*engine, config, fo);
   argv.push_back("-v");
   // The engine's logger is asynchronous and can drop the tail of its verbose
   // log at exit; rerun until the compute lines (the last ones needed) arrive.
@@ -222,7 +242,7 @@ void CheckCase(const std::string& preset, const LaunchConfig& launch, bool rpc) 
   for (const auto& d : *devices)
     sizes.push_back(
         {d.name, d.model_bytes.count(), d.context_bytes.count(), d.compute_bytes.count()});
-  auto check = ComparePlanWithEngine(model->gguf, model->arch, model->weights, launch, sizes);
+  auto check = ComparePlanWithEngine(model->gguf, model->arch, model->weights, config, sizes);
   ASSERT_TRUE(check.ok()) << check.error().message();
   ASSERT_EQ(check->rows.size(), rpc ? 2u : 1u) << r.out;
   for (const CheckRow& row : check->rows) {
@@ -260,8 +280,8 @@ void CheckCase(const std::string& preset, const LaunchConfig& launch, bool rpc) 
   }
 }
 
-LaunchConfig Launch(const ModelInfo& m, int64_t ctx, int64_t ub, bool fa, int np) {
-  LaunchConfig c;
+MatrixCase Launch(const ModelInfo& m, int64_t ctx, int64_t ub, bool fa, int np) {
+  MatrixCase c;
   c.moe = m.arch.is_moe() && m.weights.expert_total() > 0;
   c.placement.n_gpu_layers = static_cast<int>(m.weights.layers.size()) + 1;
   c.ctx.n_ctx = ctx;
@@ -305,13 +325,13 @@ TEST_P(MemoryMatrix, HostSizesMatchTheEngine) {
         for (int np : nps) CheckCase(preset, Launch(*m, c, u, fa, np), false);
   if (grid) {
     // Quantized cache, a batch below the micro-batch, a micro-batch beyond the context.
-    LaunchConfig q = Launch(*m, 32768, 512, true, 1);
+    MatrixCase q = Launch(*m, 32768, 512, true, 1);
     q.ctx.type_k = q.ctx.type_v = ggml_type::kQ8_0;
     CheckCase(preset, q, false);
-    LaunchConfig b = Launch(*m, 8192, 1024, true, 1);
+    MatrixCase b = Launch(*m, 8192, 1024, true, 1);
     b.ctx.n_batch = 256;
     CheckCase(preset, b, false);
-    LaunchConfig tiny_ctx = Launch(*m, 512, 4096, true, 1);
+    MatrixCase tiny_ctx = Launch(*m, 512, 4096, true, 1);
     tiny_ctx.ctx.n_batch = 4096;
     CheckCase(preset, tiny_ctx, false);
     // Slots that do not divide the micro-batch (the reserve rounds the tokens up).
@@ -334,7 +354,7 @@ TEST_P(MemoryMatrixRpc, DeviceSplitMatchesTheEngineThroughRpc) {
   std::vector<bool> fas = FullMatrix() ? std::vector<bool>{true, false} : std::vector<bool>{true};
   for (bool fa : fas) {
     for (int k : {0, 1, n / 2, n}) {
-      LaunchConfig c = Launch(*m, 4096, 512, fa, 1);
+      MatrixCase c = Launch(*m, 4096, 512, fa, 1);
       if (moe) {
         c.placement.n_gpu_layers = 99;
         c.placement.n_cpu_moe = k;
@@ -346,14 +366,14 @@ TEST_P(MemoryMatrixRpc, DeviceSplitMatchesTheEngineThroughRpc) {
   }
   if (moe) {
     // A fine fill: --n-cpu-moe N-1 plus -ot keeping one expert tensor of layer N-1 on the CPU.
-    LaunchConfig c = Launch(*m, 4096, 512, true, 1);
+    MatrixCase c = Launch(*m, 4096, 512, true, 1);
     c.placement.n_gpu_layers = 99;
     c.placement.n_cpu_moe = n / 2 - 1;
     c.placement.override_layer = n / 2 - 1;
     c.placement.override_kinds = {"ffn_down_exps"};
     CheckCase(preset, c, true);
     // Four slots, one cache each, no flash attention.
-    LaunchConfig s = Launch(*m, 32768, 512, false, 4);
+    MatrixCase s = Launch(*m, 32768, 512, false, 4);
     s.placement.n_gpu_layers = 99;
     s.placement.n_cpu_moe = n / 2;
     CheckCase(preset, s, true);

@@ -27,9 +27,9 @@ class ServerTest : public TinyModelSuite {
   static void SetUpTestSuite() { SetUpModel("server model.gguf"); }
   ServerOptions Options() const {
     ServerOptions o;
-    o.model = model_;
-    o.placement.ctx_size = 1024;
-    o.threads = 1;
+    o.config.model = model_;
+    o.config.ctx_size = 1024;
+    o.config.threads = 1;
     o.health_timeout = std::chrono::milliseconds(120000);
     return o;
   }
@@ -61,7 +61,7 @@ TEST_F(ServerTest, BadModelFailsWithTheEnginesMessage) {
   const std::string bad = dir_->File("bad.gguf");
   std::ofstream(bad) << "not a gguf file at all";
   ServerOptions o = Options();
-  o.model = bad;
+  o.config.model = bad;
   auto server = LlamaServer::Start(*info_, o);
   ASSERT_FALSE(server.ok());
   EXPECT_NE(server.error().message().find("model_load"), std::string::npos)

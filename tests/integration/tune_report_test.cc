@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "chromium.h"
+#include "config/server_argv.h"
 #include "plan/launch.h"
 #include "report/emit.h"
 #include "report/emit_test_util.h"
@@ -44,8 +45,10 @@ std::vector<std::string> RecordedCommand(const std::string& path) {
   for (size_t i = 1; i + 1 < argv.size(); ++i) {
     if (argv[i] == "-m") argv[i + 1] = fs::absolute(argv[i + 1]).lexically_normal().string();
   }
-  auto canon = CanonicalServerArgv(argv);
-  return canon.ok() ? *canon : std::vector<std::string>{};
+  // In the one writer's form (config/server_argv.h): what every format carries.
+  const ParsedServerCommand p = ParseServerArgv(argv);
+  if (!p.other.empty() || !p.invalid.empty() || !p.not_understood.empty()) return {};
+  return ServerArgv(p.config);
 }
 
 // Every emitted format of `source` (a recorded tune, or a `tune` command line
@@ -63,7 +66,7 @@ void ExpectEveryFormatParsesBack(const std::vector<std::string>& prefix,
   EXPECT_EQ(testing::ShellWords(emit("server")), argv);
   EXPECT_EQ(testing::ArgvFromEnv(emit("env")), argv);
   EXPECT_EQ(testing::ArgvFromIni(emit("ini")), argv);
-  auto compose = ComposeServerArgv(argv);
+  auto compose = ComposeServerArgv(ParseServerArgv(argv).config);
   ASSERT_TRUE(compose.ok());
   EXPECT_EQ(testing::ArgvFromCompose(emit("compose")), *compose);
 }
@@ -81,7 +84,9 @@ TEST(TuneReportHtml, RecordedTuneOfACpuOnlyEngine) {
   EXPECT_NE(text.find("Placement was not measured: the engine has no GPU device"),
             std::string::npos);
   EXPECT_NE(text.find("x faster than llama.cpp&#39;s defaults"), std::string::npos);
-  EXPECT_NE(text.find("llama-server -m qwen3moe-tiny.gguf -ngl 99 --n-cpu-moe 8 -c 1024 -t 1"),
+  // The recorded command, written again by the one argv writer (its flag order).
+  EXPECT_NE(text.find("llama-server -m qwen3moe-tiny.gguf -ngl 99 --n-cpu-moe 8 -c 1024 -np 1 "
+                      "-ub 512 -b 2048 -fa on -t 1 -fit off"),
             std::string::npos);
   // The same tune as Markdown, and as text (what `tune` printed).
   const std::string md = dir.File("tune.md");

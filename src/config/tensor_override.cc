@@ -1,4 +1,4 @@
-#include "engine/tensor_override.h"
+#include "config/tensor_override.h"
 
 #include <fmt/format.h>
 

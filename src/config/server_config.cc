@@ -1,0 +1,233 @@
+#include "config/server_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "util/text.h"
+
+namespace moetune {
+namespace {
+
+// The routed-expert tensors of one layer, as llama.cpp's --n-cpu-moe names
+// them (common/arg.cpp llm_ffn_exps_block_regex).
+constexpr const char* kExpertKinds = "ffn_(up|down|gate|gate_up)_(ch|)exps";
+
+// `blk\.L\.(kind|kind)` with buffer CPU: the fine fill as OverrideValue writes it.
+bool FineFillFrom(const OverrideRule& r, ExpertTensorsOnCpu* out) {
+  constexpr std::string_view kPrefix = "blk\\.";
+  std::string_view p = r.pattern;
+  if (r.buft != "CPU" || p.substr(0, kPrefix.size()) != kPrefix) return false;
+  p.remove_prefix(kPrefix.size());
+  const std::string_view digits = LeadingDigits(p);
+  ExpertTensorsOnCpu f;
+  const auto layer = digits.size() <= 6 ? ParseIntInRange(digits, 0, 999999) : std::nullopt;
+  if (!layer) return false;
+  f.layer = static_cast<int>(*layer);
+  p.remove_prefix(digits.size());
+  if (p.substr(0, 3) != "\\.(" || p.size() < 5 || p.back() != ')') return false;
+  p = p.substr(3, p.size() - 4);
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t bar = p.find('|', start);
+    if (bar == std::string_view::npos) bar = p.size();
+    const std::string_view kind = p.substr(start, bar - start);
+    if (kind.empty() ||
+        kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string_view::npos)
+      return false;
+    f.kinds.emplace_back(kind);
+    start = bar + 1;
+  }
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace
+
+Status Placement::AddOverrideTensor(std::string_view value) {
+  MOETUNE_ASSIGN_OR_RETURN(const std::vector<OverrideRule> rules, ParseTensorOverrides(value));
+  // A leading run of fine-fill rules becomes the fine fill (so that writing
+  // them again gives the same value); the rest stays as given.
+  for (const auto& r : rules) {
+    ExpertTensorsOnCpu f;
+    if (overrides.empty() && FineFillFrom(r, &f)) {
+      fine_fill.push_back(std::move(f));
+    } else {
+      overrides.push_back(r);
+    }
+  }
+  return OkStatus();
+}
+
+Status Placement::SetOverrideTensor(std::string_view value) {
+  fine_fill.clear();
+  overrides.clear();
+  if (value.empty()) return OkStatus();
+  return AddOverrideTensor(value);
+}
+
+std::vector<OverrideRule> Placement::Rules() const {
+  std::vector<OverrideRule> out;
+  if (cpu_experts == CpuExpertsFrom::kLast && n_cpu_moe > 0 && n_layer > 0) {
+    std::string layers;
+    for (int i = std::max(0, n_layer - n_cpu_moe); i < n_layer; ++i)
+      layers += (layers.empty() ? "" : "|") + std::to_string(i);
+    out.push_back({fmt::format("blk\\.({})\\.{}", layers, kExpertKinds), "CPU"});
+  }
+  for (const auto& f : fine_fill) {
+    const std::string value = OverrideValue(f.layer, f.kinds);
+    out.push_back({value.substr(0, value.size() - 4), "CPU"});  // without "=CPU"
+  }
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
+}
+
+std::string Placement::OverrideTensor() const {
+  const std::vector<OverrideRule> rules = Rules();
+  if (rules.empty()) return "";
+  // common/arg.cpp splits -ot at ',': patterns go without ',', ';' or '=' (an
+  // unparseable pattern is passed as given, for the engine to refuse).
+  auto value = OverridesForCommon(rules);
+  if (value.ok()) return *value;
+  std::string joined;
+  for (const auto& r : rules) joined += (joined.empty() ? "" : ",") + r.pattern + "=" + r.buft;
+  return joined;
+}
+
+int Placement::WrittenNCpuMoe() const {
+  if (all_cpu_moe || cpu_experts == CpuExpertsFrom::kLast) return -1;
+  return n_cpu_moe;
+}
+
+const char* FlashAttnName(FlashAttn fa) {
+  switch (fa) {
+    case FlashAttn::kDefault:
+      return "";
+    case FlashAttn::kOn:
+      return "on";
+    case FlashAttn::kOff:
+      return "off";
+    case FlashAttn::kAuto:
+      return "auto";
+  }
+  return "";
+}
+
+Result<FlashAttn> ParseFlashAttn(std::string_view value) {
+  if (value.empty()) return FlashAttn::kDefault;
+  if (value == "on" || value == "enabled" || value == "true" || value == "1") return FlashAttn::kOn;
+  if (value == "off" || value == "disabled" || value == "false" || value == "0")
+    return FlashAttn::kOff;
+  if (value == "auto" || value == "-1") return FlashAttn::kAuto;
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("flash attention '{}' is not on, off or auto (llama.cpp also accepts "
+                           "1/0/-1, true/false, enabled/disabled)",
+                           value));
+}
+
+const char* LoadModeName(LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kDefault:
+      return "";
+    case LoadMode::kAuto:
+      return "auto";
+    case LoadMode::kNone:
+      return "none";
+    case LoadMode::kMmap:
+      return "mmap";
+    case LoadMode::kMlock:
+      return "mlock";
+    case LoadMode::kMmapMlock:
+      return "mmap+mlock";
+    case LoadMode::kDio:
+      return "dio";
+  }
+  return "";
+}
+
+Result<LoadMode> ParseLoadMode(std::string_view value) {
+  for (LoadMode m : {LoadMode::kDefault, LoadMode::kAuto, LoadMode::kNone, LoadMode::kMmap,
+                     LoadMode::kMlock, LoadMode::kMmapMlock, LoadMode::kDio}) {
+    if (value == LoadModeName(m)) return m;
+  }
+  return Error(
+      ErrorKind::kInvalidArgument,
+      fmt::format("load mode '{}' is not auto, none, mmap, mlock, mmap+mlock or dio", value));
+}
+
+const char* SwitchName(Switch s) {
+  switch (s) {
+    case Switch::kDefault:
+      return "";
+    case Switch::kOn:
+      return "on";
+    case Switch::kOff:
+      return "off";
+  }
+  return "";
+}
+
+std::string OverrideValue(int layer, const std::vector<std::string>& kinds) {
+  std::string alt;
+  for (size_t i = 0; i < kinds.size(); ++i) alt += (i ? "|" : "") + kinds[i];
+  return fmt::format("blk\\.{}\\.({})=CPU", layer, alt);
+}
+
+ContextParams ContextOf(const ServerConfig& c, ReserveOutputs reserve, int64_t model_ctx) {
+  ContextParams x;
+  x.n_ctx = c.ctx_size > 0 ? c.ctx_size : (model_ctx > 0 ? model_ctx : 4096);
+  // llama-server's -np -1 (auto) is 4 slots with one unified cache
+  // (tools/server/server.cpp: params.n_parallel = 4, kv_unified = true).
+  const bool auto_slots = c.n_parallel <= 0;
+  x.n_seq = auto_slots ? 4 : c.n_parallel;
+  x.kv_unified = c.kv_unified == Switch::kOn || (auto_slots && c.kv_unified != Switch::kOff);
+  x.type_k = c.type_k;
+  x.type_v = c.type_v;
+  x.n_ubatch = c.n_ubatch;
+  x.n_batch = c.n_batch;
+  x.flash_attn = c.flash_attn != FlashAttn::kOff;
+  x.reserve_outputs = reserve;
+  return x;
+}
+
+Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c, bool has_device) {
+  const Placement& p = c.placement;
+  if (!p.overrides.empty() || p.cpu_experts == CpuExpertsFrom::kLast || p.fine_fill.size() > 1 ||
+      p.devices.size() > 1 || p.all_cpu_moe) {
+    return Error(ErrorKind::kInvalidArgument,
+                 "the memory map covers -ngl, --n-cpu-moe and one fine-filled layer on one "
+                 "device; this placement holds more (other -ot rules, --cpu-moe, experts of the "
+                 "last layers or several devices)");
+  }
+  WeightPlacement w;
+  w.has_device = has_device;
+  w.n_gpu_layers = p.n_gpu_layers < 0 ? 999 : p.n_gpu_layers;
+  w.n_cpu_moe = std::max(0, p.n_cpu_moe);
+  if (!p.fine_fill.empty()) {
+    w.override_layer = p.fine_fill.front().layer;
+    w.override_kinds = p.fine_fill.front().kinds;
+  }
+  return w;
+}
+
+ServerConfig PlannedConfig(const std::string& model, const WeightPlacement& placement,
+                           const ContextParams& ctx, bool moe) {
+  ServerConfig c;
+  c.model = model;
+  c.placement.n_gpu_layers = placement.n_gpu_layers;
+  c.placement.n_cpu_moe = moe ? placement.n_cpu_moe : -1;
+  if (placement.override_layer >= 0 && !placement.override_kinds.empty())
+    c.placement.fine_fill.push_back({placement.override_layer, placement.override_kinds});
+  c.ctx_size = ctx.n_ctx;
+  c.n_parallel = ctx.n_seq;
+  if (ctx.kv_unified && ctx.n_seq > 1) c.kv_unified = Switch::kOn;
+  c.n_ubatch = static_cast<int>(ctx.n_ubatch);
+  c.n_batch = static_cast<int>(ctx.n_batch);
+  c.flash_attn = ctx.flash_attn ? FlashAttn::kOn : FlashAttn::kOff;
+  c.type_k = ctx.type_k;
+  c.type_v = ctx.type_v;
+  c.fit = Switch::kOff;
+  return c;
+}
+
+}  // namespace moetune
