@@ -114,7 +114,7 @@ std::optional<Summary> SummaryFrom(Fields& f, const json& j, const char* key,
   s.stddev = f.OptNum(*o, "sd", w);
   s.n = static_cast<std::size_t>(f.OptInt(*o, "n", w, 0, 1 << 20).value_or(1));
   s.median = f.OptNum(*o, "median", w).value_or(s.mean);
-  s.min = s.max = s.mean;
+  s.min = s.max = s.best = s.mean;
   return s;
 }
 
