@@ -41,14 +41,19 @@ Summary Summarize(const std::vector<double>& samples);
 /// read 1094 t/s beside five of 548-681, while honest repetitions on a busy
 /// machine spread by up to about a third.
 inline constexpr double kLoneOutlierRatio = 1.5;
+/// ... when at least this many samples remain below it to stand for the
+/// machine. With two, a fast sample is as likely the truth beside two
+/// disturbed repetitions (995 t/s beside 646 and 519 in a simulated run with
+/// 4% of repetitions slowed 1.25-2x) as an artefact beside two honest ones.
+inline constexpr std::size_t kLoneOutlierMinOthers = 3;
 
 /// The best repetition of a test, the one rule every reader of speeds uses
 /// (tune's collapse rule, analyze, the calibration): interference from other
 /// processes only ever slows a repetition down, so the fastest one is the least
 /// biased estimate of what the machine can do - except a fastest sample that
-/// stands alone more than kLoneOutlierRatio above the next while at least two
-/// others remain (dropped, and again for the next one). With two samples the
-/// faster one counts. 0 for no samples.
+/// stands alone more than kLoneOutlierRatio above the next while at least
+/// kLoneOutlierMinOthers others remain (dropped, and again for the next one).
+/// With fewer samples the fastest counts. 0 for no samples.
 double BestRepetition(std::vector<double> samples);
 
 /// Median of a series (0 for an empty one).
