@@ -17,6 +17,7 @@
 #include "engine/tensor_override.h"
 #include "report/bench_report.h"
 #include "report/command_documents.h"
+#include "tune/analysis.h"
 #include "util/subprocess.h"
 #include "util/utf8.h"
 
@@ -219,8 +220,10 @@ int Run(const BenchArgs& a) {
   }
   if (auto st = WriteOutput(a.output, text, inputs); !st.ok()) return ReportError(st.error());
   if (!a.report.empty()) {
-    auto st =
-        WriteReportFile(a.report, BenchDocument(run, *info, wall, OwnCommandLine()), {a.model});
+    // The reading of the sweep (N curve, threads, micro-batch) the report draws.
+    const Analysis analysis = Analyze(run.results, AnalysisOptions{});
+    auto st = WriteReportFile(a.report, BenchDocument(run, analysis, *info, wall, OwnCommandLine()),
+                              {a.model});
     if (!st.ok()) return ReportError(st.error());
   }
   if (run.FailureCount() > 0) {

@@ -12,11 +12,11 @@
 #include "cli/command.h"
 #include "cli/tune_output.h"
 #include "cli/validators.h"
+#include "doctor/doctor.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
 #include "engine/sim_engine.h"
 #include "hw/cpu_topology.h"
-#include "doctor/doctor.h"
 #include "model/model_info.h"
 #include "report/tune_report.h"
 #include "tune/journal.h"
@@ -289,7 +289,7 @@ int Run(const TuneArgs& a) {
       std::cerr << fmt::format(
                        "\r\033[K[{}] {} measured{}, {:.0f} s elapsed, at most {:.0f} s "
                        "left  {}",
-                       p.phase, p.measured,
+                       TunePhaseName(p.phase), p.measured,
                        p.resumed ? fmt::format(" + {} resumed", p.resumed) : "", p.elapsed_seconds,
                        left, p.current)
                 << std::flush;
