@@ -18,6 +18,7 @@
 #include "engine/llama_bench.h"
 #include "report/bench_report.h"
 #include "report/command_documents.h"
+#include "tune/analysis.h"
 #include "util/subprocess.h"
 #include "util/utf8.h"
 
@@ -239,8 +240,10 @@ int Run(const BenchArgs& a) {
   }
   if (auto st = WriteOutput(a.output, text, inputs); !st.ok()) return ReportError(st.error());
   if (!a.report.empty()) {
-    auto st =
-        WriteReportFile(a.report, BenchDocument(run, *info, wall, OwnCommandLine()), {a.model});
+    // The reading of the sweep (N curve, threads, micro-batch) the report draws.
+    const Analysis analysis = Analyze(run.results, AnalysisOptions{});
+    auto st = WriteReportFile(a.report, BenchDocument(run, analysis, *info, wall, OwnCommandLine()),
+                              {a.model});
     if (!st.ok()) return ReportError(st.error());
   }
   if (run.FailureCount() > 0) {

@@ -272,7 +272,7 @@ int Run(const TuneArgs& a) {
       std::cerr << fmt::format(
                        "\r\033[K[{}] {} measured{}, {:.0f} s elapsed, at most {:.0f} s "
                        "left  {}",
-                       p.phase, p.measured,
+                       TunePhaseName(p.phase), p.measured,
                        p.resumed ? fmt::format(" + {} resumed", p.resumed) : "", p.elapsed_seconds,
                        left, p.current)
                 << std::flush;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gguf/ggml_type.h"
+#include "stats/summary.h"
 
 namespace moetune {
 namespace {
@@ -24,26 +25,11 @@ Result<uint32_t> CacheTypeId(const std::string& name) {
 
 double SampleStat(std::vector<double> v, MeasurementStat stat) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  switch (stat) {
-    case MeasurementStat::kBest:
-      // The fastest repetition, unless it stands alone far above the others
-      // (a timing artefact, not the machine): with at least two others left,
-      // a top sample more than kLoneOutlierRatio above the next is dropped.
-      {
-        size_t top = n - 1;
-        while (top >= 2 && v[top] > v[top - 1] * kLoneOutlierRatio) --top;
-        return v[top];
-      }
-    case MeasurementStat::kMedian:
-      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    case MeasurementStat::kMean:
-      break;
-  }
+  if (stat == MeasurementStat::kBest) return BestRepetition(std::move(v));
+  if (stat == MeasurementStat::kMedian) return Median(std::move(v));
   double s = 0;
   for (double x : v) s += x;
-  return s / static_cast<double>(n);
+  return s / static_cast<double>(v.size());
 }
 
 Result<MeasurementStat> ParseMeasurementStat(std::string_view text) {

@@ -26,13 +26,8 @@ Result<RunSettings> RunSettingsFromConfig(const RunConfig& config);
 enum class MeasurementStat { kBest, kMedian, kMean };
 Result<MeasurementStat> ParseMeasurementStat(std::string_view text);
 
-/// kBest: the fastest sample, except one that stands alone more than this
-/// factor above the next fastest while at least two others remain (a timing
-/// artefact: on the shared development VM one tg32 repetition read 1094 t/s
-/// beside five of 548-681). With two samples the faster one counts.
-inline constexpr double kLoneOutlierRatio = 1.5;
-
-/// The figure `stat` of `samples` (0 for none).
+/// The figure `stat` of `samples` (0 for none); kBest is BestRepetition
+/// (stats/summary.h), the rule analyze and tune read repetitions by too.
 double SampleStat(std::vector<double> samples, MeasurementStat stat);
 
 /// A measurement from one llama-bench JSON record (fields read by name; avg_ts

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "report/verdict_text.h"
 #include "stats/interval.h"
 #include "util/table.h"
 
@@ -19,14 +20,71 @@ json EstimateJson(const std::optional<Estimate>& e) {
   return {{"mean", e->mean}, {"sd", e->sd ? json(*e->sd) : json(nullptr)}, {"n", e->n}};
 }
 
+json CliffJson(const Cliff& c) {
+  return {{"n_cpu_moe_safe", c.n_cpu_moe_safe},
+          {"n_cpu_moe_collapsed", c.n_cpu_moe_collapsed},
+          {"prefill_ratio", c.prefill_ratio}};
+}
+
 json CliffsJson(const std::vector<Cliff>& cliffs) {
   json out = json::array();
-  for (const auto& c : cliffs) {
-    out.push_back({{"n_cpu_moe_safe", c.n_cpu_moe_safe},
-                   {"n_cpu_moe_collapsed", c.n_cpu_moe_collapsed},
-                   {"prefill_ratio", c.prefill_ratio}});
-  }
+  for (const auto& c : cliffs) out.push_back(CliffJson(c));
   return out;
+}
+
+// The kind and its figures, and the reason a person reads (rendered from them).
+json RejectionJson(const Rejection& x) {
+  json j = {{"n_cpu_moe", x.n_cpu_moe},
+            {"kind", RejectionKindName(x.kind)},
+            {"reason", RejectionReason(x)}};
+  switch (x.kind) {
+    case RejectionKind::kFailed:
+      j["failure"] = x.failure;
+      break;
+    case RejectionKind::kBeyondCliff:
+      j["cliff"] = CliffJson(x.cliff);
+      break;
+    case RejectionKind::kFailsAtDepth:
+      j["depth"] = x.depth;
+      j["failure"] = x.failure;
+      break;
+    case RejectionKind::kCollapses:
+      j["depth"] = x.depth;
+      j["prefill_ratio"] = x.ratio;
+      j["reference_n_cpu_moe"] = x.reference_n;
+      j["reference_ratio"] = x.reference_ratio;
+      break;
+    case RejectionKind::kInferredAtDepth:
+      j["depth"] = x.depth;
+      j["reference_n_cpu_moe"] = x.reference_n;
+      j["trouble"] = DepthTroubleName(x.trouble);
+      break;
+    case RejectionKind::kRecorded:
+      break;
+  }
+  return j;
+}
+
+json RecommendationJson(const Recommendation& rec) {
+  json j = {{"n_cpu_moe", rec.n_cpu_moe ? json(*rec.n_cpu_moe) : json(nullptr)},
+            {"measured", rec.measured},
+            {"edge", rec.edge >= 0 ? json(rec.edge) : json(nullptr)},
+            {"rule", RecommendationRuleName(rec.rule)},
+            {"reason", RecommendationReason(rec)}};
+  if (rec.threads) j["threads"] = *rec.threads;
+  if (rec.n_ubatch) j["n_ubatch"] = *rec.n_ubatch;
+  // The figures the reason is rendered from; a file read without them keeps
+  // its reason as it was written.
+  if (rec.recorded_reason.empty()) {
+    j["best_n_cpu_moe"] = rec.best_n >= 0 ? json(rec.best_n) : json(nullptr);
+    j["safest_tie"] = rec.safest_tie >= 0 ? json(rec.safest_tie) : json(nullptr);
+    j["read_on"] = ReadOnName(rec.read_on);
+    j["workload"] = rec.workload;
+    j["unproven"] =
+        rec.unproven == Unproven::kNotApplicable ? json(nullptr) : json(UnprovenName(rec.unproven));
+    j["target_ctx"] = rec.target_ctx ? json(*rec.target_ctx) : json(nullptr);
+  }
+  return j;
 }
 
 json CurveJson(const CurveAtDepth& c) {
@@ -59,6 +117,22 @@ std::string Seconds(const std::optional<Estimate>& e, bool both) {
 
 }  // namespace
 
+json ComparisonJson(const DimensionComparison& c) {
+  json entries = json::array();
+  for (const auto& e : c.entries) {
+    entries.push_back({{"value", e.value},
+                       {"prefill_tps", OptSummary(e.prefill)},
+                       {"decode_tps", OptSummary(e.decode)},
+                       {"objective", EstimateJson(e.objective)},
+                       {"versus_best", StandingName(e.versus_best)}});
+  }
+  return {{"dimension", DimensionName(c.dimension)},
+          {"n_cpu_moe", c.n_cpu_moe},
+          {"entries", entries},
+          {"chosen", c.chosen},
+          {"reason", ComparisonReason(c)}};
+}
+
 json SummaryJson(const Summary& s) {
   const Interval iv = MeanInterval(s);
   return {{"mean", s.mean},
@@ -78,8 +152,7 @@ json AnalysisJson(const AnalysisReport& r) {
   json curves = json::array();
   for (const auto& c : a.curves) curves.push_back(CurveJson(c));
   json rejected = json::array();
-  for (const auto& x : a.rejected)
-    rejected.push_back({{"n_cpu_moe", x.n_cpu_moe}, {"reason", x.reason}});
+  for (const auto& x : a.rejected) rejected.push_back(RejectionJson(x));
   json depth = json::array();
   for (const auto& d : a.depth_checks) {
     depth.push_back({{"n_cpu_moe", d.n_cpu_moe},
@@ -90,30 +163,7 @@ json AnalysisJson(const AnalysisReport& r) {
                      {"collapsed", d.collapsed}});
   }
   json comps = json::array();
-  for (const auto& c : a.comparisons) {
-    json entries = json::array();
-    for (const auto& e : c.entries) {
-      entries.push_back(
-          {{"value", e.value},
-           {"prefill_tps", OptSummary(e.prefill)},
-           {"decode_tps", OptSummary(e.decode)},
-           {"objective", EstimateJson(e.objective)},
-           {"versus_best", e.versus_best < 0 ? "worse" : (e.versus_best == 0 ? "tie" : "best")}});
-    }
-    comps.push_back({{"dimension", c.dimension},
-                     {"n_cpu_moe", c.n_cpu_moe},
-                     {"entries", entries},
-                     {"chosen", c.chosen},
-                     {"reason", c.reason}});
-  }
-  const Recommendation& rec = a.recommendation;
-  json recj = {{"n_cpu_moe", rec.n_cpu_moe ? json(*rec.n_cpu_moe) : json(nullptr)},
-               {"measured", rec.measured},
-               {"edge", rec.edge >= 0 ? json(rec.edge) : json(nullptr)},
-               {"rule", rec.rule},
-               {"reason", rec.reason}};
-  if (rec.threads) recj["threads"] = *rec.threads;
-  if (rec.n_ubatch) recj["n_ubatch"] = *rec.n_ubatch;
+  for (const auto& c : a.comparisons) comps.push_back(ComparisonJson(c));
   std::vector<std::string> notes = r.load_notes;
   notes.insert(notes.end(), a.notes.begin(), a.notes.end());
   json curve = a.curves.empty() ? json(nullptr) : CurveJson(a.curves.front());
@@ -132,7 +182,7 @@ json AnalysisJson(const AnalysisReport& r) {
           {"rejected", rejected},
           {"depth_checks", depth},
           {"comparisons", comps},
-          {"recommendation", recj},
+          {"recommendation", RecommendationJson(a.recommendation)},
           {"notes", notes}};
 }
 
@@ -147,10 +197,11 @@ std::string AnalysisText(const AnalysisReport& r) {
     std::string flags = fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe);
     if (rec.threads) flags += fmt::format(" -t {}", *rec.threads);
     if (rec.n_ubatch) flags += fmt::format(" -ub {}", *rec.n_ubatch);
-    o += fmt::format("Recommendation: {}  ({}{})\n  {}\n", flags, rec.rule,
-                     rec.measured ? "" : ", not measured", rec.reason);
+    o += fmt::format("Recommendation: {}  ({}{})\n  {}\n", flags, RecommendationRuleName(rec.rule),
+                     rec.measured ? "" : ", not measured", RecommendationReason(rec));
   } else {
-    o += fmt::format("Recommendation: none ({})\n  {}\n", rec.rule, rec.reason);
+    o += fmt::format("Recommendation: none ({})\n  {}\n", RecommendationRuleName(rec.rule),
+                     RecommendationReason(rec));
   }
   const bool both = a.has_prefill && a.has_decode;
   for (const auto& c : a.curves) {
@@ -207,17 +258,20 @@ std::string AnalysisText(const AnalysisReport& r) {
   }
   if (!a.rejected.empty()) {
     o += "\nRejected:\n";
-    for (const auto& x : a.rejected) o += fmt::format("- N={}: {}\n", x.n_cpu_moe, x.reason);
+    for (const auto& x : a.rejected)
+      o += fmt::format("- N={}: {}\n", x.n_cpu_moe, RejectionReason(x));
   }
   for (const auto& c : a.comparisons) {
-    o += fmt::format("\n{} at N={}: {}\n\n", c.dimension, c.n_cpu_moe, c.reason);
-    MarkdownTable t({{c.dimension},
+    o += fmt::format("\n{} at N={}: {}\n\n", DimensionName(c.dimension), c.n_cpu_moe,
+                     ComparisonReason(c));
+    MarkdownTable t({{DimensionName(c.dimension)},
                      {"prefill t/s (95% CI)"},
                      {"decode t/s (95% CI)"},
                      {"", MarkdownTable::Align::kLeft}});
     for (const auto& e : c.entries) {
-      t.AddRow({std::to_string(e.value), Tps(e.prefill), Tps(e.decode),
-                e.value == c.chosen ? "<- chosen" : (e.versus_best == 0 ? "tie" : "")});
+      t.AddRow(
+          {std::to_string(e.value), Tps(e.prefill), Tps(e.decode),
+           e.value == c.chosen ? "<- chosen" : (e.versus_best == Standing::kTied ? "tie" : "")});
     }
     o += t.Render();
   }

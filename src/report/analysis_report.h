@@ -30,4 +30,7 @@ std::string AnalysisText(const AnalysisReport& report);
 /// {"mean", "sd", "n", "ci95": [low, high]} of a summary (sd/ci null when unknown).
 nlohmann::json SummaryJson(const Summary& s);
 
+/// One comparison of threads or micro-batch (AnalysisJson's "comparisons[]").
+nlohmann::json ComparisonJson(const DimensionComparison& comparison);
+
 }  // namespace moetune

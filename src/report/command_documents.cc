@@ -236,8 +236,8 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
   return doc;
 }
 
-Report BenchDocument(const BenchRun& run, const EngineInfo& engine, double wall_seconds,
-                     const std::vector<std::string>& invocation) {
+Report BenchDocument(const BenchRun& run, const Analysis& a, const EngineInfo& engine,
+                     double wall_seconds, const std::vector<std::string>& invocation) {
   Report doc;
   const std::string model = run.results.empty() ? "" : run.results.front().config.model;
   doc.title = "moetune bench: " + (model.empty() ? std::string("results") : FileName(model));
@@ -248,8 +248,6 @@ Report BenchDocument(const BenchRun& run, const EngineInfo& engine, double wall_
       run.results.size(), run.FailureCount(), run.invocations.size(),
       loads < 0 ? std::string("uncounted") : std::to_string(loads), FormatSeconds(wall_seconds));
   doc.generator = GeneratorLine();
-  AnalysisOptions options;
-  const Analysis a = Analyze(run.results, options);
   // The fastest configuration of each test, for the verdict.
   VerdictBlock v;
   std::set<int> ns;

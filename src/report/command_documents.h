@@ -42,8 +42,9 @@ Report PlanDocument(const ModelInfo& model, const Plan& plan, const PlanRequest&
                     const PlanDocumentExtras& extras);
 
 /// `moetune bench ... --report FILE`: every configuration with its interval,
-/// and the analysis of the sweep where it varies N, threads or micro-batch.
-Report BenchDocument(const BenchRun& run, const EngineInfo& engine, double wall_seconds,
-                     const std::vector<std::string>& invocation);
+/// and `analysis` (Analyze of the run's results) where the sweep varies N,
+/// threads or micro-batch.
+Report BenchDocument(const BenchRun& run, const Analysis& analysis, const EngineInfo& engine,
+                     double wall_seconds, const std::vector<std::string>& invocation);
 
 }  // namespace moetune

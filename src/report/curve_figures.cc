@@ -8,16 +8,16 @@
 
 #include "report/sparkline.h"
 #include "report/svg_chart.h"
+#include "report/verdict_text.h"
 #include "stats/interval.h"
 
 namespace moetune {
 namespace {
 
 std::optional<std::string> RejectionOf(const Analysis& a, int n) {
-  for (const auto& r : a.rejected) {
-    if (r.n_cpu_moe == n) return r.reason;
-  }
-  return std::nullopt;
+  const Rejection* r = a.RejectionOf(n);
+  if (r == nullptr) return std::nullopt;
+  return RejectionReason(*r);
 }
 
 // A measured point: the mean with its 95% interval.
@@ -207,7 +207,7 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
       status = "failed: " + p->failure;
       cls = "failed";
     } else if (rec.n_cpu_moe && *rec.n_cpu_moe == n) {
-      status = "pick (" + rec.rule + ")";
+      status = std::string("pick (") + RecommendationRuleName(rec.rule) + ")";
       cls = "pick";
     } else if (reason) {
       status = "rejected: " + *reason;
@@ -336,10 +336,8 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
 }
 
 Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
-  const bool threads = c.dimension == "threads";
-  const std::string what = threads                     ? "threads (-t)"
-                           : c.dimension == "n_ubatch" ? "micro-batch size (-ub)"
-                                                       : c.dimension;
+  const std::string what =
+      c.dimension == Dimension::kThreads ? "threads (-t)" : "micro-batch size (-ub)";
   ChartSpec spec;
   spec.id = id;
   spec.described_by = id + "-data";
@@ -374,7 +372,7 @@ Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
       const auto& v = prefill ? e.prefill : e.decode;
       if (!v) continue;
       ChartPoint p = MeasuredPoint(static_cast<double>(i), *v,
-                                   fmt::format("{}={}: {}", c.dimension, e.value,
+                                   fmt::format("{}={}: {}", DimensionName(c.dimension), e.value,
                                                Describe(prefill ? "prefill" : "decode", *v)));
       if (e.value == c.chosen) p.mark = PointMark::kPick;
       s.points.push_back(p);
@@ -383,7 +381,7 @@ Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
     spec.panels.push_back(std::move(panel));
   }
   for (const auto& e : c.entries) {
-    const char* vs = e.versus_best > 0 ? "best" : e.versus_best == 0 ? "tie" : "worse";
+    const char* vs = StandingName(e.versus_best);
     f.data.AddRow({std::to_string(e.value), FormatTps(e.prefill), FormatInterval(e.prefill),
                    FormatTps(e.decode), FormatInterval(e.decode),
                    e.value == c.chosen ? std::string(vs) + ", chosen" : std::string(vs)},
@@ -395,7 +393,7 @@ Figure ComparisonFigure(const DimensionComparison& c, const std::string& id) {
   f.caption = fmt::format(
       "{} at N={}: {}. Overlapping intervals are ties: the noise cannot "
       "separate them.",
-      what, c.n_cpu_moe, c.reason);
+      what, c.n_cpu_moe, ComparisonReason(c));
   spec.description = f.caption;
   f.svg = RenderSvgChart(spec);
   return f;

@@ -55,15 +55,14 @@ TEST(NCurveFigure, PredictedCurveIsDashed) {
 
 TEST(ComparisonFigure, ChosenValueIsHighlighted) {
   DimensionComparison c;
-  c.dimension = "threads";
+  c.dimension = Dimension::kThreads;
   c.n_cpu_moe = 25;
   Summary s;
   s.n = 5;
   s.mean = 30;
   s.stddev = 0.5;
-  c.entries = {{4, s, s, std::nullopt, 0}, {8, s, s, std::nullopt, 1}};
+  c.entries = {{4, s, s, std::nullopt, Standing::kTied}, {8, s, s, std::nullopt, Standing::kBest}};
   c.chosen = 4;
-  c.reason = "tie";
   Figure f = ComparisonFigure(c, "cmp1");
   EXPECT_EQ(Count(f.svg, "<g class=\"pt "), 4u);
   EXPECT_EQ(Count(f.svg, " pick\""), 2u);

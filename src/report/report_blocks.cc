@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "plan/placement.h"
+#include "report/verdict_text.h"
 #include "stats/interval.h"
 #include "tune/measurements.h"
 
@@ -87,8 +88,8 @@ VerdictBlock AnalysisVerdict(const Analysis& a, const std::vector<std::string>& 
   } else {
     v.headline = "No recommendation";
   }
-  v.reason = rec.reason;
-  v.facts.push_back("rule: " + rec.rule);
+  v.reason = RecommendationReason(rec);
+  v.facts.push_back(std::string("rule: ") + RecommendationRuleName(rec.rule));
   if (rec.n_cpu_moe && !rec.measured)
     v.facts.push_back("this N was not measured: the rule implies it (measure it to confirm)");
   if (rec.edge >= 0)
@@ -96,34 +97,39 @@ VerdictBlock AnalysisVerdict(const Analysis& a, const std::vector<std::string>& 
   return v;
 }
 
-std::vector<DecisionRow> AnalysisDecisions(const Analysis& a) {
+std::vector<DecisionRow> CurveReadingDecisions(const Analysis& a) {
   std::vector<DecisionRow> out;
-  const auto& rec = a.recommendation;
-  out.push_back({"placement",
-                 rec.n_cpu_moe ? fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe) : "none", rec.rule,
-                 rec.reason});
-  out.push_back({"curve shape", CurveShapeName(a.shape),
-                 "cliff / flat / monotonic / peak, read from prefill (docs/method.md)",
-                 a.settings.empty() ? "" : "settings: " + a.settings});
   for (const auto& c : a.cliffs) {
     out.push_back({"cliff",
                    fmt::format("between N={} and N={}", c.n_cpu_moe_safe, c.n_cpu_moe_collapsed),
-                   "prefill drops below 70% of its neighbour, beyond the noise (Welch, 95%)",
-                   fmt::format("prefill ratio {:.2f}", c.prefill_ratio)});
+                   CliffRuleText(), fmt::format("prefill ratio {:.2f}", c.prefill_ratio)});
   }
   for (const auto& r : a.rejected) {
-    out.push_back({"rejected", fmt::format("N={}", r.n_cpu_moe), "rejection", r.reason});
+    out.push_back({"rejected", fmt::format("N={}", r.n_cpu_moe), "rejection", RejectionReason(r)});
   }
   for (const auto& d : a.depth_checks) {
     if (!d.collapsed) continue;
     out.push_back({"collapse with depth", fmt::format("N={} at depth {}", d.n_cpu_moe, d.depth),
-                   "prefill(depth)/prefill(0) below 70% of the healthiest N's ratio",
+                   CollapseRuleText(),
                    fmt::format("ratio {:.2f} vs {:.2f}", d.ratio, d.reference_ratio)});
   }
+  return out;
+}
+
+std::vector<DecisionRow> AnalysisDecisions(const Analysis& a) {
+  std::vector<DecisionRow> out;
+  const auto& rec = a.recommendation;
+  out.push_back({"placement",
+                 rec.n_cpu_moe ? fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe) : "none",
+                 RecommendationRuleName(rec.rule), RecommendationReason(rec)});
+  out.push_back({"curve shape", CurveShapeName(a.shape),
+                 "cliff / flat / monotonic / peak, read from prefill (docs/method.md)",
+                 a.settings.empty() ? "" : "settings: " + a.settings});
+  for (auto& row : CurveReadingDecisions(a)) out.push_back(std::move(row));
   for (const auto& c : a.comparisons) {
-    out.push_back({c.dimension, std::to_string(c.chosen),
+    out.push_back({DimensionName(c.dimension), std::to_string(c.chosen),
                    "intervals compared; a tie goes to the smaller value",
-                   fmt::format("at N={}: {}", c.n_cpu_moe, c.reason)});
+                   fmt::format("at N={}: {}", c.n_cpu_moe, ComparisonReason(c))});
   }
   return out;
 }

@@ -27,8 +27,13 @@ std::vector<std::string> AnalysisServerCommand(const Analysis& analysis,
 VerdictBlock AnalysisVerdict(const Analysis& analysis, const std::vector<std::string>& command);
 
 /// Every decision of an analysis with its rule and the figures behind it:
-/// the placement, each cliff, each rejection, each comparison.
+/// the placement, the curve's shape, then CurveReadingDecisions, then each
+/// comparison.
 std::vector<DecisionRow> AnalysisDecisions(const Analysis& analysis);
+
+/// The reading of the curve behind a placement: each cliff, each rejection,
+/// each collapse with depth.
+std::vector<DecisionRow> CurveReadingDecisions(const Analysis& analysis);
 
 /// "llama.cpp 0.7.0 (build 11669, commit Debian)" (or "llama.cpp, version unknown").
 std::string EngineVersionText(const EngineInfo& engine);

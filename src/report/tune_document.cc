@@ -13,6 +13,7 @@
 #include "report/memory_figures.h"
 #include "report/report_blocks.h"
 #include "report/results_figure.h"
+#include "report/verdict_text.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -30,13 +31,6 @@ std::string FileName(const std::string& path) {
 // test (depth, prompt, answer), its repetitions and what llama-bench does not take.
 bool SameSetting(const ServerConfig& a, const ServerConfig& b) {
   return BenchPart(a) == BenchPart(b);
-}
-
-// How the defaults were found, without tune's own "llama.cpp's defaults: " prefix.
-std::string How(std::string how) {
-  constexpr std::string_view kPrefix = "llama.cpp's defaults: ";
-  if (how.rfind(kPrefix, 0) == 0) how.erase(0, kPrefix.size());
-  return how;
 }
 
 std::string SecondsText(const std::optional<double>& s) {
@@ -59,7 +53,7 @@ std::string PickFlags(const ServerConfig& b) {
   return f;
 }
 
-const Decision* FindDecision(const TuneResult& r, const std::string& phase) {
+const Decision* FindDecision(const TuneResult& r, TunePhase phase) {
   const Decision* found = nullptr;
   for (const auto& d : r.decisions) {
     if (d.phase == phase) found = &d;  // the last word of a phase
@@ -72,13 +66,14 @@ VerdictBlock Verdict(const TuneReport& t) {
   VerdictBlock v;
   v.headline = "Run llama-server with " + PickFlags(r.best);
   v.command = t.Command();
-  const Decision* placement = FindDecision(r, "long context");
-  if (placement == nullptr) placement = FindDecision(r, "placement");
+  const Decision* placement = FindDecision(r, TunePhase::kLongContext);
+  if (placement == nullptr) placement = FindDecision(r, TunePhase::kPlacement);
   if (r.placement_tuned && r.analysis.recommendation.n_cpu_moe) {
-    v.reason = r.analysis.recommendation.reason;
-    v.facts.push_back("placement rule: " + r.analysis.recommendation.rule);
+    v.reason = RecommendationReason(r.analysis.recommendation);
+    v.facts.push_back(std::string("placement rule: ") +
+                      RecommendationRuleName(r.analysis.recommendation.rule));
   } else if (placement != nullptr) {
-    v.reason = placement->evidence;
+    v.reason = DecisionEvidence(*placement);
     v.facts.push_back("placement rule: " + placement->rule);
   }
   if (r.versus_defaults) {
@@ -124,7 +119,7 @@ Section VersusDefaultsSection(const TuneReport& t) {
   s.blocks.push_back(Paragraph{fmt::format(
       "Time to answer one request of the {} workload ({} prompt + {} answer tokens), tuned and "
       "with llama.cpp's own choice for this machine ({}), measured in the same run.",
-      t.workload.name, t.workload.prompt_tokens, t.workload.answer_tokens, How(d.how))});
+      t.workload.name, t.workload.prompt_tokens, t.workload.answer_tokens, d.how)});
   DocTable table;
   table.header = {"context", "tuned", "llama.cpp defaults", "speed-up"};
   table.numeric = {false, true, true, true};
@@ -192,13 +187,11 @@ Section MemorySection(const TuneReport& t) {
 
 std::vector<DecisionRow> Decisions(const TuneReport& t) {
   std::vector<DecisionRow> rows;
-  for (const auto& d : t.result.decisions) rows.push_back({d.phase, d.choice, d.rule, d.evidence});
+  for (const auto& d : t.result.decisions)
+    rows.push_back({TunePhaseName(d.phase), d.choice, d.rule, DecisionEvidence(d)});
   if (!t.result.placement_tuned) return rows;
   // The reading of the curve behind the placement: cliffs, rejections, collapses.
-  for (auto& d : AnalysisDecisions(t.result.analysis)) {
-    if (d.what == "cliff" || d.what == "rejected" || d.what == "collapse with depth")
-      rows.push_back(std::move(d));
-  }
+  for (auto& d : CurveReadingDecisions(t.result.analysis)) rows.push_back(std::move(d));
   return rows;
 }
 
@@ -293,39 +286,6 @@ DefaultsMeasurements VersusDefaultsMeasurements(const TuneReport& t) {
   return out;
 }
 
-std::vector<DimensionComparison> TuneComparisons(const TuneReport& t) {
-  const TuneResult& r = t.result;
-  std::set<int> prompts;
-  for (const auto& m : r.measurements) {
-    if (m.config.n_depth == 0 && m.config.n_prompt > 0) prompts.insert(m.config.n_prompt);
-  }
-  AnalysisOptions o;
-  o.workload = t.workload;
-  std::vector<DimensionComparison> out;
-  for (const std::string dimension : {"threads", "n_ubatch"}) {
-    std::optional<DimensionComparison> best;
-    for (int prompt : prompts) {
-      // One prompt size per comparison: prefill speed depends on it.
-      std::vector<RunResult> rs;
-      for (const auto& m : r.measurements) {
-        const RunConfig& c = m.config;
-        if (c.n_depth == 0 && (c.n_prompt == 0 || c.n_prompt == prompt)) rs.push_back(m);
-      }
-      // Prefer the comparison at the pick's N, then the one with the most summaries.
-      auto score = [&](const DimensionComparison& c) {
-        int n = 0;
-        for (const auto& e : c.entries) n += (e.prefill ? 1 : 0) + (e.decode ? 1 : 0);
-        return std::make_pair(c.n_cpu_moe == r.best.placement.n_cpu_moe, n);
-      };
-      for (auto& c : Analyze(rs, o).comparisons) {
-        if (c.dimension == dimension && (!best || score(c) > score(*best))) best = std::move(c);
-      }
-    }
-    if (best) out.push_back(std::move(*best));
-  }
-  return out;
-}
-
 Report TuneDocument(const TuneReport& t, const std::vector<std::string>& invocation) {
   const TuneResult& r = t.result;
   Report doc;
@@ -338,12 +298,12 @@ Report TuneDocument(const TuneReport& t, const std::vector<std::string>& invocat
   doc.generator = GeneratorLine();
   doc.sections.push_back(Section{"verdict", "Verdict", {Verdict(t)}});
   Analysis a = r.analysis;
-  a.comparisons = TuneComparisons(t);
+  a.comparisons = r.comparisons;
   for (auto& s : AnalysisSections(a, t.ctx)) {
     if (s.id == "n-curve" && !r.placement_tuned) {
-      const Decision* d = FindDecision(r, "placement");
+      const Decision* d = FindDecision(r, TunePhase::kPlacement);
       s.blocks = {Paragraph{"Placement was not measured: " +
-                            (d ? d->evidence : std::string("see the decisions")) + "."}};
+                            (d ? DecisionEvidence(*d) : std::string("see the decisions")) + "."}};
     }
     doc.sections.push_back(std::move(s));
   }

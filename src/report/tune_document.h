@@ -20,11 +20,6 @@ namespace moetune {
 /// FILE`). `invocation` is the command line that wrote the report.
 Report TuneDocument(const TuneReport& report, const std::vector<std::string>& invocation);
 
-/// The thread and micro-batch comparisons of a tune, read from its
-/// measurements: for each dimension, the measurements at depth 0 that differ
-/// only in it (and share one prompt size), compared with 95% intervals.
-std::vector<DimensionComparison> TuneComparisons(const TuneReport& report);
-
 /// The measurements behind the comparison with llama.cpp's defaults: the
 /// latest result of each test for the tuned configuration and for the
 /// defaults, with a label for each ("tuned", "llama.cpp defaults").

@@ -84,9 +84,9 @@ TEST(TuneDocument, ChartsCarryTheCliffFailuresComparisonsAndDefaults) {
   EXPECT_EQ(Count(html, "<g class=\"pt-failed\" data-chart=\"ncurve\""), 2 * failed_n.size());
   EXPECT_NE(html.find("cudaMalloc failed: out of memory"), std::string::npos);
   // Threads 2, 4, 8 with intervals, prefill and decode panels; 4 is chosen.
-  const auto cmps = TuneComparisons(Tune());
+  const auto& cmps = Tune().result.comparisons;
   ASSERT_FALSE(cmps.empty());
-  EXPECT_EQ(cmps.front().dimension, "threads");
+  EXPECT_EQ(cmps.front().dimension, Dimension::kThreads);
   EXPECT_EQ(cmps.front().entries.size(), 3u);
   EXPECT_EQ(cmps.front().chosen, 4);
   EXPECT_EQ(Count(html, "<g class=\"pt [^\"]*\" data-chart=\"cmp1\""), 6u);

@@ -10,6 +10,7 @@
 #include "config/server_config_json.h"
 #include "engine/result_json.h"
 #include "model/arch.h"
+#include "tune/dimensions.h"
 #include "util/read_file.h"
 
 namespace moetune {
@@ -120,7 +121,7 @@ std::optional<Summary> SummaryFrom(Fields& f, const json& j, const char* key,
   s.stddev = f.OptNum(*o, "sd", w);
   s.n = static_cast<std::size_t>(f.OptInt(*o, "n", w, 0, 1 << 20).value_or(1));
   s.median = f.OptNum(*o, "median", w).value_or(s.mean);
-  s.min = s.max = s.mean;
+  s.min = s.max = s.best = s.mean;
   return s;
 }
 
@@ -136,14 +137,52 @@ std::optional<Estimate> EstimateFrom(Fields& f, const json& j, const char* key,
   return e;
 }
 
+Cliff CliffFrom(Fields& f, const json& c, const std::string& where) {
+  return {f.Int(c, "n_cpu_moe_safe", where), f.Int(c, "n_cpu_moe_collapsed", where),
+          f.Num(c, "prefill_ratio", where)};
+}
+
 std::vector<Cliff> CliffsFrom(Fields& f, const json& j, const std::string& where) {
   std::vector<Cliff> out;
-  for (const json& c : f.Array(j, "cliffs", where)) {
-    out.push_back({f.Int(c, "n_cpu_moe_safe", where + "cliffs[]."),
-                   f.Int(c, "n_cpu_moe_collapsed", where + "cliffs[]."),
-                   f.Num(c, "prefill_ratio", where + "cliffs[].")});
-  }
+  for (const json& c : f.Array(j, "cliffs", where))
+    out.push_back(CliffFrom(f, c, where + "cliffs[]."));
   return out;
+}
+
+// An enum from its stable name (tune's own names, never prose); a field error
+// naming the accepted names when it is none of them.
+template <typename E>
+std::optional<E> NameFrom(Fields& f, const json& j, const char* key, const std::string& where,
+                          std::optional<E> (*from_name)(std::string_view), const char* accepted) {
+  if (f.Get(j, key) == nullptr) return std::nullopt;
+  const std::string name = f.Str(j, key, where);
+  auto e = from_name(name);
+  if (!e) f.Fail(where, key, accepted);
+  return e;
+}
+
+// A rejection by its kind and figures; a file written before kinds were
+// recorded gives its reason, kept as it is (kRecorded).
+Rejection RejectionFrom(Fields& f, const json& j, const std::string& w) {
+  Rejection r;
+  r.n_cpu_moe = f.Int(j, "n_cpu_moe", w);
+  const auto kind = NameFrom(f, j, "kind", w, RejectionKindFromName,
+                             "failed, beyond_cliff, fails_at_depth, collapses, inferred_at_depth "
+                             "or recorded");
+  r.kind = kind.value_or(RejectionKind::kRecorded);
+  if (r.kind == RejectionKind::kRecorded) {
+    r.recorded = f.Str(j, "reason", w);
+    return r;
+  }
+  r.failure = f.Str(j, "failure", w);
+  if (const json* c = f.Object(j, "cliff", w)) r.cliff = CliffFrom(f, *c, w + "cliff.");
+  r.depth = f.Int(j, "depth", w);
+  r.ratio = f.Num(j, "prefill_ratio", w);
+  r.reference_n = f.Int(j, "reference_n_cpu_moe", w);
+  r.reference_ratio = f.Num(j, "reference_ratio", w);
+  r.trouble = NameFrom(f, j, "trouble", w, DepthTroubleFromName, "fails or collapses")
+                  .value_or(DepthTrouble::kFails);
+  return r;
 }
 
 CurveShape ShapeFrom(Fields& f, const json& j, const std::string& where) {
@@ -179,8 +218,25 @@ Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& w
   if (auto n = f.OptInt(j, "n_cpu_moe", where)) r.n_cpu_moe = static_cast<int>(*n);
   r.measured = f.Get(j, "measured") == nullptr || f.Bool(j, "measured", where);
   r.edge = f.Int(j, "edge", where, -1);
-  r.rule = f.Str(j, "rule", where);
-  r.reason = f.Str(j, "reason", where);
+  r.rule = NameFrom(f, j, "rule", where, RecommendationRuleFromName,
+                    "nothing usable, no placement effect, every split overflows, edge proven "
+                    "safe or safety rule")
+               .value_or(RecommendationRule::kNothingUsable);
+  if (f.Get(j, "read_on") == nullptr) {
+    // Written before the figures were recorded: the reason as it was written.
+    r.recorded_reason = f.Str(j, "reason", where);
+  } else {
+    r.read_on =
+        NameFrom(f, j, "read_on", where, ReadOnFromName, "time_to_answer, prefill or decode")
+            .value_or(ReadOn::kTimeToAnswer);
+    r.best_n = f.Int(j, "best_n_cpu_moe", where, -1);
+    r.safest_tie = f.Int(j, "safest_tie", where, -1);
+    r.workload = f.Str(j, "workload", where);
+    r.unproven = NameFrom(f, j, "unproven", where, UnprovenFromName,
+                          "no_headroom, no_target_context_run or no_target_context")
+                     .value_or(Unproven::kNotApplicable);
+    if (auto c = f.OptInt(j, "target_ctx", where, 0, int64_t{1} << 40)) r.target_ctx = *c;
+  }
   if (auto t = f.OptInt(j, "threads", where)) r.threads = static_cast<int>(*t);
   if (auto u = f.OptInt(j, "n_ubatch", where)) r.n_ubatch = static_cast<int>(*u);
   return r;
@@ -188,10 +244,10 @@ Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& w
 
 DimensionComparison ComparisonFrom(Fields& f, const json& j, const std::string& where) {
   DimensionComparison c;
-  c.dimension = f.Str(j, "dimension", where);
+  c.dimension = NameFrom(f, j, "dimension", where, DimensionFromName, "threads or n_ubatch")
+                    .value_or(Dimension::kThreads);
   c.n_cpu_moe = f.Int(j, "n_cpu_moe", where);
   c.chosen = f.Int(j, "chosen", where);
-  c.reason = f.Str(j, "reason", where);
   const std::string w = where + "entries[].";
   for (const json& e : f.Array(j, "entries", where)) {
     DimensionComparison::Entry x;
@@ -199,8 +255,9 @@ DimensionComparison ComparisonFrom(Fields& f, const json& j, const std::string& 
     x.prefill = SummaryFrom(f, e, "prefill_tps", w);
     x.decode = SummaryFrom(f, e, "decode_tps", w);
     x.objective = EstimateFrom(f, e, "objective", w);
-    const std::string v = f.Str(e, "versus_best", w);
-    x.versus_best = v == "best" ? 1 : (v == "tie" ? 0 : -1);
+    x.versus_best =
+        NameFrom(f, e, "versus_best", w, StandingFromName, "best, tie, worse or not measured")
+            .value_or(Standing::kUnmeasured);
     c.entries.push_back(std::move(x));
   }
   return c;
@@ -222,10 +279,8 @@ Analysis AnalysisFrom(Fields& f, const json& j, const std::string& where) {
       a.has_decode = a.has_decode || p.decode.has_value();
     }
   }
-  for (const json& r : f.Array(j, "rejected", where)) {
-    a.rejected.push_back(
-        {f.Int(r, "n_cpu_moe", where + "rejected[]."), f.Str(r, "reason", where + "rejected[].")});
-  }
+  for (const json& r : f.Array(j, "rejected", where))
+    a.rejected.push_back(RejectionFrom(f, r, where + "rejected[]."));
   const std::string dw = where + "depth_checks[].";
   for (const json& d : f.Array(j, "depth_checks", where)) {
     a.depth_checks.push_back({f.Int(d, "n_cpu_moe", dw), f.Int(d, "depth", dw),
@@ -365,9 +420,19 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
     t.reserve = f.Bytes(*m, "reserve_bytes", "memory.");
   }
   for (const json& d : f.Array(j, "decisions", "")) {
-    r.decisions.push_back({f.Str(d, "phase", "decisions[]."), f.Str(d, "choice", "decisions[]."),
-                           f.Str(d, "rule", "decisions[]."), f.Str(d, "evidence", "decisions[].")});
+    Decision x;
+    x.phase = NameFrom(f, d, "phase", "decisions[].", TunePhaseFromName,
+                       "placement, long context, threads, micro-batch, flash attention, load "
+                       "mode, KV cache type, final check or defaults")
+                  .value_or(TunePhase::kPlacement);
+    x.choice = f.Str(d, "choice", "decisions[].");
+    x.rule = f.Str(d, "rule", "decisions[].");
+    // The evidence as rendered (report/verdict_text.h); its typed parts are not re-read.
+    x.evidence = f.Str(d, "evidence", "decisions[].");
+    r.decisions.push_back(std::move(x));
   }
+  for (const json& c : f.Array(j, "comparisons", ""))
+    r.comparisons.push_back(ComparisonFrom(f, c, "comparisons[]."));
   if (const json* v = f.Object(j, "versus_defaults", "")) {
     DefaultsComparison d;
     d.defaults = ConfigFrom(f, *v, "versus_defaults.", r.measurements, ServerConfig{});
@@ -395,6 +460,12 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   if (r.best.model.empty()) {
     return Error(ErrorKind::kFormat,
                  "tune JSON: the pick names no model (no -m in \"command\", no pick.model)");
+  }
+  // Tunes written before the result carried its comparisons of threads and
+  // micro-batch: the tuner's own reading of them, from the measurements.
+  if (!j.contains("comparisons")) {
+    r.comparisons = CompareTuneDimensions(r.measurements, t.workload, r.best.placement.n_cpu_moe,
+                                          CurveRules{});
   }
   return t;
 }

@@ -7,6 +7,7 @@
 #include "report/analysis_report.h"
 #include "report/tune_document.h"
 #include "report/tune_test_data.h"
+#include "report/verdict_text.h"
 #include "util/test_temp_dir.h"
 
 namespace moetune {
@@ -73,6 +74,123 @@ TEST(TuneReader, AnalysisRoundTrip) {
   AnalysisReport again;
   again.analysis = *a;
   EXPECT_EQ(AnalysisJson(again), j);
+}
+
+// One rejection of each kind, with its figures.
+std::vector<Rejection> EveryRejectionKind() {
+  std::vector<Rejection> out(5);
+  out[0].n_cpu_moe = 8;
+  out[0].kind = RejectionKind::kFailed;
+  out[0].failure = "oom_device: cudaMalloc failed";
+  out[1].n_cpu_moe = 10;
+  out[1].kind = RejectionKind::kBeyondCliff;
+  out[1].cliff = {12, 11, 0.18};
+  out[2].n_cpu_moe = 11;
+  out[2].kind = RejectionKind::kCollapses;
+  out[2].depth = 32768;
+  out[2].ratio = 0.15;
+  out[2].reference_n = 14;
+  out[2].reference_ratio = 0.64;
+  out[3].n_cpu_moe = 12;
+  out[3].kind = RejectionKind::kInferredAtDepth;
+  out[3].depth = 15360;
+  out[3].reference_n = 13;
+  out[3].trouble = DepthTrouble::kCollapses;
+  out[4].n_cpu_moe = 13;
+  out[4].kind = RejectionKind::kFailsAtDepth;
+  out[4].depth = 15360;
+  out[4].failure = "oom_device: kv cache";
+  return out;
+}
+
+void ExpectSameRejection(const Rejection& a, const Rejection& b) {
+  EXPECT_EQ(a.n_cpu_moe, b.n_cpu_moe);
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.failure, b.failure);
+  EXPECT_EQ(a.cliff.n_cpu_moe_safe, b.cliff.n_cpu_moe_safe);
+  EXPECT_EQ(a.cliff.n_cpu_moe_collapsed, b.cliff.n_cpu_moe_collapsed);
+  EXPECT_DOUBLE_EQ(a.cliff.prefill_ratio, b.cliff.prefill_ratio);
+  EXPECT_EQ(a.depth, b.depth);
+  EXPECT_DOUBLE_EQ(a.ratio, b.ratio);
+  EXPECT_EQ(a.reference_n, b.reference_n);
+  EXPECT_DOUBLE_EQ(a.reference_ratio, b.reference_ratio);
+  EXPECT_EQ(a.trouble, b.trouble);
+}
+
+// The reasons people read are rendered from kinds and figures; a reader gets
+// the kinds and figures back and never reads the sentences.
+TEST(TuneReader, RejectionsComeBackAsKindsWithFiguresNotProse) {
+  AnalysisReport ar;
+  ar.analysis.rejected = EveryRejectionKind();
+  json j = AnalysisJson(ar);
+  for (auto& r : j["rejected"]) r["reason"] = "nonsense that nobody parses";
+  auto a = AnalysisFromJson(j);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_EQ(a->rejected.size(), ar.analysis.rejected.size());
+  for (size_t i = 0; i < a->rejected.size(); ++i) {
+    ExpectSameRejection(a->rejected[i], ar.analysis.rejected[i]);
+    EXPECT_EQ(RejectionReason(a->rejected[i]), RejectionReason(ar.analysis.rejected[i]));
+  }
+  EXPECT_EQ(j["rejected"][1]["kind"], "beyond_cliff");
+  // A kind that is not one is an error that names the field.
+  j["rejected"][1]["kind"] = "beyond the cliff";
+  auto bad = AnalysisFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("rejected[].kind"), std::string::npos)
+      << bad.error().message();
+}
+
+// Files written before kinds and figures were recorded keep their sentences.
+TEST(TuneReader, OlderFilesKeepTheirReasonsAsWritten) {
+  json j = TuneJson(Tune());
+  ASSERT_FALSE(j["analysis"]["rejected"].empty());
+  for (auto& r : j["analysis"]["rejected"]) {
+    r.erase("kind");
+    r["reason"] = "written by an older moetune";
+  }
+  j["analysis"]["recommendation"].erase("read_on");
+  j["analysis"]["recommendation"]["reason"] = "an older reason";
+  auto read = TuneReportFromJson(j);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  for (const auto& r : read->result.analysis.rejected) {
+    EXPECT_EQ(r.kind, RejectionKind::kRecorded);
+    EXPECT_EQ(RejectionReason(r), "written by an older moetune");
+  }
+  EXPECT_EQ(read->result.analysis.recommendation.rule, Tune().result.analysis.recommendation.rule);
+  EXPECT_EQ(RecommendationReason(read->result.analysis.recommendation), "an older reason");
+  EXPECT_EQ(TuneJson(*read)["analysis"]["rejected"][0]["kind"], "recorded");
+}
+
+TEST(TuneReader, DecisionsAndComparisonsComeBackTyped) {
+  auto read = TuneReportFromJson(TuneJson(Tune()));
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  ASSERT_EQ(read->result.decisions.size(), Tune().result.decisions.size());
+  for (size_t i = 0; i < read->result.decisions.size(); ++i) {
+    EXPECT_EQ(read->result.decisions[i].phase, Tune().result.decisions[i].phase);
+    EXPECT_EQ(DecisionEvidence(read->result.decisions[i]),
+              DecisionEvidence(Tune().result.decisions[i]));
+  }
+  ASSERT_EQ(read->result.comparisons.size(), Tune().result.comparisons.size());
+  ASSERT_FALSE(read->result.comparisons.empty());
+  EXPECT_EQ(read->result.comparisons.front().dimension, Dimension::kThreads);
+  EXPECT_EQ(read->result.comparisons.front().chosen, Tune().result.comparisons.front().chosen);
+  // A tune written before it carried its comparisons: the tuner's reading
+  // of its measurements, the same as the tuner's own.
+  json j = TuneJson(Tune());
+  j.erase("comparisons");
+  auto older = TuneReportFromJson(j);
+  ASSERT_TRUE(older.ok()) << older.error().message();
+  ASSERT_EQ(older->result.comparisons.size(), Tune().result.comparisons.size());
+  for (size_t i = 0; i < older->result.comparisons.size(); ++i) {
+    EXPECT_EQ(ComparisonJson(older->result.comparisons[i]),
+              ComparisonJson(Tune().result.comparisons[i]));
+  }
+  j = TuneJson(Tune());
+  j["decisions"][0]["phase"] = "warm-up";
+  auto bad = TuneReportFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("decisions[].phase"), std::string::npos)
+      << bad.error().message();
 }
 
 TEST(TuneReader, WrongFieldsAreNamed) {

@@ -8,6 +8,7 @@
 #include "engine/result_json.h"
 #include "plan/placement.h"
 #include "report/analysis_report.h"
+#include "report/verdict_text.h"
 #include "util/table.h"
 #include "util/units.h"
 
@@ -41,9 +42,13 @@ json TuneJson(const TuneReport& t) {
   const TuneResult& r = t.result;
   json decisions = json::array();
   for (const auto& d : r.decisions) {
-    decisions.push_back(
-        {{"phase", d.phase}, {"choice", d.choice}, {"rule", d.rule}, {"evidence", d.evidence}});
+    decisions.push_back({{"phase", TunePhaseName(d.phase)},
+                         {"choice", d.choice},
+                         {"rule", d.rule},
+                         {"evidence", DecisionEvidence(d)}});
   }
+  json comparisons = json::array();
+  for (const auto& c : r.comparisons) comparisons.push_back(ComparisonJson(c));
   json measurements = json::array();
   for (const auto& m : r.measurements) measurements.push_back(RunResultToJson(m));
   json versus = nullptr;
@@ -97,6 +102,7 @@ json TuneJson(const TuneReport& t) {
           {"placement_tuned", r.placement_tuned},
           {"memory", memory},
           {"decisions", decisions},
+          {"comparisons", comparisons},
           {"versus_defaults", versus},
           {"analysis", AnalysisJson(ar)},
           {"measurements", measurements},
@@ -137,10 +143,11 @@ std::string TuneText(const TuneReport& t) {
   MarkdownTable dt({{"phase", MarkdownTable::Align::kLeft},
                     {"choice", MarkdownTable::Align::kLeft},
                     {"rule", MarkdownTable::Align::kLeft}});
-  for (const auto& d : r.decisions) dt.AddRow({d.phase, d.choice, d.rule});
+  for (const auto& d : r.decisions) dt.AddRow({TunePhaseName(d.phase), d.choice, d.rule});
   o += dt.Render();
   o += "\nEvidence:\n";
-  for (const auto& d : r.decisions) o += fmt::format("- {}: {}\n", d.phase, d.evidence);
+  for (const auto& d : r.decisions)
+    o += fmt::format("- {}: {}\n", TunePhaseName(d.phase), DecisionEvidence(d));
   AnalysisReport ar;
   ar.analysis = r.analysis;
   ar.options.workload = t.workload;

@@ -12,6 +12,15 @@ std::optional<double> Summary::cv() const {
   return *stddev / std::fabs(mean);
 }
 
+double BestRepetition(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  std::size_t top = samples.size() - 1;
+  while (top >= kLoneOutlierMinOthers && samples[top] > samples[top - 1] * kLoneOutlierRatio)
+    --top;
+  return samples[top];
+}
+
 double Median(std::vector<double> samples) {
   if (samples.empty()) return 0;
   const std::size_t mid = samples.size() / 2;
@@ -41,6 +50,7 @@ Summary Summarize(const std::vector<double>& samples) {
   const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
   s.min = *lo;
   s.max = *hi;
+  s.best = BestRepetition(samples);
   s.median = Median(samples);
   std::vector<double> dev;
   dev.reserve(s.n);

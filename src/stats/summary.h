@@ -20,6 +20,9 @@ struct Summary {
   double median = 0;
   double min = 0;
   double max = 0;
+  /// The best repetition (BestRepetition of the samples): what the machine can
+  /// do when nothing else interferes.
+  double best = 0;
   /// Median absolute deviation (unscaled).
   double mad = 0;
   /// Indices of samples whose modified z-score |0.6745 (x - median) / MAD|
@@ -32,6 +35,26 @@ struct Summary {
 
 /// Summarizes `samples`. An empty series gives n = 0 and zeros.
 Summary Summarize(const std::vector<double>& samples);
+
+/// A lone sample more than this factor above the next fastest is a timing
+/// artefact, not the machine: on the shared development VM one tg32 repetition
+/// read 1094 t/s beside five of 548-681, while honest repetitions on a busy
+/// machine spread by up to about a third.
+inline constexpr double kLoneOutlierRatio = 1.5;
+/// ... when at least this many samples remain below it to stand for the
+/// machine. With two, a fast sample is as likely the truth beside two
+/// disturbed repetitions (995 t/s beside 646 and 519 in a simulated run with
+/// 4% of repetitions slowed 1.25-2x) as an artefact beside two honest ones.
+inline constexpr std::size_t kLoneOutlierMinOthers = 3;
+
+/// The best repetition of a test, the one rule every reader of speeds uses
+/// (tune's collapse rule, analyze, the calibration): interference from other
+/// processes only ever slows a repetition down, so the fastest one is the least
+/// biased estimate of what the machine can do - except a fastest sample that
+/// stands alone more than kLoneOutlierRatio above the next while at least
+/// kLoneOutlierMinOthers others remain (dropped, and again for the next one).
+/// With fewer samples the fastest counts. 0 for no samples.
+double BestRepetition(std::vector<double> samples);
 
 /// Median of a series (0 for an empty one).
 double Median(std::vector<double> samples);

@@ -19,6 +19,41 @@ TEST(SummaryTest, MeanSdMedianMinMax) {
   EXPECT_EQ(s.outliers, std::vector<std::size_t>{7});
 }
 
+TEST(BestRepetitionTest, TheFastestSampleCounts) {
+  // Interference only slows a run down: the best repetition is the fastest.
+  EXPECT_DOUBLE_EQ(BestRepetition({100, 97, 99, 103, 95}), 103);
+  EXPECT_DOUBLE_EQ(Summarize({100, 97, 99, 103, 95}).best, 103);
+}
+
+TEST(BestRepetitionTest, ALoneOutlierRepetitionIsNotTheBest) {
+  // One repetition far above the rest (a timing artefact seen on a shared VM).
+  EXPECT_DOUBLE_EQ(BestRepetition({9.4, 1094.5, 680.6, 674.6, 663.4, 613.9}), 680.6);
+  EXPECT_DOUBLE_EQ(Summarize({9.4, 1094.5, 680.6, 674.6, 663.4, 613.9}).best, 680.6);
+  // Two lone ones in a row are both dropped; a top sample within 50% counts
+  // (interference spreads honest repetitions widely on a busy machine).
+  EXPECT_DOUBLE_EQ(BestRepetition({100, 101, 99, 160, 250}), 101);
+  EXPECT_DOUBLE_EQ(BestRepetition({1.5, 6.4, 7.4, 10.2}), 10.2);
+  // The ratio is the threshold: just above it is dropped, at it kept.
+  EXPECT_DOUBLE_EQ(BestRepetition({80, 90, 100, 100 * kLoneOutlierRatio * 1.01}), 100);
+  EXPECT_DOUBLE_EQ(BestRepetition({80, 90, 100, 100 * kLoneOutlierRatio}),
+                   100 * kLoneOutlierRatio);
+}
+
+TEST(BestRepetitionTest, TwoDisturbedRepetitionsDoNotMakeTheBestALoneOutlier) {
+  // Three repetitions, two of them slowed by something else on the machine:
+  // the fast one is the machine (a simulated run that misread a whole curve
+  // when it was dropped).
+  EXPECT_DOUBLE_EQ(BestRepetition({995, 519, 646}), 995);
+}
+
+TEST(BestRepetitionTest, FewSamples) {
+  // Two samples: the faster one (nothing to tell an artefact from).
+  EXPECT_DOUBLE_EQ(BestRepetition({426.7, 709.8}), 709.8);
+  EXPECT_DOUBLE_EQ(BestRepetition({5}), 5);
+  EXPECT_DOUBLE_EQ(BestRepetition({}), 0);
+  EXPECT_DOUBLE_EQ(Summarize({}).best, 0);
+}
+
 TEST(SummaryTest, SingleSampleHasNoStddev) {
   const Summary s = Summarize({42.5});
   EXPECT_EQ(s.n, 1u);

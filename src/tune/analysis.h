@@ -4,78 +4,28 @@
 /// prefill collapsing with depth, thread and micro-batch comparisons with
 /// confidence intervals, and a recommendation under the safety rule. `moetune
 /// analyze` prints this; `moetune tune` uses it on its own measurements.
+///
+/// Analyze runs the steps in order, each a function of its own:
+///   1. SliceResults (tune/slice.h): one model, the settings held fixed along
+///      the N curve, tests grouped by depth and N;
+///   2. BuildCurves (tune/slice.h): the curve at each depth, cliffs and shape;
+///   3. FindRejections (tune/rejections.h): failures, the cliff, collapse with
+///      depth, as typed verdicts;
+///   4. Recommend (tune/recommend.h): the N under the safety rule;
+///   5. CompareDimension (tune/dimensions.h): threads and micro-batch.
+/// The rules and thresholds they share are in tune/rules.h.
 
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/run_config.h"
 #include "tune/curve.h"
-#include "tune/objective.h"
+#include "tune/dimensions.h"
+#include "tune/recommend.h"
+#include "tune/rejections.h"
+#include "tune/rules.h"
 
 namespace moetune {
-
-struct AnalysisOptions {
-  Workload workload{"chat", 1024, 384};
-  /// The context the user will run at; depth data up to it decides collapse.
-  std::optional<int64_t> target_ctx;
-  /// Memory headroom measured on the GPU for each N (tune knows it; llama-bench
-  /// output does not). The edge may be recommended only with positive headroom.
-  std::vector<std::pair<int, int64_t>> gpu_headroom;
-  CurveRules rules;
-  /// Prefill at depth d, relative to depth 0, below this fraction of the
-  /// healthiest placement's ratio at the same depth is a collapse.
-  double collapse_ratio = 0.7;
-};
-
-/// The curve over N at one depth, with the settings held fixed.
-struct CurveAtDepth {
-  int depth = 0;
-  std::vector<CurvePoint> points;  // ascending N
-  CurveShape shape = CurveShape::kFlat;
-  std::vector<Cliff> cliffs;
-};
-
-struct Rejection {
-  int n_cpu_moe = 0;
-  std::string reason;
-};
-
-/// Prefill at `depth` relative to depth 0 for one N.
-struct DepthCheck {
-  int n_cpu_moe = 0;
-  int depth = 0;
-  int context = 0;             // tokens in the context during the test (depth + test)
-  double ratio = 0;            // prefill(depth) / prefill(0)
-  double reference_ratio = 0;  // the healthiest N's ratio at this depth
-  bool collapsed = false;
-};
-
-/// A comparison along one dimension (threads, micro-batch) with intervals.
-struct DimensionComparison {
-  std::string dimension;  // "threads", "n_ubatch"
-  int n_cpu_moe = 0;      // where it was measured
-  struct Entry {
-    int value = 0;
-    std::optional<Summary> prefill, decode;
-    std::optional<Estimate> objective;
-    int versus_best = 0;  // -1 worse than the best, 0 tied, +1 (the best itself)
-  };
-  std::vector<Entry> entries;  // ascending value
-  int chosen = 0;
-  std::string reason;
-};
-
-struct Recommendation {
-  std::optional<int> n_cpu_moe;
-  bool measured = true;         // false: a rule implies a value that was not measured
-  std::optional<int> threads;   // when the data varies threads
-  std::optional<int> n_ubatch;  // when the data varies the micro-batch
-  int edge = -1;                // the most aggressive N tied with the best
-  std::string rule;             // "safety rule", "edge proven safe", "no placement effect", ...
-  std::string reason;           // one line a person reads
-};
 
 struct Analysis {
   std::string model;                     // the model analysed (file name as recorded)
@@ -83,12 +33,15 @@ struct Analysis {
   std::vector<CurveAtDepth> curves;      // ascending depth; curves[0] is the shallowest
   CurveShape shape = CurveShape::kFlat;  // of the shallowest curve
   std::vector<Cliff> cliffs;             // of the shallowest curve
-  std::vector<Rejection> rejected;
+  std::vector<Rejection> rejected;       // ascending N
   std::vector<DepthCheck> depth_checks;
   std::vector<DimensionComparison> comparisons;
   Recommendation recommendation;
   std::vector<std::string> notes;
   bool has_prefill = false, has_decode = false;
+
+  /// The rejection of placement `n`, or nullptr.
+  const Rejection* RejectionOf(int n) const;
 };
 
 /// Applies the rules. Never fails: with too little data the notes say what to measure.

@@ -51,7 +51,7 @@ TEST(AnalysisTest, PeakTakesOneLayerMoreConservative) {
   EXPECT_EQ(a.recommendation.edge, 20);
   EXPECT_EQ(*a.recommendation.n_cpu_moe, 21);
   EXPECT_FALSE(a.recommendation.measured);  // 21 was not measured: the rule implies it
-  EXPECT_EQ(a.recommendation.rule, "safety rule");
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kSafetyRule);
 }
 
 TEST(AnalysisTest, CliffTakesTheStepBeforeItThenOneMore) {
@@ -69,10 +69,12 @@ TEST(AnalysisTest, CliffTakesTheStepBeforeItThenOneMore) {
   EXPECT_NEAR(a.cliffs[0].prefill_ratio, 70.0 / 400.0, 0.01);
   ASSERT_TRUE(a.recommendation.n_cpu_moe);
   EXPECT_EQ(*a.recommendation.n_cpu_moe, 13);
-  // Both collapsed placements are rejected with the reason.
+  // Both collapsed placements are rejected, with the cliff as the reason.
   ASSERT_EQ(a.rejected.size(), 2u);
   EXPECT_EQ(a.rejected[0].n_cpu_moe, 10);
-  EXPECT_NE(a.rejected[1].reason.find("cliff"), std::string::npos);
+  EXPECT_EQ(a.rejected[1].kind, RejectionKind::kBeyondCliff);
+  EXPECT_EQ(a.rejected[1].cliff.n_cpu_moe_safe, 12);
+  EXPECT_EQ(a.rejected[1].cliff.n_cpu_moe_collapsed, 11);
 }
 
 TEST(AnalysisTest, MonotonicKeepsExpertsOnTheCpu) {
@@ -87,7 +89,7 @@ TEST(AnalysisTest, MonotonicKeepsExpertsOnTheCpu) {
   EXPECT_EQ(a.shape, CurveShape::kMonotonic);
   ASSERT_TRUE(a.recommendation.n_cpu_moe);
   EXPECT_EQ(*a.recommendation.n_cpu_moe, 40);
-  EXPECT_EQ(a.recommendation.rule, "every split overflows");
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kEverySplitOverflows);
 }
 
 TEST(AnalysisTest, FlatCurvePicksTheSafestPlacement) {
@@ -96,7 +98,7 @@ TEST(AnalysisTest, FlatCurvePicksTheSafestPlacement) {
   const Analysis a = Analyze(rs, {});
   EXPECT_EQ(a.shape, CurveShape::kFlat);
   EXPECT_EQ(*a.recommendation.n_cpu_moe, 6);
-  EXPECT_EQ(a.recommendation.rule, "no placement effect");
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kNoPlacementEffect);
 }
 
 TEST(AnalysisTest, NoisyEdgeIsNotPickedByANaiveMaximum) {
@@ -141,11 +143,12 @@ TEST(AnalysisTest, CollapseWithDepthRejectsThePlacement) {
   o.target_ctx = 32768;
   const Analysis a = Analyze(rs, o);
   ASSERT_EQ(a.curves.size(), 2u);
-  bool n12_rejected = false;
-  for (const auto& r : a.rejected) {
-    if (r.n_cpu_moe == 12) n12_rejected = r.reason.find("depth") != std::string::npos;
-  }
-  EXPECT_TRUE(n12_rejected);
+  const Rejection* n12 = a.RejectionOf(12);
+  ASSERT_NE(n12, nullptr);
+  EXPECT_EQ(n12->kind, RejectionKind::kCollapses);
+  EXPECT_EQ(n12->depth, 32768);
+  EXPECT_NEAR(n12->ratio, 60.0 / 400.0, 0.01);
+  EXPECT_EQ(n12->reference_n, 16);  // the healthiest at depth: 240/370 against 250/390
   ASSERT_TRUE(a.recommendation.n_cpu_moe);
   EXPECT_GE(*a.recommendation.n_cpu_moe, 14);
 }
@@ -161,7 +164,7 @@ TEST(AnalysisTest, AttentionCostOfAFastPlacementIsNotACollapse) {
   o.target_ctx = 8192;
   const Analysis a = Analyze(rs, o);
   for (const auto& c : a.depth_checks) EXPECT_FALSE(c.collapsed) << "N=" << c.n_cpu_moe;
-  EXPECT_TRUE(a.rejected.empty()) << a.rejected.front().reason;
+  EXPECT_TRUE(a.rejected.empty()) << RejectionKindName(a.rejected.front().kind);
 }
 
 TEST(AnalysisTest, FailingAtDepthRejectsAndBoundsTheMoreAggressive) {
@@ -178,12 +181,16 @@ TEST(AnalysisTest, FailingAtDepthRejectsAndBoundsTheMoreAggressive) {
   AnalysisOptions o;
   o.target_ctx = 16384;
   const Analysis a = Analyze(rs, o);
-  std::map<int, std::string> why;
-  for (const auto& r : a.rejected) why[r.n_cpu_moe] = r.reason;
+  std::map<int, Rejection> why;
+  for (const auto& r : a.rejected) why[r.n_cpu_moe] = r;
   ASSERT_TRUE(why.count(14));
-  EXPECT_EQ(why[14].rfind("fails to run at depth 15360", 0), 0u) << why[14];
+  EXPECT_EQ(why[14].kind, RejectionKind::kFailsAtDepth);
+  EXPECT_EQ(why[14].depth, 15360);
+  EXPECT_NE(why[14].failure.find("kv cache"), std::string::npos) << why[14].failure;
   ASSERT_TRUE(why.count(12) && why.count(13));
-  EXPECT_NE(why[13].find("than N=14"), std::string::npos) << why[13];
+  EXPECT_EQ(why[13].kind, RejectionKind::kInferredAtDepth);
+  EXPECT_EQ(why[13].reference_n, 14);
+  EXPECT_EQ(why[13].trouble, DepthTrouble::kFails);
   EXPECT_FALSE(why.count(16));
   ASSERT_TRUE(a.recommendation.n_cpu_moe);
   EXPECT_GE(*a.recommendation.n_cpu_moe, 16);
@@ -213,7 +220,7 @@ TEST(AnalysisTest, EdgeProvenSafeWithHeadroomAndDeepMeasurement) {
   o.target_ctx = 32768;
   o.gpu_headroom = {{12, int64_t{600} << 20}};
   const Analysis a = Analyze(rs, o);
-  EXPECT_EQ(a.recommendation.rule, "edge proven safe");
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kEdgeProvenSafe);
   EXPECT_EQ(*a.recommendation.n_cpu_moe, 12);
   // Without the headroom the safety rule applies.
   o.gpu_headroom.clear();
@@ -230,7 +237,8 @@ TEST(AnalysisTest, FailedPlacementsAreDataAndRejected) {
   const Analysis a = Analyze(rs, {});
   ASSERT_FALSE(a.rejected.empty());
   EXPECT_EQ(a.rejected[0].n_cpu_moe, 12);
-  EXPECT_NE(a.rejected[0].reason.find("cudaMalloc"), std::string::npos);
+  EXPECT_EQ(a.rejected[0].kind, RejectionKind::kFailed);
+  EXPECT_NE(a.rejected[0].failure.find("cudaMalloc"), std::string::npos);
   EXPECT_EQ(*a.recommendation.n_cpu_moe, 15);  // best 14 (edge), +1
 }
 
@@ -245,7 +253,7 @@ TEST(AnalysisTest, ThreadsComparedWithIntervals) {
   ASSERT_TRUE(a.recommendation.threads);
   EXPECT_EQ(*a.recommendation.threads, 6);
   ASSERT_FALSE(a.comparisons.empty());
-  EXPECT_EQ(a.comparisons[0].dimension, "threads");
+  EXPECT_EQ(a.comparisons[0].dimension, Dimension::kThreads);
 }
 
 TEST(AnalysisTest, ThreadTieGoesToFewerThreads) {
@@ -257,6 +265,51 @@ TEST(AnalysisTest, ThreadTieGoesToFewerThreads) {
   const Analysis a = Analyze(rs, {});
   ASSERT_TRUE(a.recommendation.threads);
   EXPECT_EQ(*a.recommendation.threads, 4);
+}
+
+// A result with the given repetitions.
+RunResult WithSamples(int n, bool prefill, int depth, std::vector<double> samples) {
+  RunResult r = Result(n, prefill, samples.front(), depth);
+  r.samples_ts = std::move(samples);
+  return r;
+}
+
+TEST(AnalysisTest, OneSlowRepetitionAtDepthIsNoCollapse) {
+  // N=12 at depth: one repetition slowed by something else on the machine.
+  // Its mean keeps 42% of its depth-0 speed (a collapse if read on means);
+  // its best repetition keeps 74%, like N=14: the collapse rule reads best
+  // repetitions.
+  std::vector<RunResult> rs = Sweep({{12, {400, 34}}, {14, {390, 33}}});
+  rs.push_back(WithSamples(12, true, 8192, {40, 300}));
+  rs.push_back(Result(12, false, 30, 8192));
+  rs.push_back(WithSamples(14, true, 8192, {290, 292}));
+  rs.push_back(Result(14, false, 29, 8192));
+  AnalysisOptions o;
+  o.target_ctx = 8192 + 512;
+  const Analysis a = Analyze(rs, o);
+  ASSERT_EQ(a.depth_checks.size(), 2u);
+  EXPECT_NEAR(a.depth_checks[0].ratio, 300.0 / 406, 0.005);  // N=12's best against its best
+  for (const auto& c : a.depth_checks) EXPECT_FALSE(c.collapsed) << "N=" << c.n_cpu_moe;
+  EXPECT_EQ(a.RejectionOf(12), nullptr);
+}
+
+TEST(AnalysisTest, ALoneFastRepetitionAtDepth0IsNotTheBest) {
+  // N=12's depth-0 test has one repetition far above the others (a timing
+  // artefact): read as its best, N=12 would keep 10% at depth and collapse.
+  std::vector<RunResult> rs = Sweep({{14, {390, 33}}});
+  rs.push_back(WithSamples(12, true, 0, {400, 402, 398, 3000}));
+  rs.push_back(Result(12, false, 34, 0));
+  rs.push_back(WithSamples(12, true, 8192, {300, 301}));
+  rs.push_back(Result(12, false, 30, 8192));
+  rs.push_back(WithSamples(14, true, 8192, {290, 292}));
+  rs.push_back(Result(14, false, 29, 8192));
+  AnalysisOptions o;
+  o.target_ctx = 8192 + 512;
+  const Analysis a = Analyze(rs, o);
+  ASSERT_EQ(a.depth_checks.size(), 2u);
+  EXPECT_NEAR(a.depth_checks[0].ratio, 301.0 / 402, 0.005);
+  EXPECT_FALSE(a.depth_checks[0].collapsed);
+  EXPECT_EQ(a.RejectionOf(12), nullptr);
 }
 
 TEST(AnalysisTest, MeanAndSdWithoutSamplesAreAccepted) {

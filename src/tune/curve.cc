@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stats/interval.h"
-
 namespace moetune {
 
 const char* CurveShapeName(CurveShape shape) {
@@ -19,22 +17,6 @@ const char* CurveShapeName(CurveShape shape) {
       return "cliff";
   }
   return "unknown";
-}
-
-Estimate FromSummary(const Summary& s) {
-  return Estimate{s.mean, s.stddev, static_cast<int>(std::max<std::size_t>(s.n, 1))};
-}
-
-int CompareEstimates(const Estimate& a, const Estimate& b, const CurveRules& rules) {
-  switch (CompareMeans(a.mean, a.sd, a.n, b.mean, b.sd, b.n, rules.level, rules.min_relative)) {
-    case Comparison::kGreater:
-      return 1;
-    case Comparison::kLess:
-      return -1;
-    case Comparison::kTie:
-      break;
-  }
-  return 0;
 }
 
 namespace {
@@ -84,10 +66,10 @@ std::vector<Cliff> FindCliffs(const std::vector<CurvePoint>& points, const Curve
       // The VRAM boundary is where speed was at its best: a drop from a point
       // already far below the best is the steady fall of a curve that overflows
       // everywhere, not a cliff.
-      const bool from_the_top = before.mean >= 0.9 * best_so_far->mean ||
+      const bool from_the_top = before.mean >= rules.cliff_top_fraction * best_so_far->mean ||
                                 CompareEstimates(before, *best_so_far, rules) >= 0;
       if (ratio < rules.cliff_ratio && from_the_top &&
-          (cmp < 0 || (no_spread && ratio < rules.cliff_ratio * 0.7))) {
+          (cmp < 0 || (no_spread && ratio < rules.cliff_ratio * rules.no_spread_cliff_factor))) {
         cliffs.push_back({points[*prev].n_cpu_moe, points[i].n_cpu_moe, ratio});
       }
     }

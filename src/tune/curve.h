@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stats/summary.h"
+#include "tune/rules.h"
 
 namespace moetune {
 
@@ -19,14 +20,6 @@ enum class CurveShape {
   kCliff,      // prefill drops far beyond the noise between two neighbours
 };
 const char* CurveShapeName(CurveShape shape);
-
-/// An estimate with its spread, higher is better (tokens/s, requests/s).
-struct Estimate {
-  double mean = 0;
-  std::optional<double> sd;
-  int n = 1;
-};
-Estimate FromSummary(const Summary& s);
 
 struct CurvePoint {
   int n_cpu_moe = 0;
@@ -43,13 +36,6 @@ struct Cliff {
   double prefill_ratio = 0;     // prefill(collapsed) / prefill(safe)
 };
 
-struct CurveRules {
-  double cliff_ratio = 0.7;     // a drop to below 70% between neighbours ...
-  double flat_fraction = 0.05;  // a curve within 5% from best to worst is flat ...
-  double level = 0.95;          // ... and beyond the noise at this confidence
-  double min_relative = 0.02;   // differences under 2% are ties whatever the statistics
-};
-
 /// Cliffs in prefill (decode when there is no prefill), walking from the most
 /// conservative N toward the GPU. Points must be sorted by ascending N.
 std::vector<Cliff> FindCliffs(const std::vector<CurvePoint>& points, const CurveRules& rules);
@@ -60,7 +46,12 @@ std::vector<Cliff> FindCliffs(const std::vector<CurvePoint>& points, const Curve
 CurveShape ClassifyCurve(const std::vector<CurvePoint>& points, const std::vector<Cliff>& cliffs,
                          const CurveRules& rules);
 
-/// -1 / 0 / +1: a is worse than, tied with, better than b.
-int CompareEstimates(const Estimate& a, const Estimate& b, const CurveRules& rules);
+/// The curve over N at one depth, with the settings held fixed.
+struct CurveAtDepth {
+  int depth = 0;
+  std::vector<CurvePoint> points;  // ascending N
+  CurveShape shape = CurveShape::kFlat;
+  std::vector<Cliff> cliffs;
+};
 
 }  // namespace moetune

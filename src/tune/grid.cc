@@ -133,6 +133,7 @@ GridResult RunExhaustiveGrid(Engine& engine, const TuneSpace& space, const TuneO
     }
     AnalysisOptions ao;
     ao.workload = g.options.workload;
+    ao.rules = g.options.rules.analysis;
     ao.target_ctx = g.options.ctx;
     if (space.headroom) {
       for (int n : ns) ao.gpu_headroom.push_back({n, space.headroom(n)});
@@ -147,22 +148,13 @@ GridResult RunExhaustiveGrid(Engine& engine, const TuneSpace& space, const TuneO
     }
     g.slices.push_back(std::move(gs));
   }
-  // The best objective; the earliest slice tied with it is the pick.
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < g.slices.size(); ++i) {
-    if (!g.slices[i].usable) continue;
-    if (!best || g.slices[i].objective->mean > g.slices[*best].objective->mean) best = i;
+  // The tie rule over the slices in preference order: the earliest tied with
+  // the best is the pick.
+  std::vector<std::optional<Estimate>> objectives;
+  for (const auto& slice : g.slices) {
+    objectives.push_back(slice.usable ? slice.objective : std::nullopt);
   }
-  if (!best) return g;
-  const CurveRules rules;
-  for (std::size_t i = 0; i < g.slices.size(); ++i) {
-    if (g.slices[i].usable &&
-        (i == *best ||
-         CompareEstimates(*g.slices[i].objective, *g.slices[*best].objective, rules) >= 0)) {
-      g.pick = i;
-      break;
-    }
-  }
+  g.pick = Choose(objectives, g.options.rules.analysis.curve).chosen;
   return g;
 }
 
@@ -197,22 +189,16 @@ GridVerdict JudgeAgainstGrid(const GridResult& g, const ServerConfig& pick) {
   }
   const GridSlice& best = g.slices[*g.pick];
   v.exact = best.settings == want;
-  bool rejected = false;
-  std::string why;
-  for (const auto& r : slice->analysis.rejected) {
-    if (r.n_cpu_moe == want.n) {
-      rejected = true;
-      why = r.reason;
-    }
-  }
+  if (const Rejection* r = slice->analysis.RejectionOf(want.n)) v.rejection = *r;
   // The safety rule asks for one layer more than the edge; the other rules
   // accept the edge itself (proven at the target context, placement makes no
   // difference, or the edge is already the all-CPU end).
-  const bool edge_ok = v.slice_rule != "safety rule";
-  v.safe = !rejected && slice->usable && v.slice_edge >= 0 &&
+  const bool edge_ok = v.slice_rule != RecommendationRule::kSafetyRule;
+  v.safe = !v.rejection && slice->usable && v.slice_edge >= 0 &&
            (want.n > v.slice_edge || (want.n == v.slice_edge && edge_ok));
   v.tie = v.objective && best.objective &&
-          (v.exact || CompareEstimates(*v.objective, *best.objective, CurveRules{}) >= 0);
+          (v.exact ||
+           CompareEstimates(*v.objective, *best.objective, g.options.rules.analysis.curve) >= 0);
   const auto mine = PredictedObjective(g, want);
   const auto theirs = PredictedObjective(g, best.settings);
   if (mine && theirs && *theirs > 0) v.predicted_ratio = *mine / *theirs;
@@ -226,7 +212,10 @@ GridVerdict JudgeAgainstGrid(const GridResult& g, const ServerConfig& pick) {
         v.objective ? fmt::format("{:.4f} requests/s, {}", v.objective->mean,
                                   v.tie ? "within the noise" : "worse beyond the noise")
                     : std::string("not measured"),
-        v.slice_edge, v.slice_rule, rejected ? "; the pick is rejected there: " + why : "");
+        v.slice_edge, RecommendationRuleName(v.slice_rule),
+        v.rejection
+            ? fmt::format("; the pick is rejected there ({})", RejectionKindName(v.rejection->kind))
+            : "");
   }
   return v;
 }

@@ -62,13 +62,15 @@ struct GridVerdict {
   /// pick is not rejected (failed, beyond a cliff, failed or collapsed at
   /// depth) and obeys the slice's rule: at least one layer more conservative
   /// than the slice's edge under the safety rule; the edge or more
-  /// conservative when the slice's rule is "edge proven safe", "no placement
-  /// effect" or "every split overflows".
+  /// conservative when the slice's rule is kEdgeProvenSafe,
+  /// kNoPlacementEffect or kEverySplitOverflows.
   bool safe = false;
   std::optional<Estimate> objective;      // the pick's, from the grid's measurements
   std::optional<double> predicted_ratio;  // noise-free objective (sim records), pick / grid pick
   int slice_edge = -1;                    // the edge on the pick's slice
-  std::string slice_rule;                 // the rule on the pick's slice
+  RecommendationRule slice_rule = RecommendationRule::kNothingUsable;  // on the pick's slice
+  /// The pick's rejection on its slice, when it is rejected there.
+  std::optional<Rejection> rejection;
   std::string explanation;
 
   /// Acceptance: the same configuration, or a tie that is safe.

@@ -223,11 +223,14 @@ Summary ResultStats(const RunResult& r, int assumed_n, bool* assumed) {
     }
     Summary clean = Summarize(kept);
     clean.outliers = s.outliers;
+    // The best repetition is read on every sample: BestRepetition has its own
+    // rule for a fast one that stands alone, and a slow outlier never counts.
+    clean.best = s.best;
     return clean;
   }
   Summary s;
   const double mean = r.samples_ts.size() == 1 ? r.samples_ts[0] : r.avg_ts;
-  s.mean = s.median = s.min = s.max = mean;
+  s.mean = s.median = s.min = s.max = s.best = mean;
   if (r.stddev_ts > 0 && std::isfinite(r.stddev_ts)) {
     s.n = static_cast<std::size_t>(
         std::max(2, r.config.repetitions > 1 ? r.config.repetitions : assumed_n));

@@ -41,7 +41,8 @@ Result<LoadedMeasurements> ParseMeasurements(std::string_view text, const std::s
 /// Statistics of one result's tokens/s: from its samples when it has at least
 /// two, else from its mean and standard deviation with `assumed_n` repetitions
 /// (llama-bench's default is 5). `assumed` is set when n was assumed.
-/// Samples that are outliers by median/MAD are left out when n >= 5.
+/// Samples that are outliers by median/MAD are left out of the mean and spread
+/// when n >= 5; `best` is BestRepetition of every sample.
 Summary ResultStats(const RunResult& r, int assumed_n = 5, bool* assumed = nullptr);
 
 }  // namespace moetune

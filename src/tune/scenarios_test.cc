@@ -171,10 +171,10 @@ const GridSlice& PickSlice(const Outcome& o) {
   return o.grid.slices.front();
 }
 
-std::set<int> RejectedFor(const Analysis& a, const std::string& prefix) {
+std::set<int> RejectedFor(const Analysis& a, RejectionKind kind) {
   std::set<int> out;
   for (const auto& r : a.rejected) {
-    if (r.reason.rfind(prefix, 0) == 0) out.insert(r.n_cpu_moe);
+    if (r.kind == kind) out.insert(r.n_cpu_moe);
   }
   return out;
 }
@@ -194,7 +194,7 @@ TEST(TuneScenarios, CliffOnASilentSpillMachine) {
   const Outcome o = RunScenario(sc);
   CheckAgainstGrid(sc, o);
   const Analysis& a = PickSlice(o).analysis;
-  ASSERT_EQ(a.shape, CurveShape::kCliff) << a.recommendation.reason;
+  ASSERT_EQ(a.shape, CurveShape::kCliff) << RecommendationRuleName(a.recommendation.rule);
   ASSERT_FALSE(a.cliffs.empty());
   // On the safe side of the cliff, and the tune saw the cliff too.
   EXPECT_GE(o.tune.best.placement.n_cpu_moe, a.cliffs.front().n_cpu_moe_safe);
@@ -204,7 +204,7 @@ TEST(TuneScenarios, CliffOnASilentSpillMachine) {
   ServerConfig unsafe = o.tune.best;
   unsafe.placement.n_cpu_moe = a.cliffs.front().n_cpu_moe_collapsed;
   EXPECT_FALSE(JudgeAgainstGrid(o.grid, unsafe).accepted());
-  if (a.recommendation.rule == "safety rule") {
+  if (a.recommendation.rule == RecommendationRule::kSafetyRule) {
     unsafe.placement.n_cpu_moe = a.recommendation.edge;
     EXPECT_FALSE(JudgeAgainstGrid(o.grid, unsafe).accepted());
   }
@@ -217,7 +217,7 @@ TEST(TuneScenarios, OverflowEverywhereIsMonotonic) {
   CheckAgainstGrid(sc, o);
   const Analysis& a = PickSlice(o).analysis;
   EXPECT_EQ(a.shape, CurveShape::kMonotonic);
-  EXPECT_EQ(a.recommendation.rule, "every split overflows");
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kEverySplitOverflows);
   // Every expert stays on the CPU.
   EXPECT_EQ(o.tune.best.placement.n_cpu_moe, o.space.n_layer);
 }
@@ -228,13 +228,13 @@ TEST(TuneScenarios, SplitThatCollapsesAt32kIsNotPicked) {
   const Outcome o = RunScenario(sc);
   CheckAgainstGrid(sc, o);
   const Analysis& a = PickSlice(o).analysis;
-  const std::set<int> collapsed = RejectedFor(a, "prefill collapses");
+  const std::set<int> collapsed = RejectedFor(a, RejectionKind::kCollapses);
   ASSERT_FALSE(collapsed.empty()) << "no split collapses with depth on this machine";
   // The split that is best at short context (depth 0) collapses at depth ...
   const auto& base = a.curves.front().points;
   const CurvePoint* best0 = nullptr;
   for (const auto& p : base) {
-    if (p.objective && !RejectedFor(a, "beyond the cliff").count(p.n_cpu_moe) &&
+    if (p.objective && !RejectedFor(a, RejectionKind::kBeyondCliff).count(p.n_cpu_moe) &&
         (!best0 || p.objective->mean > best0->objective->mean))
       best0 = &p;
   }
@@ -244,7 +244,9 @@ TEST(TuneScenarios, SplitThatCollapsesAt32kIsNotPicked) {
   EXPECT_GT(o.tune.best.placement.n_cpu_moe, *collapsed.rbegin());
   bool said = false;
   for (const auto& d : o.tune.decisions)
-    said = said || (d.phase == "long context" && d.evidence.find("COLLAPSED") != std::string::npos);
+    said = said || (d.phase == TunePhase::kLongContext &&
+                    std::any_of(d.depth_checks.begin(), d.depth_checks.end(),
+                                [](const DepthCheck& c) { return c.collapsed; }));
   EXPECT_TRUE(said) << "the long-context decision does not name the collapse";
 }
 
@@ -260,8 +262,9 @@ TEST(TuneScenarios, HybridCpuThreadCount) {
   CheckAgainstGrid(sc, o);
   bool measured = false;
   for (const auto& d : o.tune.decisions)
-    measured = measured || (d.phase == "threads" && d.evidence.find("-t 8 ") != std::string::npos &&
-                            d.evidence.find("-t 32 ") != std::string::npos);
+    measured = measured ||
+               (d.phase == TunePhase::kThreads && d.evidence.find("-t 8 ") != std::string::npos &&
+                d.evidence.find("-t 32 ") != std::string::npos);
   EXPECT_TRUE(measured) << "the thread decision does not compare the candidates";
 }
 
@@ -271,8 +274,8 @@ TEST(TuneScenarios, StrictOverFullPlacementsFailToLoad) {
   const Outcome o = RunScenario(sc);
   CheckAgainstGrid(sc, o);
   const Analysis& a = PickSlice(o).analysis;
-  std::set<int> failed = RejectedFor(a, "failed to run");
-  const std::set<int> deep = RejectedFor(a, "fails to run at depth");
+  std::set<int> failed = RejectedFor(a, RejectionKind::kFailed);
+  const std::set<int> deep = RejectedFor(a, RejectionKind::kFailsAtDepth);
   failed.insert(deep.begin(), deep.end());
   ASSERT_FALSE(failed.empty()) << "nothing failed to load on this machine";
   ASSERT_FALSE(deep.empty()) << "nothing fails only at the target context";

@@ -157,17 +157,16 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   }
   s.defaults =
       LlamaDefaults(m.path, in.cpu, s.n_layer, in.engine_has_gpu && s.moe ? fit_cpu_layers : 0);
-  s.defaults_how =
-      in.engine_has_gpu && s.moe
-          ? fmt::format(
-                "llama.cpp's automatic fit (experts of the last {} layers on the CPU, "
-                "1 GiB margin), -t {}, -b 2048 -ub 512, -fa auto",
-                fit_cpu_layers, s.defaults->threads)
-          : fmt::format(
-                "llama.cpp's defaults: every layer offloaded (no GPU here, so all on the "
-                "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
-                s.defaults->threads,
-                in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
+  s.defaults_how = in.engine_has_gpu && s.moe
+                       ? fmt::format(
+                             "llama.cpp's automatic fit (experts of the last {} layers on the CPU, "
+                             "1 GiB margin), -t {}, -b 2048 -ub 512, -fa auto",
+                             fit_cpu_layers, s.defaults->threads)
+                       : fmt::format(
+                             "every layer offloaded (no GPU here, so all on the "
+                             "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
+                             s.defaults->threads,
+                             in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
   return s;
 }
 

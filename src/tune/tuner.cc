@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "tune/measurements.h"
+#include "tune/points.h"
 
 namespace moetune {
 namespace {
@@ -18,49 +18,31 @@ std::string Join(const std::vector<int>& v) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
-// The best objective; ties (within the noise) go to the earliest candidate.
-template <typename S>
-size_t Choose(const std::vector<S>& s, std::vector<int>* cmp) {
-  const CurveRules rules;
-  size_t best = 0;
-  bool any = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i].objective && (!any || s[i].objective->mean > s[best].objective->mean)) {
-      best = i;
-      any = true;
-    }
-  }
-  cmp->assign(s.size(), -2);
-  if (!any) return 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i].objective)
-      (*cmp)[i] = i == best ? 1 : CompareEstimates(*s[i].objective, *s[best].objective, rules);
-  }
-  for (size_t i = 0; i < s.size(); ++i) {
-    if ((*cmp)[i] >= 0) return i;
-  }
-  return best;
-}
-
-std::string Verdict(int cmp) {
-  return cmp == 1 ? " best" : (cmp == 0 ? " tie" : (cmp == -1 ? " worse" : " not measured"));
-}
+std::string Verdict(Standing standing) { return std::string(" ") + StandingName(standing); }
 
 // "A: prefill X, decode Y t/s best; B: ... t/s tie" for a choice between two settings.
 template <typename Scored>
 std::string TwoSettingsEvidence(const std::array<const char*, 2>& names,
-                                const std::vector<Scored>& scored, const std::vector<int>& cmp) {
+                                const std::vector<Scored>& scored, const Choice& choice) {
   std::string out;
   for (size_t i = 0; i < 2; ++i) {
     out += fmt::format("{}{}: prefill {:.1f}, decode {:.1f} t/s{}", i == 0 ? "" : "; ", names[i],
                        scored[i].pp ? scored[i].pp->mean : 0, scored[i].tg ? scored[i].tg->mean : 0,
-                       Verdict(cmp[i]));
+                       Verdict(choice.standings[i]));
   }
   return out;
+}
+
+// The choice of a comparison; the first candidate when none was measured.
+size_t Chosen(const Choice& choice) { return choice.chosen.value_or(0); }
+
+Decision MakeDecision(TunePhase phase, std::string choice, std::string rule, std::string evidence) {
+  Decision d;
+  d.phase = phase;
+  d.choice = std::move(choice);
+  d.rule = std::move(rule);
+  d.evidence = std::move(evidence);
+  return d;
 }
 
 }  // namespace
@@ -133,7 +115,7 @@ RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& o, const Tune
 std::vector<int> LongContextDepths(const TuneOptions& o) {
   std::vector<int> depths;
   if (o.ctx <= o.n_prompt) return depths;
-  for (int64_t d : {o.ctx / 4, o.ctx - o.n_prompt}) {
+  for (int64_t d : {o.ctx / o.rules.first_depth_divisor, o.ctx - o.n_prompt}) {
     const int di = static_cast<int>(std::max<int64_t>(d, 0));
     if (di > 0 && std::find(depths.begin(), depths.end(), di) == depths.end()) depths.push_back(di);
   }
@@ -151,7 +133,7 @@ int WorkloadPrompt(const TuneOptions& o) {
 std::vector<int> MicroBatchCandidates(const TuneSpace& space, const TuneOptions& o) {
   std::vector<int> out;
   for (int ub : space.ubatches) {
-    if (ub <= std::max(WorkloadPrompt(o), 512)) out.push_back(ub);
+    if (ub <= std::max(WorkloadPrompt(o), o.rules.ubatch_always_tried)) out.push_back(ub);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -241,6 +223,7 @@ std::vector<RunResult> Tuner::PlacementResults(const Settings& f) const {
 Analysis Tuner::AnalyzeNow(const Settings& fixed, bool with_ctx) const {
   AnalysisOptions o;
   o.workload = opt_.workload;
+  o.rules = opt_.rules.analysis;
   if (with_ctx) o.target_ctx = opt_.ctx;
   const auto rs = PlacementResults(fixed);
   if (space_.headroom) {
@@ -252,33 +235,35 @@ Analysis Tuner::AnalyzeNow(const Settings& fixed, bool with_ctx) const {
 }
 
 void Tuner::SearchPlacement() {
-  phase_ = "placement";
+  phase_ = TunePhase::kPlacement;
   const int L = space_.n_layer;
   if (!space_.moe) {
     cur_.n = 0;
     result_.placement_tuned = false;
-    result_.decisions.push_back({phase_, "-ngl from the plan", "dense model",
-                                 "no routed experts: --n-cpu-moe does not apply"});
+    result_.decisions.push_back(MakeDecision(phase_, "-ngl from the plan", "dense model",
+                                             "no routed experts: --n-cpu-moe does not apply"));
     return;
   }
   if (!space_.placement_matters) {
     cur_.n = space_.fixed_n;
     result_.placement_tuned = false;
-    result_.decisions.push_back(
-        {phase_, fmt::format("--n-cpu-moe {}", cur_.n), "no GPU in the engine",
-         "the engine has no GPU device, so where the experts live does not change speed: "
-         "placement was not measured; N comes from the memory plan"});
+    result_.decisions.push_back(MakeDecision(
+        phase_, fmt::format("--n-cpu-moe {}", cur_.n), "no GPU in the engine",
+        "the engine has no GPU device, so where the experts live does not change speed: "
+        "placement was not measured; N comes from the memory plan"));
     return;
   }
   const int b0 = std::clamp(space_.predicted_boundary, 0, L);
   std::set<int> measured;
   std::vector<int> next;
-  for (int n : {b0 - 1, b0, b0 + 1, b0 + 3}) {
+  const TuneRules& rules = opt_.rules;
+  for (int offset : rules.start_offsets) {
+    const int n = b0 + offset;
     if (n >= 0 && n <= L && std::find(next.begin(), next.end(), n) == next.end()) next.push_back(n);
   }
-  int down_step = 1, up_step = 3;
+  int down_step = rules.first_step_toward_gpu, up_step = rules.first_step_toward_cpu;
   Analysis a;
-  for (int round = 0; round < 24 && !next.empty(); ++round) {
+  for (int round = 0; round < rules.placement_rounds && !next.empty(); ++round) {
     std::vector<Settings> batch;
     for (int n : next) {
       Settings s = cur_;
@@ -298,8 +283,7 @@ void Tuner::SearchPlacement() {
     // The highest N known to be bad (failed or beyond a cliff).
     int floor = -1;
     for (const auto& rj : a.rejected) {
-      if (rj.reason.rfind("beyond the cliff", 0) == 0 || rj.reason.rfind("failed", 0) == 0)
-        floor = std::max(floor, rj.n_cpu_moe);
+      if (rj.at_depth0()) floor = std::max(floor, rj.n_cpu_moe);
     }
     const int edge = a.recommendation.edge;
     const int lo = *measured.begin(), hi = *measured.rbegin();
@@ -325,8 +309,10 @@ void Tuner::SearchPlacement() {
   }
   if (!a.recommendation.n_cpu_moe) {
     cur_.n = L;
-    result_.decisions.push_back({phase_, fmt::format("--n-cpu-moe {}", L), "nothing usable",
-                                 "no placement ran; all experts stay on the CPU"});
+    result_.decisions.push_back(
+        MakeDecision(phase_, fmt::format("--n-cpu-moe {}", L),
+                     RecommendationRuleName(RecommendationRule::kNothingUsable),
+                     "no placement ran; all experts stay on the CPU"));
     return;
   }
   cur_.n = std::min(*a.recommendation.n_cpu_moe, L);
@@ -339,27 +325,24 @@ void Tuner::SearchPlacement() {
     evidence += fmt::format("; cliff between N={} and N={} (prefill x{:.2f})", c.n_cpu_moe_safe,
                             c.n_cpu_moe_collapsed, c.prefill_ratio);
   }
-  evidence += "; " + a.recommendation.reason;
-  result_.decisions.push_back(
-      {phase_, fmt::format("--n-cpu-moe {}", cur_.n), a.recommendation.rule, evidence});
+  Decision d = MakeDecision(phase_, fmt::format("--n-cpu-moe {}", cur_.n),
+                            RecommendationRuleName(a.recommendation.rule), evidence);
+  d.reading = a.recommendation;
+  result_.decisions.push_back(std::move(d));
 }
 
 namespace {
 
 // Rejected for what happens at depth (measured there, not inferred).
 bool BadAtDepth(const Analysis& a, int n) {
-  for (const auto& r : a.rejected) {
-    if (r.n_cpu_moe == n && (r.reason.rfind("prefill collapses", 0) == 0 ||
-                             r.reason.rfind("fails to run at depth", 0) == 0))
-      return true;
-  }
-  return false;
+  const Rejection* r = a.RejectionOf(n);
+  return r != nullptr && r->measured_at_depth();
 }
 
 }  // namespace
 
 void Tuner::ValidateLongContext() {
-  phase_ = "long context";
+  phase_ = TunePhase::kLongContext;
   if (!result_.placement_tuned) return;
   const std::vector<int> depths = LongContextDepths(opt_);
   if (depths.empty()) return;
@@ -377,7 +360,7 @@ void Tuner::ValidateLongContext() {
                            space_.n_layer);
   }
   int narrowed = 0;
-  for (int round = 0; round < 16; ++round) {
+  for (int round = 0; round < opt_.rules.long_context_rounds; ++round) {
     std::set<int> cands;
     if (a.recommendation.edge >= 0) cands.insert(a.recommendation.edge);
     if (a.recommendation.n_cpu_moe) cands.insert(*a.recommendation.n_cpu_moe);
@@ -412,7 +395,9 @@ void Tuner::ValidateLongContext() {
       // narrow the tie, and any new candidate is validated in the next round.
       const int edge = a.recommendation.edge;
       const int rec = a.recommendation.n_cpu_moe.value_or(-1);
-      if (narrowed >= 2 || out_of_time_ || edge < 0 || rec <= edge + 1) break;
+      if (narrowed >= opt_.rules.tie_narrowing_rounds || out_of_time_ || edge < 0 ||
+          rec <= edge + 1)
+        break;
       std::vector<Settings> more;
       for (int n : at_depth0) {
         if (n < edge || n > rec) continue;
@@ -441,13 +426,12 @@ void Tuner::ValidateLongContext() {
     // Nothing measured holds at the target context: the most conservative
     // placement, said plainly.
     cur_.n = space_.n_layer;
-    std::string why;
-    for (const auto& r : a.rejected)
-      why += fmt::format("{}N={}: {}", why.empty() ? "" : "; ", r.n_cpu_moe, r.reason);
-    result_.decisions.push_back(
-        {phase_, fmt::format("--n-cpu-moe {}", cur_.n), "nothing usable",
-         "no measured placement runs at the target context without failing or collapsing (" + why +
-             "); every expert stays on the CPU"});
+    Decision d = MakeDecision(phase_, fmt::format("--n-cpu-moe {}", cur_.n),
+                              RecommendationRuleName(RecommendationRule::kNothingUsable),
+                              "no measured placement runs at the target context without failing "
+                              "or collapsing: every expert stays on the CPU");
+    d.rejections = a.rejected;
+    result_.decisions.push_back(std::move(d));
     result_.notes.push_back(fmt::format(
         "no placement measured at {} tokens of context held: even --n-cpu-moe {} may not fit this "
         "GPU; lower -ngl or the context (moetune plan shows the memory)",
@@ -458,67 +442,69 @@ void Tuner::ValidateLongContext() {
   // One layer safer than an edge at the all-CPU end is the all-CPU end.
   cur_.n = std::min(*a.recommendation.n_cpu_moe, space_.n_layer);
   validated_ = cur_;
-  std::string evidence;
-  for (const auto& c : a.depth_checks) {
-    evidence += fmt::format("{}N={} at depth {}: prefill x{:.2f} of depth 0 (healthiest x{:.2f}){}",
-                            evidence.empty() ? "" : "; ", c.n_cpu_moe, c.depth, c.ratio,
-                            c.reference_ratio, c.collapsed ? ", COLLAPSED" : "");
-  }
+  Decision d = MakeDecision(
+      phase_, fmt::format("--n-cpu-moe {}", cur_.n),
+      RecommendationRuleName(a.recommendation.rule) +
+          (before != cur_.n ? fmt::format(" (changed from {})", before) : std::string()),
+      "");
+  d.depth_checks = a.depth_checks;
   for (const auto& r : a.rejected) {
-    if (r.reason.rfind("fails to run at depth", 0) == 0 ||
-        r.reason.rfind("more experts on the GPU", 0) == 0)
-      evidence += fmt::format("{}N={} {}", evidence.empty() ? "" : "; ", r.n_cpu_moe, r.reason);
+    if (r.kind == RejectionKind::kFailsAtDepth || r.kind == RejectionKind::kInferredAtDepth)
+      d.rejections.push_back(r);
   }
-  if (evidence.empty()) evidence = "no depth measurement completed";
-  result_.decisions.push_back(
-      {phase_, fmt::format("--n-cpu-moe {}", cur_.n),
-       a.recommendation.rule + (before != cur_.n ? fmt::format(" (changed from {})", before) : ""),
-       evidence + "; " + a.recommendation.reason});
+  if (d.depth_checks.empty() && d.rejections.empty()) d.evidence = "no depth measurement completed";
+  d.reading = a.recommendation;
+  result_.decisions.push_back(std::move(d));
 }
 
 Tuner::Scored Tuner::Score(const Settings& st, int depth) const {
-  std::vector<RunResult> rs;
+  Cell cell;
   for (bool prefill : {true, false}) {
     RunConfig c = Make(st, prefill, depth);
     if (depth > 0) c.repetitions = opt_.depth_repetitions;  // as Measure ran it
     const std::string k = Journal::Key(c);
     for (const auto& r : all_) {
-      if (Journal::Key(r.config) == k) rs.push_back(r);
+      if (Journal::Key(r.config) == k) (prefill ? cell.prefill : cell.decode).push_back(&r);
     }
   }
-  AnalysisOptions o;
-  o.workload = opt_.workload;
-  const Analysis x = Analyze(rs, o);  // pools repeated measurements, objective by delta method
-  if (x.curves.empty() || x.curves.front().points.empty()) return {};
-  const auto& p = x.curves.front().points.front();
-  return {p.prefill, p.decode, p.objective};
+  // Pooled repetitions, objective by the delta method (tune/points.h).
+  const auto p = PointOf(st.n, cell, opt_.workload);
+  if (!p) return {};
+  return {p->prefill, p->decode, p->objective};
 }
 
-size_t Tuner::MeasureAndChoose(const std::vector<Settings>& cands, const std::string& label,
-                               std::vector<Scored>* scored, std::vector<int>* cmp) {
+Choice Tuner::MeasureAndChoose(const std::vector<Settings>& cands, const std::string& label,
+                               std::vector<Scored>* scored) {
   Measure(cands, 0, opt_.repetitions, label);
   scored->clear();
   for (const auto& c : cands) scored->push_back(Score(c, 0));
-  size_t chosen = Choose(*scored, cmp);
+  auto choose = [&] {
+    std::vector<std::optional<Estimate>> objectives;
+    for (const auto& sc : *scored) objectives.push_back(sc.objective);
+    return Choose(objectives, opt_.rules.analysis.curve);
+  };
+  Choice choice = choose();
   // More repetitions for the contenders tied with the best until the intervals
   // separate (or the repetitions or the budget run out).
-  for (int round = 0; round < 4 && !out_of_time_; ++round) {
+  for (int round = 0; round < opt_.rules.repetition_rounds && !out_of_time_; ++round) {
     std::vector<Settings> todo;
     for (size_t i = 0; i < cands.size(); ++i) {
       const int n = (*scored)[i].pp ? static_cast<int>((*scored)[i].pp->n) : 0;
-      if ((*cmp)[i] >= 0 && n + opt_.repetitions <= opt_.max_repetitions) todo.push_back(cands[i]);
+      const Standing st = choice.standings[i];
+      if ((st == Standing::kBest || st == Standing::kTied) &&
+          n + opt_.repetitions <= opt_.max_repetitions)
+        todo.push_back(cands[i]);
     }
-    const bool tied = std::count(cmp->begin(), cmp->end(), 0) > 0;
-    if (!tied || todo.size() < 2) break;
+    if (choice.clear() || todo.size() < 2) break;
     Measure(todo, 0, opt_.repetitions, label + " (more repetitions)");
     for (size_t i = 0; i < cands.size(); ++i) (*scored)[i] = Score(cands[i], 0);
-    chosen = Choose(*scored, cmp);
+    choice = choose();
   }
-  return chosen;
+  return choice;
 }
 
 void Tuner::TuneThreads() {
-  phase_ = "threads";
+  phase_ = TunePhase::kThreads;
   std::vector<ThreadCandidate> cands = space_.threads;
   if (cands.size() < 2) {
     if (!cands.empty()) cur_.threads = cands[0].threads;
@@ -534,25 +520,27 @@ void Tuner::TuneThreads() {
     ss.push_back(s);
   }
   std::vector<Scored> scored;
-  std::vector<int> cmp;
-  const size_t chosen = MeasureAndChoose(ss, "threads", &scored, &cmp);
+  const Choice choice = MeasureAndChoose(ss, "threads", &scored);
+  const size_t chosen = Chosen(choice);
   cur_.threads = ss[chosen].threads;
   std::string evidence;
   for (size_t i = 0; i < ss.size(); ++i) {
     const auto& c = scored[i];
-    evidence += fmt::format("{}-t {} ({}): prefill {:.1f}, decode {:.1f} t/s (n={}){}",
-                            i ? "; " : "", ss[i].threads, cands[i].why, c.pp ? c.pp->mean : 0,
-                            c.tg ? c.tg->mean : 0, c.pp ? c.pp->n : 0, Verdict(cmp[i]));
+    evidence +=
+        fmt::format("{}-t {} ({}): prefill {:.1f}, decode {:.1f} t/s (n={}){}", i ? "; " : "",
+                    ss[i].threads, cands[i].why, c.pp ? c.pp->mean : 0, c.tg ? c.tg->mean : 0,
+                    c.pp ? c.pp->n : 0, Verdict(choice.standings[i]));
   }
-  result_.decisions.push_back({phase_, fmt::format("-t {}", cur_.threads),
-                               cmp[chosen] == 1
-                                   ? "fastest beyond the noise"
-                                   : "within the noise of the best; a tie goes to fewer threads",
-                               evidence});
+  result_.decisions.push_back(
+      MakeDecision(phase_, fmt::format("-t {}", cur_.threads),
+                   choice.standings[chosen] == Standing::kBest
+                       ? "fastest beyond the noise"
+                       : "within the noise of the best; a tie goes to fewer threads",
+                   evidence));
 }
 
 void Tuner::TuneMicroBatch() {
-  phase_ = "micro-batch";
+  phase_ = TunePhase::kMicroBatch;
   std::vector<Settings> ss;
   std::vector<std::string> why;
   // The plan can only move N for a micro-batch where it agrees that the
@@ -574,26 +562,28 @@ void Tuner::TuneMicroBatch() {
   }
   if (ss.size() < 2) return;
   std::vector<Scored> scored;
-  std::vector<int> cmp;
-  const size_t chosen = MeasureAndChoose(ss, "micro-batch", &scored, &cmp);
+  const Choice choice = MeasureAndChoose(ss, "micro-batch", &scored);
+  const size_t chosen = Chosen(choice);
   std::string evidence = fmt::format("prefill of {} tokens: ", opt_.n_prompt);
   for (size_t i = 0; i < ss.size(); ++i) {
-    evidence += fmt::format("{}-ub {}{}: {:.1f} t/s{}{}", i ? "; " : "", ss[i].ubatch,
-                            ss[i].n != cur_.n ? fmt::format(" at N={}", ss[i].n) : "",
-                            scored[i].pp ? scored[i].pp->mean : 0, Verdict(cmp[i]), why[i]);
+    evidence +=
+        fmt::format("{}-ub {}{}: {:.1f} t/s{}{}", i ? "; " : "", ss[i].ubatch,
+                    ss[i].n != cur_.n ? fmt::format(" at N={}", ss[i].n) : "",
+                    scored[i].pp ? scored[i].pp->mean : 0, Verdict(choice.standings[i]), why[i]);
   }
   cur_.ubatch = ss[chosen].ubatch;
   cur_.batch = ss[chosen].batch;
   cur_.n = ss[chosen].n;
   result_.decisions.push_back(
-      {phase_, fmt::format("-ub {} -b {}", cur_.ubatch, cur_.batch),
-       cmp[chosen] == 1 ? "fastest beyond the noise"
-                        : "within the noise of the best; a tie goes to the smaller micro-batch",
-       evidence});
+      MakeDecision(phase_, fmt::format("-ub {} -b {}", cur_.ubatch, cur_.batch),
+                   choice.standings[chosen] == Standing::kBest
+                       ? "fastest beyond the noise"
+                       : "within the noise of the best; a tie goes to the smaller micro-batch",
+                   evidence));
 }
 
 void Tuner::TuneFlashAttention() {
-  phase_ = "flash attention";
+  phase_ = TunePhase::kFlashAttention;
   if (!space_.try_flash_attn) return;
   std::vector<Settings> ss;
   for (FlashAttn fa : {FlashAttn::kOn, FlashAttn::kOff}) {
@@ -604,18 +594,19 @@ void Tuner::TuneFlashAttention() {
     ss.push_back(s);
   }
   std::vector<Scored> scored;
-  std::vector<int> cmp;
-  const size_t chosen = MeasureAndChoose(ss, "flash attention", &scored, &cmp);
+  const Choice choice = MeasureAndChoose(ss, "flash attention", &scored);
+  const size_t chosen = Chosen(choice);
   cur_.flash_attn = ss[chosen].flash_attn;
-  result_.decisions.push_back({phase_, std::string("-fa ") + FlashAttnName(cur_.flash_attn),
-                               cmp[chosen] == 1
-                                   ? "fastest beyond the noise"
-                                   : "tie: flash attention stays on (smaller compute buffer)",
-                               TwoSettingsEvidence({"on", "off"}, scored, cmp)});
+  result_.decisions.push_back(
+      MakeDecision(phase_, std::string("-fa ") + FlashAttnName(cur_.flash_attn),
+                   choice.standings[chosen] == Standing::kBest
+                       ? "fastest beyond the noise"
+                       : "tie: flash attention stays on (smaller compute buffer)",
+                   TwoSettingsEvidence({"on", "off"}, scored, choice)));
 }
 
 void Tuner::TuneLoadMode() {
-  phase_ = "load mode";
+  phase_ = TunePhase::kLoadMode;
   if (!space_.try_load_mode) return;
   std::vector<Settings> ss;
   for (LoadMode lm : {LoadMode::kDefault, LoadMode::kNone}) {
@@ -624,29 +615,37 @@ void Tuner::TuneLoadMode() {
     ss.push_back(s);
   }
   std::vector<Scored> scored;
-  std::vector<int> cmp;
-  const size_t chosen = MeasureAndChoose(ss, "load mode", &scored, &cmp);
+  const Choice choice = MeasureAndChoose(ss, "load mode", &scored);
+  const size_t chosen = Chosen(choice);
   cur_.load_mode = ss[chosen].load_mode;
   result_.decisions.push_back(
-      {phase_,
-       cur_.load_mode == LoadMode::kDefault
-           ? "memory-mapped (default)"
-           : "-lm none (loaded, pinned; --no-mmap in older builds)",
-       cmp[chosen] == 1 ? "fastest beyond the noise" : "tie: the default stays",
-       TwoSettingsEvidence({"mmap", "loaded"}, scored, cmp)});
+      MakeDecision(phase_,
+                   cur_.load_mode == LoadMode::kDefault
+                       ? "memory-mapped (default)"
+                       : "-lm none (loaded, pinned; --no-mmap in older builds)",
+                   choice.standings[chosen] == Standing::kBest ? "fastest beyond the noise"
+                                                               : "tie: the default stays",
+                   TwoSettingsEvidence({"mmap", "loaded"}, scored, choice)));
+}
+
+std::optional<DepthSpeeds> Tuner::PrefillAtDepth(const Settings& s, int depth) const {
+  const Scored d0 = Score(s, 0), deep = Score(s, depth);
+  if (!d0.pp || !deep.pp) return std::nullopt;
+  return DepthSpeeds{d0.pp->best, deep.pp->best};
 }
 
 void Tuner::TryKvQuant() {
-  phase_ = "KV cache type";
+  phase_ = TunePhase::kKvCacheType;
   if (!space_.try_kv_quant || !result_.placement_tuned || cur_.n == 0) return;
   // Only when a q8_0 cache buys a layer of experts on the GPU.
   const int n = cur_.n - 1;
   if (!space_.fits || !Fits(n, cur_.ubatch, ggml_type::kQ8_0) ||
       Fits(n, cur_.ubatch, cur_.kv_type)) {
     const std::string kv = GgmlTypeName(cur_.kv_type);
-    result_.decisions.push_back({phase_, "-ctk " + kv + " -ctv " + kv, "not tried",
-                                 "a q8_0 KV cache does not free enough memory for another layer "
-                                 "of experts on the GPU"});
+    result_.decisions.push_back(
+        MakeDecision(phase_, "-ctk " + kv + " -ctv " + kv, "not tried",
+                     "a q8_0 KV cache does not free enough memory for another layer "
+                     "of experts on the GPU"));
     return;
   }
   Settings q = cur_;
@@ -654,34 +653,31 @@ void Tuner::TryKvQuant() {
   q.kv_type = ggml_type::kQ8_0;
   q.flash_attn = FlashAttn::kOn;  // a quantized V cache needs flash attention
   std::vector<Scored> scored;
-  std::vector<int> cmp;
-  MeasureAndChoose({cur_, q}, "KV cache type", &scored, &cmp);
-  // A layer gained at depth 0 is worth nothing if prefill collapses at the target context.
+  const Choice choice = MeasureAndChoose({cur_, q}, "KV cache type", &scored);
+  // A layer gained at depth 0 is worth nothing if prefill collapses at the
+  // target context: the collapse rule, with the f16 cache as the reference.
   const int deep = static_cast<int>(std::max<int64_t>(opt_.ctx - opt_.n_prompt, 0));
   bool collapses = false;
   if (deep > 0) {
     Measure({cur_, q}, deep, opt_.depth_repetitions, "KV cache type");
-    const Scored d0 = Score(cur_, deep), d1 = Score(q, deep);
-    if (d0.pp && d1.pp && scored[0].pp && scored[1].pp && scored[0].pp->mean > 0 &&
-        scored[1].pp->mean > 0) {
-      collapses = d1.pp->mean / scored[1].pp->mean < 0.7 * (d0.pp->mean / scored[0].pp->mean);
-    }
+    const auto f16 = PrefillAtDepth(cur_, deep), q8 = PrefillAtDepth(q, deep);
+    collapses = f16 && q8 && Collapses(*q8, *f16, opt_.rules.analysis.collapse);
   }
-  const bool take = cmp[1] == 1 && cmp[0] == -1 && !collapses;
+  const bool take = choice.standings[1] == Standing::kBest &&
+                    choice.standings[0] == Standing::kWorse && !collapses;
   if (take) cur_ = q;
-  result_.decisions.push_back(
-      {phase_,
-       take ? fmt::format("-ctk q8_0 -ctv q8_0 with --n-cpu-moe {}", n) : "-ctk f16 -ctv f16",
-       take
-           ? "a q8_0 cache buys a layer and is faster beyond the noise"
+  result_.decisions.push_back(MakeDecision(
+      phase_,
+      take ? fmt::format("-ctk q8_0 -ctv q8_0 with --n-cpu-moe {}", n) : "-ctk f16 -ctv f16",
+      take ? "a q8_0 cache buys a layer and is faster beyond the noise"
            : (collapses ? "rejected: prefill collapses with depth" : "not faster beyond the noise"),
-       fmt::format("f16 at N={}: {:.4f} requests/s; q8_0 at N={}: {:.4f} requests/s", n + 1,
-                   scored[0].objective ? scored[0].objective->mean : 0, n,
-                   scored[1].objective ? scored[1].objective->mean : 0)});
+      fmt::format("f16 at N={}: {:.4f} requests/s; q8_0 at N={}: {:.4f} requests/s", n + 1,
+                  scored[0].objective ? scored[0].objective->mean : 0, n,
+                  scored[1].objective ? scored[1].objective->mean : 0)));
 }
 
 void Tuner::FinalCheck() {
-  phase_ = "final check";
+  phase_ = TunePhase::kFinalCheck;
   const std::vector<int> depths = LongContextDepths(opt_);
   if (!validated_ || depths.empty()) return;
   const Settings& v = *validated_;
@@ -689,43 +685,28 @@ void Tuner::FinalCheck() {
       cur_.flash_attn == v.flash_attn && cur_.kv_type == v.kv_type)
     return;
   const int deep = depths.back();
-  // Prefill at the target context relative to depth 0, from the fastest
-  // repetitions (as the collapse rule of tune/analysis.h reads it).
-  auto best = [&](const Settings& s, int depth) -> std::optional<double> {
-    RunConfig c = Make(s, true, depth);
-    if (depth > 0) c.repetitions = opt_.depth_repetitions;
-    const std::string k = Journal::Key(c);
-    std::optional<double> m;
-    for (const auto& r : all_) {
-      if (!r.ok() || Journal::Key(r.config) != k) continue;
-      for (double x : r.samples_ts) m = std::max(m.value_or(0.0), x);
-    }
-    return m;
-  };
-  if (!best(cur_, deep)) {
+  if (!Score(cur_, deep).pp) {
     Measure({cur_}, deep, opt_.depth_repetitions, "final check");
     if (out_of_time_) return;
   }
-  const auto c0 = best(cur_, 0), cd = best(cur_, deep), v0 = best(v, 0), vd = best(v, deep);
+  // The collapse rule (tune/rules.h), with the validated settings as the
+  // reference.
   std::string why;
-  if (!cd) {
+  if (!Score(cur_, deep).pp) {
     why = fmt::format("it does not run at depth {}", deep);
-  } else if (c0 && v0 && vd && *c0 > 0 && *cd > 0 && *v0 > 0 && *vd > 0) {
-    const double rc = *cd / *c0, rv = *vd / *v0;
-    const double added_c = 1 / *cd - 1 / *c0, added_v = 1 / *vd - 1 / *v0;
-    if (rc < 0.7 * rv && added_c > 3 * std::max(0.0, added_v)) {
-      why = fmt::format(
-          "its prefill keeps {:.0f}% of its depth-0 speed at depth {}, the validated settings "
-          "{:.0f}%",
-          rc * 100, deep, rv * 100);
-    }
+  } else if (const auto c = PrefillAtDepth(cur_, deep), r = PrefillAtDepth(v, deep);
+             c && r && Collapses(*c, *r, opt_.rules.analysis.collapse)) {
+    why = fmt::format(
+        "its prefill keeps {:.0f}% of its depth-0 speed at depth {}, the validated settings "
+        "{:.0f}%",
+        c->ratio() * 100, deep, r->ratio() * 100);
   }
   const std::string now = fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n, cur_.ubatch,
                                       FlashAttnName(cur_.flash_attn), GgmlTypeName(cur_.kv_type));
   if (why.empty()) {
     result_.decisions.push_back(
-        {phase_, now, "the changed settings hold at the target context",
-         fmt::format("measured at depth {}: no failure, no collapse", deep)});
+        MakeDecision(phase_, now, "the changed settings hold at the target context",
+                     fmt::format("measured at depth {}: no failure, no collapse", deep)));
     return;
   }
   cur_.n = v.n;
@@ -734,14 +715,14 @@ void Tuner::FinalCheck() {
   cur_.flash_attn = v.flash_attn;
   cur_.kv_type = v.kv_type;
   result_.decisions.push_back(
-      {phase_,
-       fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n, cur_.ubatch,
-                   FlashAttnName(cur_.flash_attn), GgmlTypeName(cur_.kv_type)),
-       "undone: the changed settings fail at the target context", now + ": " + why});
+      MakeDecision(phase_,
+                   fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", cur_.n, cur_.ubatch,
+                               FlashAttnName(cur_.flash_attn), GgmlTypeName(cur_.kv_type)),
+                   "undone: the changed settings fail at the target context", now + ": " + why));
 }
 
 void Tuner::CompareWithDefaults() {
-  phase_ = "defaults";
+  phase_ = TunePhase::kDefaults;
   if (!space_.defaults) return;
   DefaultsComparison d;
   d.defaults = *space_.defaults;
@@ -761,13 +742,11 @@ void Tuner::CompareWithDefaults() {
         want, fmt::format("llama.cpp defaults{}", depth ? fmt::format(" @ d{}", depth) : ""));
   };
   auto seconds = [&](const std::vector<RunResult>& rs) -> std::optional<double> {
-    AnalysisOptions o;
-    o.workload = opt_.workload;
-    const Analysis x = Analyze(rs, o);
-    if (x.curves.empty() || x.curves.front().points.empty()) return std::nullopt;
-    const auto& p = x.curves.front().points.front();
-    if (!p.prefill || !p.decode) return std::nullopt;
-    return opt_.workload.SecondsPerRequest(p.prefill->mean, p.decode->mean);
+    Cell cell;
+    for (const auto& r : rs) (r.config.n_prompt > 0 ? cell.prefill : cell.decode).push_back(&r);
+    const auto p = PointOf(0, cell, opt_.workload);
+    if (!p || !p->prefill || !p->decode) return std::nullopt;
+    return opt_.workload.SecondsPerRequest(p->prefill->mean, p->decode->mean);
   };
   const ServerConfig tuned = SettingsConfig(space_, cur_);
   d.default_seconds_depth0 = seconds(measure_config(d.defaults, 0, opt_.repetitions));
@@ -806,6 +785,8 @@ TuneResult Tuner::Run() {
   if (!space_.moe) result_.best.placement.n_cpu_moe = -1;  // dense: no --n-cpu-moe, as plan
   if (space_.memory_of) result_.memory = space_.memory_of(result_.best);
   result_.measurements = all_;
+  result_.comparisons =
+      CompareTuneDimensions(all_, opt_.workload, cur_.n, opt_.rules.analysis.curve);
   result_.measured = measured_;
   result_.resumed = resumed_;
   result_.seconds = Elapsed();
@@ -814,7 +795,7 @@ TuneResult Tuner::Run() {
     result_.notes.push_back(fmt::format(
         "the time budget ({:.0f} s) ran out in the {} phase: this is the best configuration so "
         "far; run the same command again with a larger --budget to continue from the journal",
-        opt_.budget_seconds, phase_));
+        opt_.budget_seconds, TunePhaseName(phase_)));
   }
   return result_;
 }

@@ -26,8 +26,10 @@
 #include "engine/engine.h"
 #include "plan/placement.h"
 #include "tune/analysis.h"
+#include "tune/decision.h"
 #include "tune/journal.h"
 #include "tune/objective.h"
+#include "tune/rules.h"
 
 namespace moetune {
 
@@ -80,6 +82,8 @@ struct TuneOptions {
   int repetitions = 3;
   int max_repetitions = 9;
   int depth_repetitions = 2;
+  /// The constants of the search and the rules of its readings.
+  TuneRules rules;
 };
 
 /// Everything tune chooses besides the measurement itself: N and the settings.
@@ -119,17 +123,9 @@ std::vector<int> MicroBatchCandidates(const TuneSpace& space, const TuneOptions&
 /// largest candidate, at most the workload's prompt, at least `n_prompt`.
 int MicroBatchPrompt(const TuneSpace& space, const TuneOptions& options);
 
-/// One decision, with the rule that made it and the measurements behind it.
-struct Decision {
-  std::string phase;   // "placement", "long context", "threads", "micro-batch", ...
-  std::string choice;  // "--n-cpu-moe 21", "-t 6", ...
-  std::string rule;
-  std::string evidence;
-};
-
 /// Where a tune stands, for a progress line with an ETA.
 struct TuneProgress {
-  std::string phase;
+  TunePhase phase = TunePhase::kPlacement;
   std::size_t measured = 0;  // configurations measured so far (this run)
   std::size_t resumed = 0;   // taken from the journal
   double elapsed_seconds = 0;
@@ -154,6 +150,9 @@ struct TuneResult {
   std::optional<PlacementOption> memory;
   Analysis analysis;  // the final reading of all placement measurements
   std::vector<Decision> decisions;
+  /// Threads and micro-batch compared on every measurement at depth 0
+  /// (CompareTuneDimensions), for the report's figures.
+  std::vector<DimensionComparison> comparisons;
   std::vector<RunResult> measurements;  // everything used (resumed ones included)
   std::optional<DefaultsComparison> versus_defaults;
   std::size_t measured = 0, resumed = 0;
@@ -185,12 +184,14 @@ class Tuner {
 
   RunConfig Make(const Settings& s, bool prefill, int depth) const;
   Scored Score(const Settings& s, int depth) const;
+  /// Prefill of `s` at depth 0 and at `depth`, best repetitions (the collapse
+  /// rule's reading); nullopt when either was not measured.
+  std::optional<DepthSpeeds> PrefillAtDepth(const Settings& s, int depth) const;
   /// Measures `candidates` (ordered by preference: ties go to the earliest) at
   /// depth 0, with more repetitions for the contenders tied with the best until
-  /// the intervals separate, and returns the index chosen; `cmp` gets +1 best,
-  /// 0 tie, -1 worse, -2 not measured.
-  size_t MeasureAndChoose(const std::vector<Settings>& candidates, const std::string& label,
-                          std::vector<Scored>* scored, std::vector<int>* cmp);
+  /// the intervals separate, and reads them by the tie rule (Choose).
+  Choice MeasureAndChoose(const std::vector<Settings>& candidates, const std::string& label,
+                          std::vector<Scored>* scored);
   /// Measures prefill and decode for each settings at `depth` (journal first).
   std::vector<RunResult> Measure(const std::vector<Settings>& settings, int depth, int reps,
                                  const std::string& label);
@@ -226,7 +227,7 @@ class Tuner {
   std::map<std::string, int> occurrences_;
   std::size_t measured_ = 0, resumed_ = 0;
   bool out_of_time_ = false;
-  std::string phase_;
+  TunePhase phase_ = TunePhase::kPlacement;
   Settings cur_;
   std::optional<Settings> validated_;  // the settings the long-context phase validated
   TuneResult result_;

@@ -1,0 +1,145 @@
+#include "report/verdict_text.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace moetune {
+namespace {
+
+std::string ReadOnText(const Recommendation& r) {
+  switch (r.read_on) {
+    case ReadOn::kTimeToAnswer:
+      return fmt::format("time to answer ({} workload)", r.workload);
+    case ReadOn::kPrefill:
+      return "prefill";
+    case ReadOn::kDecode:
+      break;
+  }
+  return "decode";
+}
+
+std::string UnprovenText(const Recommendation& r) {
+  switch (r.unproven) {
+    case Unproven::kNotApplicable:
+      return "";
+    case Unproven::kNoHeadroom:
+      return "no measured GPU memory headroom for it";
+    case Unproven::kNoTargetContextRun:
+      return fmt::format("no measurement at the target context ({} tokens)",
+                         r.target_ctx.value_or(0));
+    case Unproven::kNoTargetContextGiven:
+      break;
+  }
+  return "no target context given (--ctx)";
+}
+
+std::string SafetyRuleReason(const Recommendation& r) {
+  const int pick = r.n_cpu_moe.value_or(r.edge + 1);
+  if (pick == r.safest_tie && r.safest_tie > r.edge) {
+    return fmt::format(
+        "N={} is within the noise of the best (N={}) and already one layer more conservative "
+        "than the edge",
+        pick, r.best_n);
+  }
+  return fmt::format(
+      "N={} is best for {}; one layer more conservative than the edge ({}) protects against "
+      "overflow as the context grows",
+      r.edge, ReadOnText(r), UnprovenText(r));
+}
+
+}  // namespace
+
+std::string RejectionReason(const Rejection& r) {
+  switch (r.kind) {
+    case RejectionKind::kFailed:
+      return "failed to run: " + r.failure;
+    case RejectionKind::kBeyondCliff:
+      return fmt::format(
+          "beyond the cliff: prefill drops to {:.0f}% between N={} and N={} (VRAM overflow)",
+          r.cliff.prefill_ratio * 100, r.cliff.n_cpu_moe_safe, r.cliff.n_cpu_moe_collapsed);
+    case RejectionKind::kFailsAtDepth:
+      return fmt::format("fails to run at depth {}: {}", r.depth, r.failure);
+    case RejectionKind::kCollapses:
+      return fmt::format(
+          "prefill collapses with depth: at depth {} it keeps {:.0f}% of its depth-0 speed, "
+          "while N={} keeps {:.0f}%",
+          r.depth, r.ratio * 100, r.reference_n, r.reference_ratio * 100);
+    case RejectionKind::kInferredAtDepth:
+      return fmt::format(
+          "more experts on the GPU than N={}, which {} at depth {}: it holds more in VRAM",
+          r.reference_n, r.trouble == DepthTrouble::kFails ? "fails to run" : "collapses", r.depth);
+    case RejectionKind::kRecorded:
+      break;
+  }
+  return r.recorded;
+}
+
+std::string RecommendationReason(const Recommendation& r) {
+  if (!r.recorded_reason.empty()) return r.recorded_reason;
+  switch (r.rule) {
+    case RecommendationRule::kNothingUsable:
+      return "every measured placement failed or was rejected; see the rejections";
+    case RecommendationRule::kNoPlacementEffect:
+      return fmt::format(
+          "placement does not change {} beyond the noise; the most conservative N measured ({}) "
+          "is as fast and the safest",
+          ReadOnText(r), r.safest_tie);
+    case RecommendationRule::kEverySplitOverflows:
+      return fmt::format(
+          "{} only falls as experts move to the GPU: keep the experts on the CPU (N={})",
+          ReadOnText(r), r.safest_tie);
+    case RecommendationRule::kEdgeProvenSafe:
+      return fmt::format(
+          "N={} is best for {} and was measured at the target context without collapse, with "
+          "GPU headroom left",
+          r.safest_tie, ReadOnText(r));
+    case RecommendationRule::kSafetyRule:
+      break;
+  }
+  return SafetyRuleReason(r);
+}
+
+std::string ComparisonReason(const DimensionComparison& c) {
+  const char* dimension = DimensionName(c.dimension);
+  const int best = c.best_value();
+  if (c.chosen == best && !c.any_tie()) {
+    return fmt::format("{} {} is faster than every other value beyond the noise", dimension,
+                       c.chosen);
+  }
+  if (c.chosen == best) return fmt::format("{} {} measured best", dimension, c.chosen);
+  return fmt::format(
+      "{} {} is within the noise of the best measured ({}); a tie goes to the smaller value",
+      dimension, c.chosen, best);
+}
+
+std::string DepthCheckText(const DepthCheck& c) {
+  return fmt::format("N={} at depth {}: prefill x{:.2f} of depth 0 (healthiest x{:.2f}){}",
+                     c.n_cpu_moe, c.depth, c.ratio, c.reference_ratio,
+                     c.collapsed ? ", COLLAPSED" : "");
+}
+
+std::string DecisionEvidence(const Decision& d) {
+  std::vector<std::string> parts;
+  for (const auto& c : d.depth_checks) parts.push_back(DepthCheckText(c));
+  for (const auto& r : d.rejections)
+    parts.push_back(fmt::format("N={}: {}", r.n_cpu_moe, RejectionReason(r)));
+  if (!d.evidence.empty()) parts.push_back(d.evidence);
+  if (d.reading) parts.push_back(RecommendationReason(*d.reading));
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+std::string CliffRuleText(const CurveRules& rules) {
+  return fmt::format(
+      "prefill drops below {:.0f}% of its neighbour, beyond the noise (Welch, {:.0f}%)",
+      rules.cliff_ratio * 100, rules.level * 100);
+}
+
+std::string CollapseRuleText(const CollapseRules& rules) {
+  return fmt::format("prefill(depth)/prefill(0) below {:.0f}% of the healthiest N's ratio",
+                     rules.ratio * 100);
+}
+
+}  // namespace moetune
