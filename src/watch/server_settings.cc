@@ -4,6 +4,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "model/arch.h"
+
 namespace moetune {
 namespace {
 
@@ -120,7 +122,10 @@ std::optional<std::string> ServerSettings::Get(const std::string& key) const {
 
 std::optional<int> ServerSettings::NCpuMoe() const {
   auto v = Get("n_cpu_moe");
-  return v ? ToInt(*v) : std::nullopt;
+  auto n = v ? ToInt(*v) : std::nullopt;
+  // A count of layers: negative or beyond any model is no N to build on.
+  if (n && (*n < 0 || *n > kMaxLayers)) return std::nullopt;
+  return n;
 }
 
 int ServerSettings::NUbatch() const {
