@@ -77,18 +77,25 @@ Status NoteInputFile(const std::string& path, std::string_view what) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (!r.active || path.empty() || path == "-") return OkStatus();
   FileEntry e = Describe(path, what, /*output=*/false);
+  const FileEntry* output = nullptr;
+  bool known = false;
   for (const FileEntry& f : r.files) {
     if (!Same(f, e)) continue;
-    if (f.output) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("output {} '{}' is the input '{}' ({}) of this command; writing "
-                               "it would destroy the input: choose another file for {}",
-                               f.what, f.path, path, what, f.what));
-    }
-    return OkStatus();  // read twice: fine
+    if (f.output && output == nullptr) output = &f;
+    if (!f.output) known = true;  // read twice: fine
   }
-  r.files.push_back(std::move(e));
-  return OkStatus();
+  if (output == nullptr) {
+    if (!known) r.files.push_back(std::move(e));
+    return OkStatus();
+  }
+  Error error(ErrorKind::kInvalidArgument,
+              fmt::format("output {} '{}' is the input '{}' ({}) of this command; writing it "
+                          "would destroy the input: choose another file for {}",
+                          output->what, output->path, path, what, output->what));
+  // Recorded all the same: a caller that goes on without this input must
+  // still find its output refused when it comes to write it.
+  if (!known) r.files.push_back(std::move(e));
+  return error;
 }
 
 Status ClaimOutputFile(const std::string& path, std::string_view role,

@@ -37,8 +37,11 @@ TEST(CommandFilesTest, AnInputIsNeverAnOutput) {
   EXPECT_FALSE(ClaimOutputFile(link, "--profile").ok());
   // And the other way round: an output that is read afterwards.
   const std::string out = dir.File("out.json");
+  std::ofstream(out) << "{}";
   ASSERT_TRUE(ClaimOutputFile(out, "-o").ok());
   EXPECT_FALSE(NoteInputFile(out, "the --from file").ok());
+  // Even when the reader's caller goes on regardless, the writer is refused.
+  EXPECT_FALSE(ClaimOutputFile(out, "-o").ok());
 }
 
 TEST(CommandFilesTest, TwoOutputsNeverShareAFileButOneMayBeRewritten) {
