@@ -49,7 +49,7 @@ std::string DescribeProcess(pid_t pid) {
   }
   if (text.size() > 120) text = text.substr(0, 117) + "...";
   return text.empty() ? fmt::format("process {}", pid)
-                      : fmt::format("process {} ({})", pid, ToValidUtf8(text));
+                      : fmt::format("process {} ({})", pid, ForTerminalField(text));
 }
 
 // Takes the journal's lock (a POSIX record lock on the whole file: a write

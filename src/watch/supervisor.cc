@@ -14,6 +14,7 @@
 #include "util/http_get.h"
 #include "util/output_file.h"
 #include "util/units.h"
+#include "util/utf8.h"
 #include "watch/log_reader.h"
 #include "watch/process_info.h"
 
@@ -147,7 +148,9 @@ std::string DescribeHolder(const SysRoot& proc, int port) {
   std::string cmd;
   for (const auto& a : ReadCmdline(proc, *pid)) cmd += (cmd.empty() ? "" : " ") + a;
   if (cmd.size() > 120) cmd = cmd.substr(0, 117) + "...";
-  return cmd.empty() ? fmt::format("process {}", *pid) : fmt::format("process {} ({})", *pid, cmd);
+  // A command line may hold any bytes, newlines included: one value, one line.
+  return cmd.empty() ? fmt::format("process {}", *pid)
+                     : fmt::format("process {} ({})", *pid, ForTerminalField(cmd));
 }
 
 }  // namespace

@@ -207,9 +207,10 @@ TEST_F(FileRules, AServerLogIsNeverAnInputOrAPipe) {
   const std::string fifo = tmp_.File("log.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   for (const std::string& log : {model_, fifo}) {
-    auto r = RunCommand({MoetuneBinary(), "serve", model_, "--ctx", "1024", "--port",
-                         std::to_string(FreePort()), "--server-log", log, "--no-gpu"},
-                        120);
+    auto r =
+        RunCommand({MoetuneBinary(), "serve", model_, "--ctx", "1024", "--port",
+                    std::to_string(FreePort()), "--server-log", log, "--no-gpu", "--vram", "8GiB"},
+                   120);
     EXPECT_FALSE(r.timed_out) << r.err;
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_NE(r.err.find("--server-log"), std::string::npos) << r.err;

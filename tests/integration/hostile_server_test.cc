@@ -191,7 +191,7 @@ TEST(HostileServer, ServeRefusesAPortAnotherProgramHolds) {
   while (!other.is_running()) std::this_thread::sleep_for(5ms);
   const auto r =
       RunCommand({MoetuneBinary(), "serve", model, "--ctx", "1024", "--port", std::to_string(port),
-                  "--no-gpu", "--server-log", dir.File("server.log")},
+                  "--no-gpu", "--vram", "8GiB", "--server-log", dir.File("server.log")},
                  120);
   other.stop();
   t.join();
