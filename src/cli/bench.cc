@@ -182,7 +182,7 @@ int Run(const BenchArgs& a) {
     return kExitUsage;
   }
   if (a.sim.engine == "sim")
-    return RunSimBench(*configs, a.sim, a.json, a.output, a.threads.empty());
+    return RunSimBench(*configs, a.sim, a.json, a.output, a.threads.empty(), a.report);
   DiscoveryOptions dopt;
   dopt.llama_dir = a.llama_dir;
   auto info = DiscoverEngine(dopt);

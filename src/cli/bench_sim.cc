@@ -6,8 +6,12 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/report_output.h"
+#include "cli/validators.h"
 #include "engine/sim_engine.h"
 #include "report/bench_report.h"
+#include "report/command_documents.h"
+#include "tune/analysis.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -18,7 +22,8 @@ void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* o, bool with_vram) {
                   "machine; results are simulated)")
       ->check(CLI::IsMember({"llama", "sim"}));
   cmd->add_option("--seed", o->seed,
-                  "Seed of the simulated engine's noise (same seed, same output)");
+                  "Seed of the simulated engine's noise (same seed, same output)")
+      ->check(SeedValue());
   AddMachineFlags(cmd, &o->machine, with_vram, /*with_profile=*/true);
 }
 
@@ -33,7 +38,7 @@ Result<SimEngineOptions> ResolveSimEngine(const SimBenchOptions& o, ResolvedMach
 }
 
 int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool json,
-                const std::string& output, bool default_threads) {
+                const std::string& output, bool default_threads, const std::string& report) {
   ResolvedMachine resolved;
   auto so = ResolveSimEngine(o, &resolved);
   if (!so.ok()) return ReportError(so.error());
@@ -68,6 +73,12 @@ int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool j
   std::vector<std::string> inputs;
   if (!configs.empty()) inputs.push_back(configs.front().model);
   if (auto st = WriteOutput(output, text, inputs); !st.ok()) return ReportError(st.error());
+  if (!report.empty()) {
+    const Analysis analysis = Analyze(run.results, AnalysisOptions{});
+    auto st = WriteReportFile(
+        report, BenchDocument(run, analysis, engine.Info(), wall, OwnCommandLine()), inputs);
+    if (!st.ok()) return ReportError(st.error());
+  }
   if (run.FailureCount() > 0) {
     std::cerr << fmt::format(
         "moetune: {} of {} simulated configuration(s) failed (see the table)\n", run.FailureCount(),

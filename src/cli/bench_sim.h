@@ -30,9 +30,10 @@ void AddSimBenchFlags(CLI::App* cmd, SimBenchOptions* options, bool with_vram = 
 /// (the machine's notes go to stderr).
 Result<SimEngineOptions> ResolveSimEngine(const SimBenchOptions& options, ResolvedMachine* machine);
 
-/// Runs `configs` on the simulated engine and writes the bench output.
+/// Runs `configs` on the simulated engine and writes the bench output (and
+/// the `report` file when not empty, as the real engine's bench does).
 /// `default_threads`: the user gave no -t, so use the machine's performance cores.
 int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& options, bool json,
-                const std::string& output, bool default_threads);
+                const std::string& output, bool default_threads, const std::string& report = "");
 
 }  // namespace moetune

@@ -24,6 +24,8 @@
 #include "report/bench_report.h"
 #include "report/calibration_report.h"
 #include "speed/presets.h"
+#include "util/command_files.h"
+#include "util/json_parse.h"
 #include "util/read_file.h"
 #include "util/timestamp.h"
 #include "util/utf8.h"
@@ -58,9 +60,10 @@ Result<std::vector<Measurement>> ReadMeasurements(const std::string& path, Measu
   // Only a regular file, read with a bound: a FIFO or /dev/zero is an error.
   auto read = ReadRegularFile(path, kMaxMeasurementFileBytes);
   if (!read.ok()) return read.take_error().Context("measurements");
+  MOETUNE_TRY(NoteInputFile(path, "the --measurements file"));
   const std::string& text = *read;
   std::vector<BenchRecord> records;
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto j = ParseJsonOrDiscarded(text);
   if (!j.is_discarded() && (j.is_array() || j.contains("results"))) {
     const auto& items = j.is_array() ? j : j["results"];
     for (const auto& item : items) {

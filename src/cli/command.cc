@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "util/command_files.h"
 #include "util/output_file.h"
 #include "util/utf8.h"
 
@@ -16,7 +17,7 @@ int ReportError(const Error& error) {
 }
 
 Status WriteOutput(const std::string& path, const std::string& text,
-                   const std::vector<std::string>& inputs) {
+                   const std::vector<std::string>& inputs, std::string_view role) {
   // Text from model files and the engine may hold control bytes or invalid
   // UTF-8: neither reaches a terminal or a report (util/text.h).
   const std::string safe = ForTerminal(text);
@@ -28,7 +29,33 @@ Status WriteOutput(const std::string& path, const std::string& text,
   }
   OutputFileOptions options;
   options.inputs = inputs;
+  options.role = std::string(role);
   return WriteFileSafely(path, safe, options);
+}
+
+Status ClaimOutputFlags(const CLI::App& app) {
+  // The flags that name a file the command writes, and the role each is
+  // claimed under (the name messages use). `--profile` is an output only for
+  // doctor: elsewhere it names a profile to read.
+  struct OutputFlag {
+    const char* command;  // nullptr: every command
+    const char* option;
+    const char* role;
+  };
+  static constexpr OutputFlag kFlags[] = {{nullptr, "--output", "-o"},
+                                          {nullptr, "--report", "--report"},
+                                          {"tune", "--journal", "--journal"},
+                                          {"doctor", "--profile", "--profile"},
+                                          {"serve", "--server-log", "--server-log"}};
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const OutputFlag& f : kFlags) {
+      if (f.command != nullptr && sub->get_name() != f.command) continue;
+      const CLI::Option* opt = sub->get_option_no_throw(f.option);
+      if (opt == nullptr || opt->count() == 0) continue;
+      for (const std::string& path : opt->results()) MOETUNE_TRY(ClaimOutputFile(path, f.role));
+    }
+  }
+  return OkStatus();
 }
 
 std::string JsonOutput(const nlohmann::json& j) {

@@ -28,9 +28,19 @@ int ReportError(const Error& error);
 
 /// Writes `text` to stdout when `path` is "-" or empty, else to `path` with
 /// util/output_file.h (atomic for regular files, through for special files,
-/// never onto one of `inputs`).
+/// never onto one of `inputs` or another output of the command; `role` names
+/// the flag in messages and in util/command_files.h).
 Status WriteOutput(const std::string& path, const std::string& text,
-                   const std::vector<std::string>& inputs = {});
+                   const std::vector<std::string>& inputs = {}, std::string_view role = "-o");
+
+/// Claims the output files named on the command line of the chosen command
+/// (`-o`, `--report`, tune's `--journal`, doctor's `--profile`, serve's
+/// `--server-log`) in util/command_files.h before any work starts, so that
+/// two outputs on one file (`--report r.html -o r.html`) are a bad command
+/// line, and reading an input that is one of them is refused before
+/// anything is written. Writers claim their file again when they write (the
+/// rule holds for default paths too).
+Status ClaimOutputFlags(const CLI::App& app);
 
 /// `j` as indented JSON text (with a newline) that is always valid UTF-8; says
 /// on stderr when invalid bytes had to be replaced.

@@ -24,6 +24,7 @@
 #include "model/synth.h"
 #include "report/bench_report.h"
 #include "report/engine_report.h"
+#include "util/json_parse.h"
 #include "util/subprocess.h"
 #include "util/utf8.h"
 
@@ -54,7 +55,7 @@ Status RunDemoTune(const std::string& self, DemoTune* t) {
   o.timeout = std::chrono::milliseconds(900000);
   auto out = RunProcess(o);
   if (!out.ok()) return out.error().Context("demo: the " + t->label + " tune");
-  t->result = nlohmann::json::parse(out->stdout_text, nullptr, false);
+  t->result = ParseJsonOrDiscarded(out->stdout_text);
   if (!out->status.success() || t->result.is_discarded() || !t->result.contains("pick") ||
       !t->result["pick"].is_object() || !t->result.contains("command")) {
     // The tune's own words: its last line that is not CLI11's "--help" hint.
@@ -137,7 +138,7 @@ int Run(const DemoArgs& a) {
     o.timeout = std::chrono::milliseconds(120000);
     auto out = RunProcess(o);
     if (!out.ok()) return ReportError(out.error().Context("demo: the plan step"));
-    const auto j = nlohmann::json::parse(out->stdout_text, nullptr, false);
+    const auto j = ParseJsonOrDiscarded(out->stdout_text);
     if (!out->status.success() || j.is_discarded() || !j.contains("n_cpu_moe") ||
         !j["n_cpu_moe"].is_number_integer()) {
       std::string why = out->stderr_tail.empty() ? out->status.Describe() : out->stderr_tail.back();
@@ -315,7 +316,7 @@ void RegisterDemoCommand(CLI::App& app, CommandRun* run) {
       ->capture_default_str();
   cmd->add_option("--tune-budget", a->tune_budget,
                   "Minutes for the real-engine tune (the last step)")
-      ->check(CLI::Range(0.1, 60.0))
+      ->check(NumberRange(0.1, 60.0))
       ->capture_default_str();
   cmd->callback([a, run] { *run = [a] { return Run(*a); }; });
 }

@@ -115,6 +115,8 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--no-save", o->no_save, "Do not save the machine profile");
   cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the RAM bandwidth measurement (~1-2 s)");
   cmd->add_flag("--no-engine", o->no_engine, "Do not look for or probe the llama.cpp engine");
+  cmd->add_flag("--no-decode", o->no_decode,
+                "With --model: skip the short decode run that measures the engine's bandwidth");
   cmd->add_option(
       "--llama-dir", o->llama_dir,
       "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, the default engine, PATH)");

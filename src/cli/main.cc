@@ -6,6 +6,7 @@
 #include <new>
 
 #include "cli/command.h"
+#include "util/command_files.h"
 #include "util/subprocess.h"
 #include "util/utf8.h"
 
@@ -17,6 +18,9 @@ int main(int argc, char** argv) {
     CLI::App app{"moetune: fastest safe llama.cpp settings for MoE models larger than VRAM"};
     app.set_version_flag("--version", std::string("moetune ") + MOETUNE_VERSION);
     app.require_subcommand(1);
+    // The files the command reads and writes: no output lands on an input or
+    // on another output (util/command_files.h).
+    moetune::CommandFilesScope files;
     moetune::CommandRun run;
     // One line per command (src/cli/<command>.cc).
     moetune::RegisterInspectCommand(app, &run);
@@ -39,6 +43,10 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       const int rc = app.exit(e);
       return rc == 0 ? moetune::kExitOk : moetune::kExitUsage;
+    }
+    if (auto claimed = moetune::ClaimOutputFlags(app); !claimed.ok()) {
+      moetune::ReportError(claimed.error());
+      return moetune::kExitUsage;
     }
     return run ? run() : moetune::kExitUsage;
   } catch (const std::bad_alloc&) {

@@ -51,7 +51,7 @@ std::vector<std::string> OwnCommandLine() {
 Status WriteReportFile(const std::string& path, const Report& report,
                        const std::vector<std::string>& inputs) {
   MOETUNE_ASSIGN_OR_RETURN(ReportFormat format, ReportFormatForPath(path));
-  MOETUNE_TRY(WriteOutput(path, RenderReport(report, format), inputs));
+  MOETUNE_TRY(WriteOutput(path, RenderReport(report, format), inputs, "--report"));
   std::cerr << ForTerminal(fmt::format("moetune: report written to {}\n", path));
   return OkStatus();
 }

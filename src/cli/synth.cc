@@ -11,6 +11,8 @@
 #include "cli/validators.h"
 #include "model/arch.h"
 #include "model/synth_sparse.h"
+#include "util/command_files.h"
+#include "util/json_parse.h"
 #include "util/read_file.h"
 #include "util/units.h"
 
@@ -36,11 +38,13 @@ Result<SynthSpec> LoadSpec(const SynthArgs& a) {
   // model file) from being read without end.
   auto text = ReadRegularFile(a.config, std::size_t{16} << 20);
   if (!text.ok()) return text.take_error().Context("--config");
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  MOETUNE_TRY(NoteInputFile(a.config, "the --config file"));
+  auto parsed = ParseJson(*text, fmt::format("'{}'", a.config));
+  if (!parsed.ok()) {
     return Error(ErrorKind::kFormat,
-                 fmt::format("'{}' is not valid JSON; give a Hugging Face config.json", a.config));
+                 fmt::format("{}; give a Hugging Face config.json", parsed.error().message()));
   }
+  const nlohmann::json& j = *parsed;
   auto spec = SynthSpecFromHfConfig(j);
   if (!spec.ok()) return spec.take_error().Context(a.config);
   return spec;
@@ -121,7 +125,7 @@ void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
       ->check(IntRange(1, kMaxLayers));
   cmd->add_option("--quant", args->quant, "f16, q8_0 (default), q6_k, q4_k, q4_k_m, mxfp4")
       ->check(Parses(ParseSynthQuant, "QUANT"));
-  cmd->add_option("--seed", args->seed, "Random seed (same seed, same file)");
+  cmd->add_option("--seed", args->seed, "Random seed (same seed, same file)")->check(SeedValue());
   // GGUF stores the training context as a 32-bit count ({arch}.context_length).
   cmd->add_option("--ctx-train", args->ctx_train, "Override the training context length")
       ->check(IntRange(1, kMaxTrainContext));

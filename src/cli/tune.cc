@@ -51,9 +51,11 @@ struct TuneArgs {
   std::string emit;
 };
 
+// The hash covers every hyperparameter and tensor (gguf/gguf.h): a file of
+// the same name and shape with another expert_used_count is another model.
 std::string ModelFingerprint(const ModelInfo& m) {
-  return fmt::format("{} ({}, {} tensors, {} bytes of tensors)", m.arch.hp.name, m.arch.hp.arch,
-                     m.gguf.tensors.size(), m.weights.total);
+  return fmt::format("{} ({}, {} tensors, {} bytes of tensors, {})", m.arch.hp.name, m.arch.hp.arch,
+                     m.gguf.tensors.size(), m.weights.total, GgufFingerprint(m.gguf));
 }
 
 std::string MachineFingerprint(const CpuTopology& cpu) {
@@ -286,7 +288,20 @@ int Run(const TuneArgs& a) {
   report.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}{}", a.model, a.ctx,
                                   a.workload, a.vram.empty() ? "" : " --vram " + a.vram,
                                   te->reproduce)};
-  return WriteTuneOutputs(report, {a.report, a.emit, a.json, a.output}, {a.model});
+  const int rc = WriteTuneOutputs(report, {a.report, a.emit, a.json, a.output}, {a.model});
+  if (journal && journal->unsaved() > 0) {
+    // The result stands, but a rerun would measure these again: the exit
+    // code says that not everything was saved.
+    ReportError(
+        Error(ErrorKind::kIo,
+              fmt::format("{} of {} measurement(s) were not saved to the journal '{}' "
+                          "({}); the result above is complete, but running the command "
+                          "again measures those again",
+                          journal->unsaved(), journal->results().size() - journal->resumed(),
+                          journal->path(), journal->write_error()->message())));
+    return rc == kExitOk ? kExitError : rc;
+  }
+  return rc;
 }
 
 }  // namespace
@@ -305,7 +320,7 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
       ->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes,
                   "Time budget in minutes (best so far when it ends)")
-      ->check(CLI::Range(0.1, 10080.0))
+      ->check(NumberRange(0.1, 10080.0))
       ->capture_default_str();
   cmd->add_option("--journal", a->journal,
                   "Journal file (default: ~/.cache/moetune/tune/<model>-<ctx>-<workload>.journal)");

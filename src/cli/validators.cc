@@ -100,6 +100,28 @@ CLI::Validator IntRange(int64_t min, int64_t max) {
       "INT");
 }
 
+CLI::Validator NumberRange(double min, double max) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end == s.c_str() || *end != '\0' || !std::isfinite(v)) {
+          return fmt::format("'{}' is not a number (accepted range {} to {})", s, min, max);
+        }
+        if (v < min || v > max) {
+          return fmt::format("{} is outside the accepted range {} to {}", s, min, max);
+        }
+        return "";
+      },
+      "NUMBER");
+}
+
+CLI::Validator SeedValue() {
+  CLI::Validator v = IntRange(0, INT64_MAX);
+  v.name("SEED");
+  return v;
+}
+
 CLI::Validator Accepted(std::function<Status(const std::string&)> check, std::string type_name) {
   return CLI::Validator(
       [check = std::move(check)](std::string& s) -> std::string {

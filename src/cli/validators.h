@@ -45,6 +45,12 @@ CLI::Validator IntList(int min, int max, int max_items = 1000);
 CLI::Validator Seconds(double min, double max);
 /// An integer within [min, max] ("accepted range MIN to MAX" in the message).
 CLI::Validator IntRange(int64_t min, int64_t max);
+/// A finite number within [min, max] (CLI::Range lets "nan" through: every
+/// comparison with NaN is false). For options held in a double.
+CLI::Validator NumberRange(double min, double max);
+/// A random seed: a whole number from 0 to 2^63-1 (CLI11's own conversion
+/// turns "-1" and "18446744073709551616" into 2^64-1 without a word).
+CLI::Validator SeedValue();
 /// A value `check` accepts; its error message is the validator's message. The
 /// one way to turn any of moetune's parsers into a command-line check, e.g.
 /// `Accepted([](const std::string& s) { return ParseSpillMode(s).status(); }, "MODE")`.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "util/json_parse.h"
 #include "util/text.h"
 
 namespace moetune {
@@ -70,7 +71,13 @@ Result<double> DoubleField(const json& j, const char* name, bool required) {
         fmt::format("llama-bench field '{}' is not a finite number: {}", name,
                     Truncate(it->dump(-1, ' ', false, json::error_handler_t::replace), 200)));
   }
-  return it->get<double>();
+  const double v = it->get<double>();
+  if (v < 0 || v > kMaxTokensPerSecond) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("llama-bench field '{}' is {}, outside 0 to {:g} tokens per second",
+                             name, v, kMaxTokensPerSecond));
+  }
+  return v;
 }
 
 std::string StringField(const json& j, const char* name) {
@@ -95,7 +102,7 @@ std::string FlashAttn(const json& j) {
 }  // namespace
 
 Result<BenchRecord> ParseBenchRecord(std::string_view line) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJsonOrDiscarded(line);
   if (j.is_discarded() || !j.is_object()) {
     return Error(ErrorKind::kFormat, fmt::format("not a JSON object: '{}'", Truncate(line, 200)));
   }
@@ -130,6 +137,12 @@ Result<BenchRecord> ParseBenchRecord(std::string_view line) {
       if (!v.is_number() || !std::isfinite(v.get<double>()))
         return Error(ErrorKind::kFormat,
                      "llama-bench field 'samples_ts' holds something other than a finite number");
+      if (!IsPlausibleTokensPerSecond(v.get<double>())) {
+        return Error(ErrorKind::kFormat,
+                     fmt::format("llama-bench field 'samples_ts' holds {}, outside the "
+                                 "possible 0 to {:g} tokens per second",
+                                 v.get<double>(), kMaxTokensPerSecond));
+      }
       r.samples_ts.push_back(v.get<double>());
     }
   }

@@ -38,7 +38,17 @@ struct BenchRecord {
   nlohmann::json raw;
 };
 
-/// Parses one line. Errors name the missing or mistyped field.
+/// The fastest a measured speed can be: a billion tokens per second is far
+/// beyond any machine; a figure above it (or a negative one) is a damaged or
+/// forged record, refused with the field named so that no report shows a
+/// 300-digit speed or an infinite interval.
+inline constexpr double kMaxTokensPerSecond = 1e9;
+
+/// True for a measured tokens/s sample: finite, above 0, at most kMaxTokensPerSecond.
+inline bool IsPlausibleTokensPerSecond(double v) { return v > 0 && v <= kMaxTokensPerSecond; }
+
+/// Parses one line. Errors name the missing or mistyped field, or the field
+/// whose value is out of range.
 Result<BenchRecord> ParseBenchRecord(std::string_view line);
 
 /// Parses every line that looks like a JSON object; other lines are ignored.

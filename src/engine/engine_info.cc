@@ -17,6 +17,7 @@
 
 #include "config/flags.h"
 #include "engine/engine_output.h"
+#include "util/json_parse.h"
 #include "util/read_file.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -96,7 +97,7 @@ bool ReadProbeCache(const std::string& file, const std::string& key, std::string
   constexpr std::size_t kMaxCacheBytes = std::size_t{4} << 20;
   auto text = ReadRegularFile(file, kMaxCacheBytes);
   if (!text.ok()) return false;
-  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  const auto j = ParseJsonOrDiscarded(*text);
   // The key inside guards against a hash collision between two engines.
   if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j.contains("version") ||
       !j.contains("help") || !j["key"].is_string() || !j["version"].is_string() ||

@@ -151,6 +151,7 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
                               const std::deque<std::string>& tail) {
   EngineFailure f;
   f.exit = status.Describe();
+  if (!status.exited) f.signal = status.signal;
   for (const auto& l : tail) {
     if (!IsNoiseLine(l)) f.stderr_tail.push_back(l);
   }

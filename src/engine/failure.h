@@ -36,6 +36,9 @@ struct EngineFailure {
   std::string exit;
   /// Last lines of the engine's stderr (noise removed), for reports.
   std::vector<std::string> stderr_tail;
+  /// The signal that ended the process (0 when it exited): a crash by SIGKILL
+  /// or SIGTERM from outside says nothing about the configuration.
+  int signal = 0;
 };
 
 /// True for log lines that never explain anything (the Debian build's

@@ -1,8 +1,12 @@
 #include "engine/result_json.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <type_traits>
 
 #include "config/server_config_json.h"
+#include "engine/bench_jsonl.h"
 #include "stats/summary.h"
 #include "util/json_fields.h"
 
@@ -40,7 +44,12 @@ std::vector<T> Numbers(const json& j, const char* key) {
   for (const auto& v : *it) {
     if (!v.is_number()) continue;
     const double d = v.get<double>();
-    if (std::isfinite(d)) out.push_back(static_cast<T>(d));
+    if (!std::isfinite(d)) continue;
+    // A double outside an integer's range is undefined behaviour to convert.
+    if constexpr (std::is_integral_v<T>) {
+      if (d < -9.2e18 || d > 9.2e18) continue;
+    }
+    out.push_back(static_cast<T>(d));
   }
   return out;
 }
@@ -48,10 +57,12 @@ std::vector<T> Numbers(const json& j, const char* key) {
 }  // namespace
 
 json FailureToJson(const EngineFailure& failure) {
-  return {{"kind", FailureKindName(failure.kind)},
-          {"message", failure.message},
-          {"exit", failure.exit},
-          {"stderr_tail", failure.stderr_tail}};
+  json j = {{"kind", FailureKindName(failure.kind)},
+            {"message", failure.message},
+            {"exit", failure.exit},
+            {"stderr_tail", failure.stderr_tail}};
+  if (failure.signal != 0) j["signal"] = failure.signal;
+  return j;
 }
 
 json RunResultToJson(const RunResult& r) {
@@ -105,6 +116,7 @@ Result<RunResult> RunResultFromJson(const json& e) {
     fail.kind = FailureKindFromName(StrOr(*f, "kind")).value_or(FailureKind::kEngineError);
     fail.message = StrOr(*f, "message");
     fail.exit = StrOr(*f, "exit");
+    if (const int sig = IntOr(*f, "signal", 0); sig > 0 && sig < 65) fail.signal = sig;
     if (auto t = f->find("stderr_tail"); t != f->end() && t->is_array()) {
       for (const auto& line : *t) {
         if (line.is_string()) fail.stderr_tail.push_back(line.get<std::string>());
@@ -118,6 +130,22 @@ Result<RunResult> RunResultFromJson(const json& e) {
   if (auto t = e.find("tokens_per_second"); t != e.end() && t->is_object()) {
     if (auto m = t->find("mean"); m != t->end() && m->is_number()) r.avg_ts = m->get<double>();
     if (auto s = t->find("sd"); s != t->end() && s->is_number()) r.stddev_ts = s->get<double>();
+  }
+  // A speed no machine reaches (or a negative one) is a damaged or forged
+  // entry: refused with the field named (bench_jsonl.h kMaxTokensPerSecond).
+  for (std::size_t i = 0; i < r.samples_ts.size(); ++i) {
+    if (!IsPlausibleTokensPerSecond(r.samples_ts[i])) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("samples_ts[{}] is {}, outside the possible 0 to {:g} tokens per "
+                               "second",
+                               i, r.samples_ts[i], kMaxTokensPerSecond));
+    }
+  }
+  if (!(r.avg_ts >= 0 && r.avg_ts <= kMaxTokensPerSecond) ||
+      !(r.stddev_ts >= 0 && r.stddev_ts <= kMaxTokensPerSecond)) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("tokens_per_second ({} +- {}) is outside the possible 0 to {:g}",
+                             r.avg_ts, r.stddev_ts, kMaxTokensPerSecond));
   }
   if (r.samples_ts.empty() && !(r.avg_ts > 0)) {
     return Error(ErrorKind::kFormat, "moetune result entry without tokens/s");

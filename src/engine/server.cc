@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "config/server_argv.h"
+#include "util/http_get.h"
+#include "util/json_parse.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -109,7 +111,7 @@ std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOption
 }
 
 Result<CompletionTimings> ParseCompletionResponse(const std::string& body) {
-  const auto j = nlohmann::json::parse(body, nullptr, false);
+  const auto j = ParseJsonOrDiscarded(body);
   if (j.is_discarded() || !j.is_object()) {
     return Error(
         ErrorKind::kFormat,
@@ -205,8 +207,6 @@ Status LlamaServer::StartOn(const EngineInfo& engine, const ServerOptions& optio
   const auto t0 = std::chrono::steady_clock::now();
   MOETUNE_ASSIGN_OR_RETURN(child_, ChildProcess::Spawn(s));
 
-  httplib::Client client("127.0.0.1", port_);
-  client.set_connection_timeout(std::chrono::milliseconds(1000));
   const auto deadline = t0 + options.health_timeout;
   while (true) {
     if (auto st = child_->Poll()) {
@@ -225,9 +225,10 @@ Status LlamaServer::StartOn(const EngineInfo& engine, const ServerOptions& optio
     // deadline is still a timeout.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    client.set_read_timeout(
-        std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(1000)));
-    const auto res = client.Get("/health");
+    HttpLimits limits;  // util/http_get.h: a total deadline, capped headers and body
+    limits.deadline =
+        std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
+    const auto res = HttpGet("127.0.0.1", port_, "/health", limits);
     const bool late = std::chrono::steady_clock::now() > deadline;
     if (res && res->status == 200 && !late) break;
     if (late) {

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/command_files.h"
+
 namespace moetune {
 namespace {
 
@@ -29,8 +31,8 @@ FileSource::FileSource(int fd, uint64_t size, std::string path)
 FileSource::~FileSource() { ::close(fd_); }
 
 Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
-  // (the type check below then refuses it); reads of a regular file ignore it.
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever
+  // (and a terminal would become the controlling one without O_NOCTTY).
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int err = errno;
@@ -43,8 +45,19 @@ Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Error(ErrorKind::kIo,
-                 fmt::format("{}: not a regular file; give the path of a .gguf file", path));
+    const char* kind = S_ISFIFO(st.st_mode)  ? "a named pipe"
+                       : S_ISDIR(st.st_mode) ? "a folder"
+                       : S_ISCHR(st.st_mode) ? "a character device"
+                                             : "not a regular file";
+    return Error(
+        ErrorKind::kIo,
+        fmt::format("{}: {}, not a regular file; give the path of a .gguf file", path, kind));
+  }
+  // Regular files never block; reads go back to blocking mode all the same.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (auto st_in = NoteInputFile(path, "the model"); !st_in.ok()) {
+    ::close(fd);
+    return st_in.error();
   }
   return std::unique_ptr<FileSource>(new FileSource(fd, static_cast<uint64_t>(st.st_size), path));
 }

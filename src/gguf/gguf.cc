@@ -1,6 +1,11 @@
 #include "gguf/gguf.h"
 
+#include <fmt/format.h>
+
 #include <limits>
+#include <type_traits>
+
+#include "util/sha256.h"
 
 namespace moetune {
 
@@ -131,6 +136,46 @@ std::optional<std::vector<int64_t>> Metadata::GetPerLayer(std::string_view key,
   auto i = AsInt64(v->scalar);
   if (!i) return std::nullopt;
   return std::vector<int64_t>(n_layer, *i);
+}
+
+namespace {
+
+// Appends one scalar with its type, unambiguously (lengths before strings).
+void AppendScalar(const GgufScalar& v, std::string* out) {
+  std::visit(
+      [out](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          *out += fmt::format("s{}:", x.size());
+          *out += x;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          *out += x ? "b1" : "b0";
+        } else {
+          *out += fmt::format("n{};", x);
+        }
+      },
+      v);
+}
+
+}  // namespace
+
+std::string GgufFingerprint(const GgufModel& model) {
+  std::string text;
+  for (const auto& [key, value] : model.metadata().entries()) {
+    text += fmt::format("k{}:{}t{}", key.size(), key, static_cast<uint32_t>(value.type));
+    if (value.type == GgufValueType::kArray) {
+      text += fmt::format("a{}:{}:{}", static_cast<uint32_t>(value.array_type), value.array_count,
+                          value.array_elided ? 1 : 0);
+      for (const auto& e : value.array) AppendScalar(e, &text);
+    } else {
+      AppendScalar(value.scalar, &text);
+    }
+  }
+  for (const auto& t : model.tensors) {
+    text += fmt::format("T{}:{}t{}", t.name.size(), t.name, t.type);
+    for (const int64_t d : t.ne) text += fmt::format(",{}", d);
+  }
+  return "sha256:" + Sha256Hex(text).substr(0, 16);
 }
 
 }  // namespace moetune

@@ -146,4 +146,11 @@ struct GgufModel {
   }
 };
 
+/// A short hash ("sha256:<16 hex digits>") of everything in the model that
+/// can change a measurement: every metadata key and value (the
+/// hyperparameters: expert_used_count, head counts, rope settings, ...) and
+/// every tensor's name, type and shape. Two files with equal fingerprints run
+/// the same way; a tune journal of one applies to the other.
+std::string GgufFingerprint(const GgufModel& model);
+
 }  // namespace moetune

@@ -72,3 +72,39 @@ TEST(MetadataTest, ValueTypeNames) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+GgufModel TinyModel(uint32_t experts_used) {
+  GgufModel m;
+  m.parts.emplace_back();
+  Metadata& md = m.parts[0].metadata;
+  md.Set("general.architecture", GgufValue::Str("qwen3moe"));
+  md.Set("general.name", GgufValue::Str("tiny"));
+  md.Set("qwen3moe.expert_used_count", GgufValue::U32(experts_used));
+  md.Set("qwen3moe.rope.freq_base", GgufValue::F32(1e6F));
+  TensorInfo t;
+  t.name = "blk.0.ffn_up_exps.weight";
+  t.ne = {64, 32, 8};
+  t.type = 1;
+  m.tensors.push_back(t);
+  return m;
+}
+
+TEST(GgufFingerprintTest, EveryHyperparameterAndTensorShapeCounts) {
+  const std::string a = GgufFingerprint(TinyModel(4));
+  EXPECT_EQ(a.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(a.size(), 7u + 16u);
+  EXPECT_EQ(a, GgufFingerprint(TinyModel(4)));
+  EXPECT_NE(a, GgufFingerprint(TinyModel(8)));  // same name and shape, other expert_used_count
+  GgufModel other_shape = TinyModel(4);
+  other_shape.tensors[0].ne[2] = 16;
+  EXPECT_NE(a, GgufFingerprint(other_shape));
+  GgufModel other_type = TinyModel(4);
+  other_type.tensors[0].type = 8;
+  EXPECT_NE(a, GgufFingerprint(other_type));
+}
+
+}  // namespace
+}  // namespace moetune

@@ -1,6 +1,7 @@
 #include "gguf/split.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <initializer_list>
@@ -94,6 +95,21 @@ TEST(GgufSplitTest, ReportsAMissingPartByItsPath) {
   std::remove((*paths)[2].c_str());
   ExpectError(OpenGgufModel((*paths)[0]), ErrorKind::kNotFound,
               {"split part 3 of 3 is missing", "m-00003-of-00003.gguf", "download all 3 parts"});
+}
+
+TEST(GgufSplitTest, APartThatIsAFifoIsRefusedWithoutWaiting) {
+  TempDir dir;
+  GgufWriter w = SixTensorModel();
+  auto paths = WriteGgufSplit(w, dir.File("m"), 3);
+  ASSERT_TRUE(paths.ok());
+  // Opening a FIFO for reading waits for a writer: the reader must not.
+  std::remove((*paths)[1].c_str());
+  ASSERT_EQ(::mkfifo((*paths)[1].c_str(), 0600), 0);
+  auto m = OpenGgufModel((*paths)[0]);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("a named pipe, not a regular file"), std::string::npos)
+      << m.error().message();
+  EXPECT_NE(m.error().message().find("m-00002-of-00003.gguf"), std::string::npos);
 }
 
 TEST(GgufSplitTest, ReportsInconsistentParts) {

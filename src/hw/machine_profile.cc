@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "util/command_files.h"
 #include "util/json_fields.h"
+#include "util/json_parse.h"
 #include "util/output_file.h"
 #include "util/read_file.h"
 #include "util/utf8.h"
@@ -57,6 +59,7 @@ json GpuToJson(const GpuInfo& g) {
 
 // Ranges of the saved fields: generous for every machine, tight enough that a
 // damaged or hand-edited profile cannot bring negative or absurd figures in.
+constexpr const char* kProfileInput = "the machine profile";
 constexpr int64_t kMaxMemory = int64_t{1} << 50;  // 1 PiB of GPU or host memory
 constexpr int64_t kMaxCount = 1 << 20;            // devices, cores, CPUs, threads
 constexpr double kMaxGbps = 1e6;                  // 1 PB/s
@@ -299,12 +302,13 @@ Result<MachineProfile> LoadMachineProfile(const std::string& path) {
     }
     return text.take_error().Context("machine profile");
   }
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Error(ErrorKind::kFormat, fmt::format("machine profile '{}' is not valid JSON; run "
-                                                 "`moetune doctor` to rewrite it",
-                                                 path));
+  MOETUNE_TRY(NoteInputFile(path, kProfileInput));
+  auto parsed = ParseJson(*text, fmt::format("machine profile '{}'", path));
+  if (!parsed.ok()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{}; run `moetune doctor` to rewrite it", parsed.error().message()));
   }
+  json j = std::move(parsed).value();
   auto p = MachineProfileFromJson(j);
   if (!p.ok()) return p.take_error().Context(fmt::format("machine profile '{}'", path));
   return p;
@@ -328,7 +332,11 @@ Status SaveMachineProfile(const MachineProfile& profile, const std::string& path
   if (!profile.calibration.is_null()) j["calibration"] = profile.calibration;
   // Names from drivers and /proc may be any bytes: DumpJson never throws on them.
   // WriteFileSafely: atomic, no temporary left behind (signals included).
-  auto st = WriteFileSafely(path, DumpJson(j, 2) + "\n");
+  // Calibrate reads the profile and writes it back: that input may be replaced.
+  OutputFileOptions options;
+  options.role = "--profile";
+  options.may_replace = kProfileInput;
+  auto st = WriteFileSafely(path, DumpJson(j, 2) + "\n", options);
   if (!st.ok()) return st.take_error().Context("machine profile");
   return OkStatus();
 }

@@ -6,6 +6,7 @@
 
 #include "speed/calibration_fit.h"
 #include "util/table.h"
+#include "util/utf8.h"
 
 namespace moetune {
 
@@ -29,8 +30,9 @@ std::string CalibrationPointsTable(const std::vector<CalibrationPoint>& points, 
 }
 
 std::string CalibrationText(const CalibrationRecord& r) {
-  std::string o = fmt::format("calibration of {} with {} on {} ({})\n\n", r.model_name,
-                              r.engine_version, r.hostname, r.created_at);
+  std::string o =
+      fmt::format("calibration of {} with {} on {} ({})\n\n", ForTerminalField(r.model_name),
+                  ForTerminalField(r.engine_version), ForTerminalField(r.hostname), r.created_at);
   o += CalibrationPointsTable(r.points, true);
   o += fmt::format("\nmedian |error|: {:.1f}% with the default constants, {:.1f}% calibrated\n\n",
                    r.median_error_default * 100, r.median_error * 100);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 
@@ -81,13 +82,13 @@ std::string FormatDoctorText(const DoctorReport& r) {
   for (const auto& n : p.gpu_notes) out += fmt::format("  {}\n", n);
   for (const auto& g : p.gpus) {
     out +=
-        fmt::format("  [{}] {} ({}): {} total, {} free, {} held by others\n", g.index, g.name,
-                    g.vendor, FormatBytes(Bytes(g.total_bytes)), FormatBytes(Bytes(g.free_bytes)),
-                    FormatBytes(Bytes(g.used_by_others_bytes)));
+        fmt::format("  [{}] {} ({}): {} total, {} free, {} held by others\n", g.index,
+                    ForTerminalField(g.name), g.vendor, FormatBytes(Bytes(g.total_bytes)),
+                    FormatBytes(Bytes(g.free_bytes)), FormatBytes(Bytes(g.used_by_others_bytes)));
     for (const auto& proc : g.processes) {
-      out +=
-          fmt::format("      pid {:<8} {:<24} {}\n", proc.pid, proc.name.empty() ? "?" : proc.name,
-                      proc.used_bytes ? FormatBytes(Bytes(*proc.used_bytes)) : "amount unknown");
+      out += fmt::format("      pid {:<8} {:<24} {}\n", proc.pid,
+                         proc.name.empty() ? "?" : ForTerminalField(proc.name),
+                         proc.used_bytes ? FormatBytes(Bytes(*proc.used_bytes)) : "amount unknown");
     }
     if (g.pcie_gen_max > 0) {
       out += fmt::format(
@@ -101,8 +102,8 @@ std::string FormatDoctorText(const DoctorReport& r) {
     }
   }
   const CpuTopology& c = p.cpu;
-  out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs", c.model_name,
-                     c.sockets, c.physical_cores, c.online_cpus);
+  out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs",
+                     ForTerminalField(c.model_name), c.sockets, c.physical_cores, c.online_cpus);
   if (c.hybrid)
     out += fmt::format(" ({} P + {} E cores, from {})", c.performance_cores, c.efficiency_cores,
                        c.kind_source);

@@ -8,6 +8,7 @@
 #include "model/compute_buffers.h"
 #include "util/table.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -143,10 +144,11 @@ json InspectJson(const ModelInfo& m, const std::vector<int64_t>& contexts) {
 std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts) {
   const Hparams& hp = m.arch.hp;
   std::string o;
-  o += fmt::format("model:        {}{}\n", m.path,
+  // Names from the file (and the path) are one value each: never a line of their own.
+  o += fmt::format("model:        {}{}\n", ForTerminalField(m.path),
                    m.gguf.parts.size() > 1 ? fmt::format(" ({} parts)", m.gguf.parts.size()) : "");
-  o += fmt::format("architecture: {}{}{}\n", hp.arch.empty() ? "(none)" : hp.arch,
-                   hp.name.empty() ? "" : "  \"" + hp.name + "\"",
+  o += fmt::format("architecture: {}{}{}\n", hp.arch.empty() ? "(none)" : ForTerminalField(hp.arch),
+                   hp.name.empty() ? "" : "  \"" + ForTerminalField(hp.name) + "\"",
                    m.arch.known_arch ? "" : "  [unknown: inferred]");
   int moe = 0, n_full = 0, n_swa = 0, n_rec = 0, n_mla = 0, n_none = 0;
   for (const auto& l : m.arch.layers) {

@@ -11,6 +11,8 @@
 #include "engine/result_json.h"
 #include "model/arch.h"
 #include "tune/dimensions.h"
+#include "util/command_files.h"
+#include "util/json_parse.h"
 #include "util/read_file.h"
 
 namespace moetune {
@@ -472,11 +474,13 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
 
 Result<TuneReport> ReadTuneReport(const std::string& path) {
   MOETUNE_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, kMaxTuneFileBytes));
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("'{}' is not JSON; give the output of moetune tune --json", path));
+  MOETUNE_TRY(NoteInputFile(path, "the tune file"));
+  auto parsed = ParseJson(text, fmt::format("'{}'", path));
+  if (!parsed.ok()) {
+    return Error(ErrorKind::kFormat, fmt::format("{}; give the output of moetune tune --json",
+                                                 parsed.error().message()));
   }
+  const json& j = *parsed;
   auto t = TuneReportFromJson(j);
   if (!t.ok()) return Error(t.error().kind(), fmt::format("'{}': {}", path, t.error().message()));
   return t;

@@ -11,6 +11,7 @@
 #include "report/verdict_text.h"
 #include "util/table.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -119,9 +120,9 @@ std::string TuneText(const TuneReport& t) {
   const TuneResult& r = t.result;
   std::string o;
   o += fmt::format("moetune tune: {} at {} tokens of context, {} workload ({}:{}){}\n",
-                   t.model_name.empty() ? t.model_path : t.model_name, t.ctx, t.workload.name,
-                   t.workload.prompt_tokens, t.workload.answer_tokens,
-                   t.simulated ? "  [SIMULATED engine]" : "");
+                   ForTerminalField(t.model_name.empty() ? t.model_path : t.model_name), t.ctx,
+                   ForTerminalField(t.workload.name), t.workload.prompt_tokens,
+                   t.workload.answer_tokens, t.simulated ? "  [SIMULATED engine]" : "");
   o += fmt::format("Engine: {}\nMachine: {}\n", t.engine, t.machine);
   for (const auto& c : t.checks) o += "check: " + c + "\n";
   o += "\nRun this:\n\n    " + ShellJoin(t.Command()) + "\n\n";

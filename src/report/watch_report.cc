@@ -198,9 +198,9 @@ std::string ViewText(const StartInfo& info, const MonitorStep& step) {
   const Observation& o = s.observation;
   std::string v = fmt::format("moetune watch {}  pid {}  t={:.0f}s\n", info.url,
                               info.pid ? std::to_string(*info.pid) : "?", s.time_s);
-  v +=
-      fmt::format("model {}, {} slot(s), context {} per slot\n", ForTerminal(info.props.model_path),
-                  info.props.total_slots, info.props.n_ctx_per_slot);
+  v += fmt::format("model {}, {} slot(s), context {} per slot\n",
+                   ForTerminalField(info.props.model_path), info.props.total_slots,
+                   info.props.n_ctx_per_slot);
   v += fmt::format("baseline: {}\n\n",
                    ForTerminal(step.baseline.empty() ? info.baseline : step.baseline));
   v += fmt::format("{:<9}{:>14}{:>14}{:>10}{:>10}\n", "", "now", "expected", "ratio", "depth");
@@ -227,11 +227,11 @@ std::string ViewText(const StartInfo& info, const MonitorStep& step) {
                                            : "");
   }
   for (const auto& g : s.gpus) {
-    v += fmt::format("GPU {} {}: {} used of {}, {} free\n", g.index, ForTerminal(g.name),
+    v += fmt::format("GPU {} {}: {} used of {}, {} free\n", g.index, ForTerminalField(g.name),
                      FormatBytes(Bytes(g.used_bytes)), FormatBytes(Bytes(g.total_bytes)),
                      FormatBytes(Bytes(g.free_bytes)));
     for (const auto& p : g.processes) {
-      v += fmt::format("  {} (pid {}){}\n", p.name.empty() ? "?" : ForTerminal(p.name), p.pid,
+      v += fmt::format("  {} (pid {}){}\n", p.name.empty() ? "?" : ForTerminalField(p.name), p.pid,
                        p.used_bytes ? " " + FormatBytes(Bytes(*p.used_bytes)) : "");
     }
   }
@@ -294,10 +294,10 @@ void TerminalSink::Print(const std::string& text) {
 }
 void TerminalSink::OnStart(const StartInfo& info) {
   info_ = info;
-  std::string o =
-      fmt::format("watching {} (pid {}), model {}, every {:.1f} s\nbaseline: {}\n", info.url,
-                  info.pid ? std::to_string(*info.pid) : "unknown",
-                  ForTerminal(info.props.model_path), info.interval_s, ForTerminal(info.baseline));
+  std::string o = fmt::format("watching {} (pid {}), model {}, every {:.1f} s\nbaseline: {}\n",
+                              info.url, info.pid ? std::to_string(*info.pid) : "unknown",
+                              ForTerminalField(info.props.model_path), info.interval_s,
+                              ForTerminal(info.baseline));
   for (const auto& n : info.notes) o += "note: " + ForTerminal(n) + "\n";
   Print(o);
 }

@@ -166,25 +166,41 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
     out.noise_cv += 0.1;
   }
 
-  // Prefill: ceil(p / ub) micro-batches, each at its own depth.
-  const int p = run.n_prompt > 0 ? run.n_prompt : 512;
+  // Prefill: ceil(p / ub) micro-batches, each at its own depth. Past
+  // kExactUbatches the full micro-batches are taken in equal groups, each
+  // timed at its middle depth and multiplied (the midpoint rule: exact while
+  // a micro-batch's time is linear in its depth), so that a prompt of 2^30
+  // tokens costs as much work as one of a few million, not minutes.
+  constexpr int64_t kExactUbatches = 4096;
+  const int64_t p = run.n_prompt > 0 ? run.n_prompt : 512;
+  const int64_t ub = run.n_ubatch;
+  const int64_t full = p / ub;
+  const int64_t stride = std::max<int64_t>(1, (full + kExactUbatches - 1) / kExactUbatches);
+  const auto depth_at = [&](int64_t done) {
+    return static_cast<int>(std::min<int64_t>(run.n_depth + done, INT32_MAX));
+  };
   TimeSplit prefill;
-  for (int done = 0; done < p;) {
-    const int tokens = std::min(run.n_ubatch, p - done);
-    // GGML_OP_OFFLOAD_MIN_BATCH (ggml/src/ggml-backend.cpp, default 32): from this
-    // batch size the scheduler runs host-weight operators on the GPU.
-    in.offload = accel && run.op_offload && tokens >= 32;
-    prefill += PrefillUbatchTime(in, run.n_depth + done, tokens);
-    done += tokens;
+  // GGML_OP_OFFLOAD_MIN_BATCH (ggml/src/ggml-backend.cpp, default 32): from this
+  // batch size the scheduler runs host-weight operators on the GPU.
+  in.offload = accel && run.op_offload && ub >= 32;
+  for (int64_t b = 0; b < full; b += stride) {
+    const int64_t group = std::min(stride, full - b);
+    const TimeSplit t =
+        PrefillUbatchTime(in, depth_at(b * ub + (group - 1) * ub / 2), static_cast<int>(ub));
+    prefill += group == 1 ? t : t.Scaled(static_cast<double>(group));
   }
-  out.op_offload_active = accel && run.op_offload && std::min(run.n_ubatch, p) >= 32;
-  out.prefill = Finish(prefill, p);
+  if (const int64_t rest = p - full * ub; rest > 0) {
+    in.offload = accel && run.op_offload && rest >= 32;
+    prefill += PrefillUbatchTime(in, depth_at(full * ub), static_cast<int>(rest));
+  }
+  out.op_offload_active = accel && run.op_offload && std::min(ub, p) >= 32;
+  out.prefill = Finish(prefill, static_cast<double>(p));
 
   // Decode: n tokens, the cache growing from depth; the middle token's cost is
   // the mean (every term is linear in depth).
   const int n = run.n_gen > 0 ? run.n_gen : 128;
   int switches = 0;
-  const TimeSplit token = DecodeTokenTime(in, run.n_depth + n / 2, &switches);
+  const TimeSplit token = DecodeTokenTime(in, depth_at(n / 2), &switches);
   out.decode = Finish(token, 1);
   out.handovers_per_token = switches;
 

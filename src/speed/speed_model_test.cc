@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "gguf/ggml_type.h"
 #include "plan/placement.h"
 #include "speed/test_speed.h"
@@ -253,6 +255,44 @@ TEST(SpeedModel, HandoversCountSwitchesInTheLayerSequence) {
   RunSettings cpu = Decode(0);
   cpu.n_gpu_layers = 0;
   EXPECT_EQ(MustPredict(sm, cpu).handovers_per_token, 0);
+}
+
+}  // namespace
+}  // namespace moetune
+
+namespace moetune {
+namespace {
+
+// Total prefill seconds of a prediction.
+double PrefillSeconds(const SpeedPrediction& p, int64_t tokens) {
+  return static_cast<double>(tokens) / p.prefill.tokens_per_second;
+}
+
+TEST(SpeedModel, AHugePromptIsGroupedIntoBoundedWorkWithTheSameTime) {
+  const ModelInfo m = SynthModelInfo("qwen3moe");
+  // A GPU whose memory holds the KV cache of the whole 512K context: the three
+  // runs share one context (and so one memory map), only the work differs.
+  const SpeedModel sm(m, PresetMachine("h100-80g,ddr5-6000-2ch,8c16t"));
+  // 8192 micro-batches of 64 tokens (taken in pairs) against the two halves of
+  // 4096 each, every micro-batch timed on its own at its depth.
+  RunSettings whole = Prefill(20, 0, 8, 64);
+  whole.n_prompt = 8192 * 64;
+  whole.n_ctx = whole.n_prompt;
+  RunSettings first = whole, second = whole;
+  first.n_prompt = second.n_prompt = 4096 * 64;
+  second.n_depth = 4096 * 64;
+  const double grouped = PrefillSeconds(MustPredict(sm, whole), whole.n_prompt);
+  const double exact = PrefillSeconds(MustPredict(sm, first), first.n_prompt) +
+                       PrefillSeconds(MustPredict(sm, second), second.n_prompt);
+  EXPECT_NEAR(grouped / exact, 1.0, 0.005) ;
+  // 2^30 tokens one at a time: a billion micro-batches before; bounded now.
+  RunSettings huge = Prefill(20, 0, 8, 1);
+  huge.n_prompt = 1 << 30;
+  const SpeedPrediction p = MustPredict(sm, huge);
+  EXPECT_TRUE(std::isfinite(p.prefill.tokens_per_second));
+  // Depth plus prompt beyond int32 does not overflow.
+  huge.n_depth = 2147483000;
+  EXPECT_TRUE(std::isfinite(MustPredict(sm, huge).prefill.tokens_per_second));
 }
 
 }  // namespace

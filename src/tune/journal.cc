@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/result_json.h"
+#include "util/json_parse.h"
+#include "util/output_file.h"
+#include "util/read_file.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -20,6 +24,7 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxJournalBytes = int64_t{256} << 20;
+constexpr int kJournalVersion = 1;
 
 std::string UtcNow() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -30,23 +35,73 @@ std::string UtcNow() {
   return buf;
 }
 
-Error Io(const std::string& what, const std::string& path) {
-  return Error(ErrorKind::kIo, fmt::format("{} '{}': {}", what, path, std::strerror(errno)));
+Error Io(const std::string& what, const std::string& path, int err) {
+  return Error(ErrorKind::kIo, fmt::format("{} '{}': {}", what, path, std::strerror(err)));
 }
 
-Status WriteLine(int fd, const std::string& line, const std::string& path) {
-  std::string text = line + "\n";
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Io("cannot append to the journal", path);
-    p += n;
-    left -= static_cast<size_t>(n);
+// "process 1234 (moetune tune m.gguf ...)" for the holder of a lock.
+std::string DescribeProcess(pid_t pid) {
+  auto cmdline = ReadRegularFile(fmt::format("/proc/{}/cmdline", pid), 4096);
+  std::string text;
+  if (cmdline.ok()) {
+    for (char c : *cmdline) text += c == '\0' ? ' ' : c;
+    while (!text.empty() && text.back() == ' ') text.pop_back();
   }
-  if (::fsync(fd) != 0) return Io("cannot flush the journal", path);
-  return OkStatus();
+  if (text.size() > 120) text = text.substr(0, 117) + "...";
+  return text.empty() ? fmt::format("process {}", pid)
+                      : fmt::format("process {} ({})", pid, ForTerminalField(text));
+}
+
+// Takes the journal's lock (a POSIX record lock on the whole file: a write
+// lock to append, a read lock to only read). A second tune on the same journal
+// would interleave or tear its records; it is told who holds the lock instead.
+Status Lock(int fd, bool write, const std::string& path) {
+  struct flock fl {};
+  fl.l_type = write ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_SETLK, &fl) == 0) return OkStatus();
+  const int err = errno;
+  if (err != EAGAIN && err != EACCES) return Io("cannot lock the journal", path, err);
+  struct flock who {};
+  who.l_type = write ? F_WRLCK : F_RDLCK;
+  who.l_whence = SEEK_SET;
+  const bool known = ::fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK && who.l_pid > 0;
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("journal '{}' is in use by {}: two tunes on one journal would mix their "
+                           "records. Wait for it to finish, or give this tune another --journal",
+                           path, known ? DescribeProcess(who.l_pid) : "another process"));
+}
+
+Result<std::string> ReadAll(int fd, int64_t size, const std::string& path) {
+  std::string text(static_cast<size_t>(size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Io("cannot read the journal", path, errno);
+    if (n == 0) break;  // shrank: keep what is there
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+// True when the engine was ended by a signal from outside (a person's kill, a
+// session ending, the kernel's out-of-memory killer): not a verdict on the
+// configuration, so a resumed tune measures it again instead of trusting it.
+bool KilledFromOutside(const RunResult& r) {
+  if (!r.failure || r.failure->kind != FailureKind::kCrash) return false;
+  switch (r.failure->signal) {
+    case SIGKILL:
+    case SIGTERM:
+    case SIGINT:
+    case SIGHUP:
+    case SIGQUIT:
+    case SIGPIPE:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -58,102 +113,152 @@ std::string Journal::Key(const RunConfig& c) {
                      c.n_gen);
 }
 
+Status Journal::CheckHeader(const std::string& line, const JournalIdentity& id) const {
+  const json obj = ParseJsonOrDiscarded(line);
+  const auto version = obj.is_object() ? obj.find("moetune_journal") : obj.end();
+  if (obj.is_discarded() || !obj.is_object() || version == obj.end()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("'{}' is not a moetune tune journal (it was left as it is); give "
+                             "another --journal path",
+                             path_));
+  }
+  if (!version->is_number_integer() || version->get<int64_t>() != kJournalVersion) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("journal '{}' has format version {}; this moetune reads version {} "
+                             "only. Give another --journal file (the journal was left as it is)",
+                             path_, DumpJson(*version, -1).substr(0, 40), kJournalVersion));
+  }
+  for (const char* field : {"model", "engine", "machine"}) {
+    const std::string want = field == std::string("model")    ? id.model
+                             : field == std::string("engine") ? id.engine
+                                                              : id.machine;
+    const auto it = obj.find(field);
+    const std::string have = it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+    if (have != want) {
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("journal '{}' was written for another {} ({}); this run is for "
+                               "{}. Its measurements do not apply here: give another --journal "
+                               "file, or delete this one to start over",
+                               path_, field, have, want));
+    }
+  }
+  return OkStatus();
+}
+
+Status Journal::Load(const std::string& text, const JournalIdentity& id,
+                     std::vector<std::string>* notes) {
+  // The header is checked before anything else happens to the file.
+  const size_t first_nl = text.find('\n');
+  MOETUNE_TRY(CheckHeader(text.substr(0, first_nl), id));
+  if (first_nl == std::string::npos) {
+    needs_newline_ = true;
+    return OkStatus();
+  }
+  size_t torn = 0;
+  size_t killed = 0;
+  size_t start = first_nl + 1;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    const bool whole = nl != std::string::npos;
+    if (!whole) nl = text.size();
+    const std::string_view line(text.data() + start, nl - start);
+    start = nl + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const json obj = whole ? ParseJsonOrDiscarded(line) : json(json::value_t::discarded);
+    const auto r = obj.is_object() && obj.contains("result")
+                       ? RunResultFromJson(obj["result"])
+                       : Result<RunResult>(Error(ErrorKind::kFormat, "torn"));
+    if (!r.ok()) {
+      ++torn;
+      continue;
+    }
+    if (KilledFromOutside(*r)) {
+      ++killed;
+      continue;
+    }
+    by_key_[Key(r->config)].push_back(results_.size());
+    results_.push_back(*r);
+  }
+  needs_newline_ = !text.empty() && text.back() != '\n';
+  if (notes != nullptr && torn > 0) {
+    notes->push_back(fmt::format(
+        "journal '{}': {} record(s) torn or unreadable (a write cut short by a crash, a full "
+        "disk or a second writer) were skipped; those configurations are measured again",
+        path_, torn));
+  }
+  if (notes != nullptr && killed > 0) {
+    notes->push_back(fmt::format(
+        "journal '{}': {} measurement(s) whose engine was killed by a signal from outside are "
+        "measured again",
+        path_, killed));
+  }
+  return OkStatus();
+}
+
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, const JournalIdentity& id,
                                                std::vector<std::string>* notes) {
+  // The rule every output follows (util/output_file.h): a regular file or a
+  // new one, not a dangling link, not an input or another output.
+  OutputFileOptions rules;
+  rules.role = "--journal";
+  rules.regular_only = true;
+  MOETUNE_ASSIGN_OR_RETURN(OutputTarget target, CheckOutputTarget(path, rules));
   std::unique_ptr<Journal> j(new Journal());
   j->path_ = path;
+  // Opening for append changes nothing in an existing file: the header is
+  // checked before anything is written, and records are only ever appended.
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0 && target.exists && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    j->read_only_ = true;
+  }
+  if (fd < 0) return Io("cannot open the journal", path, errno);
+  j->fd_ = fd;
+  MOETUNE_TRY(Lock(fd, !j->read_only_, path));
   struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) return Io("cannot read the journal", path, errno);
+  if (!S_ISREG(st.st_mode)) {
     return Error(ErrorKind::kInvalidArgument,
                  fmt::format("journal '{}' is not a regular file; give a file path", path));
   }
-  if (exists && st.st_size > kMaxJournalBytes) {
+  if (st.st_size > kMaxJournalBytes) {
     return Error(
         ErrorKind::kInvalidArgument,
         fmt::format("journal '{}' is over {} MiB; start a new one", path, kMaxJournalBytes >> 20));
   }
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Io("cannot open the journal", path);
-  j->fd_ = fd;
-  std::string text;
-  if (exists && st.st_size > 0) {
-    text.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < text.size()) {
-      const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Io("cannot read the journal", path);
-      got += static_cast<size_t>(n);
-    }
-  }
-  const json header = {{"moetune_journal", 1},
-                       {"model", id.model},
-                       {"engine", id.engine},
-                       {"machine", id.machine},
-                       {"created", UtcNow()}};
+  MOETUNE_ASSIGN_OR_RETURN(std::string text, ReadAll(fd, st.st_size, path));
   if (text.empty()) {
-    MOETUNE_TRY(WriteLine(fd, header.dump(), path));
+    if (j->read_only_) {
+      return Error(ErrorKind::kIo,
+                   fmt::format("journal '{}' is empty and cannot be written (read-only); give "
+                               "another --journal path",
+                               path));
+    }
+    const json header = {{"moetune_journal", kJournalVersion},
+                         {"model", id.model},
+                         {"engine", id.engine},
+                         {"machine", id.machine},
+                         {"created", UtcNow()}};
+    MOETUNE_TRY(j->WriteRecord(DumpJson(header, -1)));
     return j;
   }
-  // Only whole lines count: a line without its newline was torn by a crash.
-  size_t complete = text.rfind('\n');
-  complete = complete == std::string::npos ? 0 : complete + 1;
-  if (complete < text.size()) {
-    if (notes != nullptr)
-      notes->push_back(
-          "the journal's last line was incomplete (an interrupted write) and was dropped");
-    if (::ftruncate(fd, static_cast<off_t>(complete)) != 0)
-      return Io("cannot repair the journal", path);
-    text.resize(complete);
-  }
-  size_t start = 0;
-  bool first = true;
-  while (start < text.size()) {
-    const size_t nl = text.find('\n', start);
-    const std::string line = text.substr(start, nl - start);
-    start = nl + 1;
-    const json obj = json::parse(line, nullptr, false);
-    if (first) {
-      first = false;
-      if (obj.is_discarded() || !obj.is_object() || !obj.contains("moetune_journal")) {
-        return Error(
-            ErrorKind::kFormat,
-            fmt::format("'{}' is not a moetune tune journal; give another --journal path", path));
-      }
-      for (const char* field : {"model", "engine", "machine"}) {
-        const std::string want = field == std::string("model")    ? id.model
-                                 : field == std::string("engine") ? id.engine
-                                                                  : id.machine;
-        const auto it = obj.find(field);
-        const std::string have = it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-        if (have != want) {
-          return Error(ErrorKind::kInvalidArgument,
-                       fmt::format("journal '{}' was written for another {} ({}); this run is for "
-                                   "{}. Its measurements do not apply here: give another --journal "
-                                   "file, or delete this one to start over",
-                                   path, field, have, want));
-        }
-      }
-      continue;
-    }
-    if (obj.is_discarded() || !obj.is_object() || !obj.contains("result")) continue;
-    auto r = RunResultFromJson(obj["result"]);
-    if (!r.ok()) continue;
-    j->by_key_[Key(r->config)].push_back(j->results_.size());
-    j->results_.push_back(std::move(r).value());
-  }
-  if (::lseek(fd, 0, SEEK_END) < 0) return Io("cannot append to the journal", path);
+  MOETUNE_TRY(j->Load(text, id, notes));
   j->resumed_ = j->results_.size();
   if (notes != nullptr && j->resumed_ > 0) {
     notes->push_back(fmt::format("resumed from journal '{}': {} measurement(s) already done", path,
                                  j->resumed_));
   }
+  if (notes != nullptr && j->read_only_) {
+    notes->push_back(fmt::format(
+        "journal '{}' is read-only: its measurements are used, new ones are not saved (give a "
+        "writable --journal, e.g. a copy of it, to keep them)",
+        path));
+  }
   return j;
 }
 
 Journal::~Journal() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
 std::optional<RunResult> Journal::Find(const RunConfig& config, int occurrence) const {
@@ -163,12 +268,49 @@ std::optional<RunResult> Journal::Find(const RunConfig& config, int occurrence) 
   return results_[it->second[static_cast<size_t>(occurrence)]];
 }
 
+// One record, whole or not at all: a single write(2) of the record and its
+// newline (O_APPEND, under the lock), and a short write (a full disk, a file
+// size limit) is cut back off so that no torn line is left behind.
+Status Journal::WriteRecord(const std::string& record) {
+  const std::string text = (needs_newline_ ? "\n" : "") + record + "\n";
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Io("cannot append to the journal", path_, errno);
+  const off_t before = st.st_size;
+  size_t done = 0;
+  int err = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    if (n == 0) {
+      err = EIO;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (err == 0 && ::fsync(fd_) != 0) err = errno;
+  if (err != 0) {
+    if (done > 0 && ::ftruncate(fd_, before) != 0) needs_newline_ = true;
+    return Io("cannot append to the journal", path_, err);
+  }
+  needs_newline_ = false;
+  return OkStatus();
+}
+
 Status Journal::Append(const RunResult& result) {
-  const json line = {{"result", RunResultToJson(result)}, {"at", UtcNow()}};
-  MOETUNE_TRY(WriteLine(fd_, line.dump(-1, ' ', false, json::error_handler_t::replace), path_));
   by_key_[Key(result.config)].push_back(results_.size());
   results_.push_back(result);
-  return OkStatus();
+  if (read_only_) return OkStatus();  // Open said so
+  const json line = {{"result", RunResultToJson(result)}, {"at", UtcNow()}};
+  auto st = WriteRecord(DumpJson(line, -1));
+  if (!st.ok()) {
+    ++unsaved_;
+    if (!write_error_) write_error_ = st.error();
+  }
+  return st;
 }
 
 }  // namespace moetune

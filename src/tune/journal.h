@@ -6,8 +6,25 @@
 /// Format: the first line is a header
 ///   {"moetune_journal": 1, "model": ..., "engine": ..., "machine": ..., ...}
 /// and every further line is {"result": <RunResultToJson>, "at": "<UTC time>"}.
-/// A journal written for another model, engine or machine is refused with a
-/// message that names what differs. A line torn by a crash is cut off.
+///
+/// Rules (a journal is a file the user may have named by mistake, and two
+/// tunes may name the same one):
+/// - The path passes the rule of every output (util/output_file.h): a regular
+///   file or a new one, never the model or another output of the command.
+/// - An existing file's header (format version 1, the same model, engine and
+///   machine) is checked before anything is written to it; a file that is not
+///   a journal, or a journal of another version or identity, is refused and
+///   left exactly as it was. Records are only ever appended.
+/// - The journal is locked while open (a POSIX record lock); a second tune on
+///   it is refused with the process that holds it.
+/// - Each record is written whole (one write of the line, cut back off when
+///   the write fails part way) and fsynced. Torn or unreadable records (from
+///   a crash, a full disk, older writers) are skipped and counted in a note.
+/// - A failure whose engine was killed by a signal from outside (SIGKILL,
+///   SIGTERM, ...) says nothing about the configuration: it is kept in the
+///   file but measured again on resume.
+/// - A read-only journal is read and resumed from; new records are not saved
+///   (a note says so).
 
 #include <map>
 #include <memory>
@@ -40,23 +57,38 @@ class Journal {
 
   /// The `occurrence`-th stored result of `config` (0-based), if any.
   std::optional<RunResult> Find(const RunConfig& config, int occurrence) const;
-  /// Appends and flushes to disk.
+  /// Appends and flushes to disk. The result is kept in memory (Find) even
+  /// when it could not be saved; the error says why and unsaved() counts it.
+  /// A read-only journal saves nothing and returns OK (Open's note said so).
   Status Append(const RunResult& result);
 
   const std::vector<RunResult>& results() const { return results_; }
   std::size_t resumed() const { return resumed_; }
   const std::string& path() const { return path_; }
+  /// True when the journal could only be opened for reading.
+  bool read_only() const { return read_only_; }
+  /// Results Append could not save, and the first reason.
+  std::size_t unsaved() const { return unsaved_; }
+  const std::optional<Error>& write_error() const { return write_error_; }
 
   /// The key under which results of equal configurations are matched.
   static std::string Key(const RunConfig& config);
 
  private:
   Journal() = default;
+  Status CheckHeader(const std::string& line, const JournalIdentity& id) const;
+  Status Load(const std::string& text, const JournalIdentity& id, std::vector<std::string>* notes);
+  Status WriteRecord(const std::string& record);
+
   std::string path_;
   int fd_ = -1;
+  bool read_only_ = false;
+  bool needs_newline_ = false;  // the file ends in a torn line
   std::vector<RunResult> results_;
   std::map<std::string, std::vector<std::size_t>> by_key_;
   std::size_t resumed_ = 0;
+  std::size_t unsaved_ = 0;
+  std::optional<Error> write_error_;
 };
 
 }  // namespace moetune

@@ -1,6 +1,11 @@
 #include "tune/journal.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -22,6 +27,13 @@ RunResult Measured(int n, double tps) {
 }
 
 const JournalIdentity kId{"model A", "llama.cpp 0.7.0", "2 cpus"};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 TEST(JournalTest, AppendThenResume) {
   testing::TempDir dir;
@@ -74,22 +86,186 @@ TEST(JournalTest, AnotherModelEngineOrMachineIsRefused) {
   }
 }
 
-TEST(JournalTest, TornLastLineIsDropped) {
+TEST(JournalTest, TornRecordsAreSkippedCountedAndNeverExtended) {
   testing::TempDir dir;
   const std::string path = dir.File("tune.journal");
   {
     auto j = Journal::Open(path, kId);
     ASSERT_TRUE((*j)->Append(Measured(3, 100)).ok());
   }
-  std::ofstream(path, std::ios::app) << R"({"result":{"test":"pp512","n_cpu_moe":4,"samp)";
+  const std::string torn = R"({"result":{"test":"pp512","n_cpu_moe":4,"samp)";
+  std::ofstream(path, std::ios::app) << torn;
   std::vector<std::string> notes;
   auto j = Journal::Open(path, kId, &notes);
   ASSERT_TRUE(j.ok()) << j.error().message();
   EXPECT_EQ((*j)->resumed(), 1u);
+  bool said = false;
+  for (const auto& n : notes) said = said || n.find("1 record(s) torn") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Only ever appended to: the torn bytes stay, the next record starts on a new line.
   ASSERT_TRUE((*j)->Append(Measured(4, 90)).ok());
+  EXPECT_NE(Slurp(path).find(torn + "\n{\"at\""), std::string::npos) << Slurp(path);
+  j->reset();
   auto again = Journal::Open(path, kId);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->resumed(), 2u);
+}
+
+TEST(JournalTest, AFileThatIsNotAJournalIsLeftExactlyAsItWas) {
+  testing::TempDir dir;
+  // A model-like binary file and a text without a newline: the torn-line
+  // repair once cut both at their last newline before the header check.
+  std::string model = "GGUF\x03\x00\x00\x00binary\nstuff\x00\xff";
+  for (int i = 0; i < 1000; ++i) model += static_cast<char>(i * 7);
+  for (const std::string& bytes : {model, std::string("precious text without a newline")}) {
+    const std::string path = dir.File("precious.bin");
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    auto j = Journal::Open(path, kId);
+    ASSERT_FALSE(j.ok());
+    EXPECT_NE(j.error().message().find("not a moetune tune journal"), std::string::npos);
+    EXPECT_EQ(Slurp(path), bytes);
+  }
+}
+
+TEST(JournalTest, AnotherFormatVersionIsRefusedUntouched) {
+  testing::TempDir dir;
+  const std::string path = dir.File("v99.journal");
+  const std::string text =
+      R"({"moetune_journal": 99, "model": "model A", "engine": "llama.cpp 0.7.0", "machine": "2 cpus"})"
+      "\n";
+  std::ofstream(path) << text;
+  auto j = Journal::Open(path, kId);
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.error().message().find("format version 99"), std::string::npos)
+      << j.error().message();
+  EXPECT_EQ(Slurp(path), text);
+}
+
+TEST(JournalTest, ASecondWriterIsToldWhoHoldsTheLock) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  ASSERT_TRUE(Journal::Open(path, kId).ok());
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // another tune holding the journal
+    auto j = Journal::Open(path, kId);
+    const char c = j.ok() ? 'y' : 'n';
+    (void)!::write(ready[1], &c, 1);
+    char wait = 0;
+    (void)!::read(done[0], &wait, 1);
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  auto j = Journal::Open(path, kId);
+  (void)!::write(done[1], "x", 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.error().message().find("in use by process " + std::to_string(child)),
+            std::string::npos)
+      << j.error().message();
+  // Once it is gone, the journal opens again.
+  EXPECT_TRUE(Journal::Open(path, kId).ok());
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+}
+
+TEST(JournalTest, AnEngineKilledFromOutsideIsMeasuredAgain) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  RunResult killed = Measured(2, 0);
+  killed.samples_ts.clear();
+  killed.failure =
+      EngineFailure{FailureKind::kCrash, "engine killed by signal 15", "signal 15", {}};
+  killed.failure->signal = SIGTERM;
+  RunResult segv = Measured(5, 0);
+  segv.samples_ts.clear();
+  segv.failure = EngineFailure{FailureKind::kCrash, "engine killed by signal 11", "signal 11", {}};
+  segv.failure->signal = SIGSEGV;
+  {
+    auto j = Journal::Open(path, kId);
+    ASSERT_TRUE((*j)->Append(killed).ok());
+    ASSERT_TRUE((*j)->Append(segv).ok());
+  }
+  std::vector<std::string> notes;
+  auto j = Journal::Open(path, kId, &notes);
+  ASSERT_TRUE(j.ok());
+  EXPECT_FALSE((*j)->Find(killed.config, 0)) << "a kill from outside was kept as a verdict";
+  auto crash = (*j)->Find(segv.config, 0);
+  ASSERT_TRUE(crash);  // a segfault is the configuration's own failure
+  EXPECT_EQ(crash->failure->signal, SIGSEGV);
+  bool said = false;
+  for (const auto& n : notes)
+    said = said || n.find("killed by a signal from outside") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(JournalTest, AFailedWriteLeavesNoTornRecordAndIsCounted) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  ASSERT_TRUE(Journal::Open(path, kId).ok());
+  const std::string before = Slurp(path);
+  // In a child: a file size limit just above the header (a full disk as far
+  // as write(2) can tell), SIGXFSZ ignored so the write fails with EFBIG.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl {};
+    rl.rlim_cur = rl.rlim_max = before.size() + 64;
+    ::setrlimit(RLIMIT_FSIZE, &rl);
+    auto j = Journal::Open(path, kId);
+    if (!j.ok()) ::_exit(10);
+    RunResult big = Measured(3, 100);
+    big.samples_ts.assign(200, 100.0);
+    const Status first = (*j)->Append(big);
+    const Status second = (*j)->Append(big);
+    if (first.ok() || second.ok()) ::_exit(11);
+    if ((*j)->unsaved() != 2 || !(*j)->write_error()) ::_exit(12);
+    if (first.error().message().find("File too large") == std::string::npos) ::_exit(13);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(Slurp(path), before) << "a partial record was left behind";
+}
+
+TEST(JournalTest, AReadOnlyJournalIsReadAndSaysNothingIsSaved) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  {
+    auto j = Journal::Open(path, kId);
+    ASSERT_TRUE((*j)->Append(Measured(3, 100)).ok());
+  }
+  const std::string before = Slurp(path);
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  // Root writes read-only files: drop to an unprivileged user in a child.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(20);
+    std::vector<std::string> notes;
+    auto j = Journal::Open(path, kId, &notes);
+    if (!j.ok()) ::_exit(21);
+    if (!(*j)->read_only() || (*j)->resumed() != 1) ::_exit(22);
+    bool said = false;
+    for (const auto& n : notes) said = said || n.find("read-only") != std::string::npos;
+    if (!said) ::_exit(23);
+    if (!(*j)->Append(Measured(4, 90)).ok() || !(*j)->Find(Measured(4, 0).config, 0)) ::_exit(24);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(Slurp(path), before);
 }
 
 TEST(JournalTest, NotAJournalIsRefused) {

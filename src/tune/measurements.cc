@@ -12,6 +12,8 @@
 
 #include "engine/bench_jsonl.h"
 #include "engine/result_json.h"
+#include "util/command_files.h"
+#include "util/json_parse.h"
 
 namespace moetune {
 namespace {
@@ -40,7 +42,8 @@ Result<std::string> ReadBounded(const std::string& path) {
                  fmt::format("'{}' is {} MiB; result files over {} MiB are not read", path,
                              st.st_size >> 20, kMaxFileBytes >> 20));
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  MOETUNE_TRY(NoteInputFile(path, "an input file"));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   }
@@ -116,7 +119,21 @@ Result<RunResult> FromLlamaBench(const json& obj) {
   return r;
 }
 
-void AddObject(const json& obj, LoadedMeasurements* out, LoadedFile* file) {
+// Where one file's results go, and how many still fit under the limit.
+struct Sink {
+  LoadedMeasurements* out;
+  LoadedFile* file;
+  std::size_t room;
+  bool over = false;
+};
+
+void AddObject(const json& obj, Sink* sink) {
+  LoadedMeasurements* out = sink->out;
+  LoadedFile* file = sink->file;
+  if (out->results.size() >= sink->room) {
+    sink->over = true;
+    return;
+  }
   Result<RunResult> r = obj.contains("avg_ts") && obj.contains("n_prompt") ? FromLlamaBench(obj)
                                                                            : RunResultFromJson(obj);
   if (r.ok()) {
@@ -127,31 +144,39 @@ void AddObject(const json& obj, LoadedMeasurements* out, LoadedFile* file) {
   }
 }
 
-}  // namespace
+Error TooManyResults(std::size_t limit) {
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("more than {} results in the files together, the most one analysis "
+                           "reads (about 150 MB of memory); give fewer files or the part of "
+                           "the sweep you want analyzed",
+                           limit));
+}
 
-Result<LoadedMeasurements> ParseMeasurements(std::string_view text, const std::string& name) {
+Result<LoadedMeasurements> ParseUpTo(std::string_view text, const std::string& name,
+                                     std::size_t room) {
   LoadedMeasurements out;
   LoadedFile file;
   file.path = name;
+  Sink sink{&out, &file, room};
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) {
     return Error(ErrorKind::kFormat, fmt::format("'{}' is empty", name));
   }
-  json whole = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json whole = ParseJsonOrDiscarded(text);
   if (!whole.is_discarded() && whole.is_array()) {
     file.format = "llama-bench json";
-    for (const auto& obj : whole) AddObject(obj, &out, &file);
+    for (const auto& obj : whole) AddObject(obj, &sink);
   } else if (!whole.is_discarded() && whole.is_object() && whole.contains("results") &&
              whole["results"].is_array()) {
     file.format = "moetune bench";
-    for (const auto& obj : whole["results"]) AddObject(obj, &out, &file);
+    for (const auto& obj : whole["results"]) AddObject(obj, &sink);
     if (whole.contains("measurements") && whole["measurements"].is_array()) {
-      for (const auto& obj : whole["measurements"]) AddObject(obj, &out, &file);
+      for (const auto& obj : whole["measurements"]) AddObject(obj, &sink);
     }
   } else if (!whole.is_discarded() && whole.is_object() && whole.contains("measurements") &&
              whole["measurements"].is_array()) {
     file.format = "moetune tune";
-    for (const auto& obj : whole["measurements"]) AddObject(obj, &out, &file);
+    for (const auto& obj : whole["measurements"]) AddObject(obj, &sink);
   } else {
     // JSON lines: llama-bench -o jsonl, or a moetune journal (records carry "result").
     file.format = "llama-bench jsonl";
@@ -161,27 +186,29 @@ Result<LoadedMeasurements> ParseMeasurements(std::string_view text, const std::s
       if (nl == std::string_view::npos) nl = text.size();
       const std::string_view line = text.substr(start, nl - start);
       start = nl + 1;
+      if (sink.over) break;
       const auto b = line.find_first_not_of(" \t\r");
       if (b == std::string_view::npos) continue;
       if (line[b] != '{') {
         ++file.skipped;
         continue;
       }
-      json obj = json::parse(line.substr(b), nullptr, /*allow_exceptions=*/false);
+      json obj = ParseJsonOrDiscarded(line.substr(b));
       if (obj.is_discarded() || !obj.is_object()) {
         ++file.skipped;
         continue;
       }
       if (obj.contains("result") && obj["result"].is_object()) {
         file.format = "moetune journal";
-        AddObject(obj["result"], &out, &file);
+        AddObject(obj["result"], &sink);
       } else if (obj.contains("moetune_journal")) {
         file.format = "moetune journal";  // the header line
       } else {
-        AddObject(obj, &out, &file);
+        AddObject(obj, &sink);
       }
     }
   }
+  if (sink.over) return TooManyResults(kMaxMeasurementResults);
   if (file.results == 0) {
     return Error(ErrorKind::kFormat,
                  fmt::format("'{}' holds no benchmark results (expected llama-bench output "
@@ -196,11 +223,17 @@ Result<LoadedMeasurements> ParseMeasurements(std::string_view text, const std::s
   return out;
 }
 
+}  // namespace
+
+Result<LoadedMeasurements> ParseMeasurements(std::string_view text, const std::string& name) {
+  return ParseUpTo(text, name, kMaxMeasurementResults);
+}
+
 Result<LoadedMeasurements> LoadMeasurements(const std::vector<std::string>& paths) {
   LoadedMeasurements all;
   for (const auto& p : paths) {
     MOETUNE_ASSIGN_OR_RETURN(std::string text, ReadBounded(p));
-    auto one = ParseMeasurements(text, p);
+    auto one = ParseUpTo(text, p, kMaxMeasurementResults - all.results.size());
     if (!one.ok()) return one.take_error();
     for (auto& r : one->results) all.results.push_back(std::move(r));
     for (auto& f : one->files) all.files.push_back(std::move(f));

@@ -30,9 +30,14 @@ struct LoadedMeasurements {
   std::vector<std::string> notes;
 };
 
-/// Reads and merges `paths` (regular files, at most 64 MiB each). Errors name
-/// the file and what is wrong with it; objects that are not results are
-/// skipped with a note.
+/// The most results one LoadMeasurements reads across all its files (about
+/// 1.4 KB of memory each): a bound on the work and memory of `analyze`.
+inline constexpr std::size_t kMaxMeasurementResults = 100000;
+
+/// Reads and merges `paths` (regular files, at most 64 MiB each, at most
+/// kMaxMeasurementResults results together). Errors name the file and what is
+/// wrong with it, or the limit; objects that are not results are skipped with
+/// a note.
 Result<LoadedMeasurements> LoadMeasurements(const std::vector<std::string>& paths);
 
 /// Parses one file's text (exposed for tests and fuzzing).

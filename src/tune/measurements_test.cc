@@ -90,3 +90,35 @@ TEST(MeasurementsTest, FilesMustBeRegularAndBounded) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+std::string Records(std::size_t n) {
+  std::string text;
+  for (std::size_t i = 0; i < n; ++i) {
+    text += R"({"n_prompt":512,"n_gen":0,"n_threads":)" + std::to_string(1 + i % 64) +
+            R"(,"avg_ts":100})" + "\n";
+  }
+  return text;
+}
+
+TEST(MeasurementsTest, TheResultsOfAllFilesTogetherAreBounded) {
+  auto one = ParseMeasurements(Records(kMaxMeasurementResults + 1), "big.jsonl");
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.error().message().find("more than 100000 results"), std::string::npos)
+      << one.error().message();
+  // Each file alone fits; together they do not.
+  testing::TempDir dir;
+  const std::string a = dir.File("a.jsonl"), b = dir.File("b.jsonl");
+  std::ofstream(a) << Records(kMaxMeasurementResults / 2 + 10);
+  std::ofstream(b) << Records(kMaxMeasurementResults / 2 + 10);
+  ASSERT_TRUE(LoadMeasurements({a}).ok());
+  auto both = LoadMeasurements({a, b});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.error().message().find("in the files together"), std::string::npos)
+      << both.error().message();
+}
+
+}  // namespace
+}  // namespace moetune

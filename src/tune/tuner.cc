@@ -196,8 +196,10 @@ std::vector<RunResult> Tuner::MeasureConfigs(const std::vector<RunConfig>& want,
   BenchRun run = engine_.Run(to_run);
   for (RunResult& r : run.results) {
     if (journal_) {
+      // Said once, not once per measurement; the command says what was lost.
       auto st = journal_->Append(r);
-      if (!st.ok()) result_.notes.push_back("journal: " + st.error().message());
+      if (!st.ok() && journal_->unsaved() == 1)
+        result_.notes.push_back("journal: " + st.error().message());
     }
     ++measured_;
     all_.push_back(r);

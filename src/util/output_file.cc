@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "util/command_files.h"
 #include "util/temp_files.h"
 
 namespace moetune {
@@ -47,18 +48,15 @@ bool IsAnInput(const struct stat& st, const std::vector<std::string>& inputs, st
 
 }  // namespace
 
-Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path,
-                                                     const OutputFileOptions& options) {
+Result<OutputTarget> CheckOutputTarget(const std::string& path, const OutputFileOptions& options) {
   if (path.empty()) return Error(ErrorKind::kInvalidArgument, "empty output path");
   if (path.back() == '/') {
     return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("output '{}' names a folder; give a file name, e.g. {}report.json",
-                             path, path));
+                 fmt::format("{} '{}' names a folder; give a file name, e.g. {}report.json",
+                             options.role, path, path));
   }
-  std::unique_ptr<OutputFile> f(new OutputFile());
-  f->path_ = path;
-  f->target_ = path;
-
+  OutputTarget t;
+  t.target = path;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {  // follows symlinks
     std::string input;
@@ -69,31 +67,23 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path,
                                path, input));
     }
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-      // Written through, never replaced. A FIFO without a reader would block
-      // forever: O_NONBLOCK makes that an error (ENXIO) instead.
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0) {
-        if (errno == ENXIO) {
-          return Error(ErrorKind::kIo,
-                       fmt::format("cannot write '{}': it is a named pipe with no reader; start "
-                                   "the reader first",
-                                   path));
-        }
-        return IoError(fmt::format("cannot open '{}' for writing", path), errno);
+      if (options.regular_only) {
+        return Error(
+            ErrorKind::kInvalidArgument,
+            fmt::format("{} '{}' is {}; it must be a regular file (moetune reads it "
+                        "back): give a file path",
+                        options.role, path, S_ISFIFO(st.st_mode) ? "a named pipe" : "a device"));
       }
-      // Back to blocking writes once a reader is known to be there.
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      f->fd_ = fd;
-      f->special_ = true;
-      return f;
-    }
-    if (!S_ISREG(st.st_mode)) {
+      t.special = true;
+    } else if (!S_ISREG(st.st_mode)) {
       return Error(ErrorKind::kInvalidArgument,
                    fmt::format("output '{}' is {}; give a regular file", path, KindOf(st.st_mode)));
+    } else {
+      t.exists = true;
+      // Replace the file a link points to, not the link.
+      char resolved[PATH_MAX];
+      if (::realpath(path.c_str(), resolved) != nullptr) t.target = resolved;
     }
-    // Replace the file a link points to, not the link.
-    char resolved[PATH_MAX];
-    if (::realpath(path.c_str(), resolved) != nullptr) f->target_ = resolved;
   } else if (errno != ENOENT) {
     return IoError(fmt::format("cannot use output '{}'", path), errno);
   } else {
@@ -104,6 +94,36 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path,
                                "or point it at an existing file",
                                path));
     }
+  }
+  // Devices are shared by nature (/dev/null, /dev/stdout): not claimed.
+  if (!t.special) MOETUNE_TRY(ClaimOutputFile(path, options.role, options.may_replace));
+  return t;
+}
+
+Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path,
+                                                     const OutputFileOptions& options) {
+  MOETUNE_ASSIGN_OR_RETURN(OutputTarget checked, CheckOutputTarget(path, options));
+  std::unique_ptr<OutputFile> f(new OutputFile());
+  f->path_ = path;
+  f->target_ = checked.target;
+  if (checked.special) {
+    // Written through, never replaced. A FIFO without a reader would block
+    // forever: O_NONBLOCK makes that an error (ENXIO) instead.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+      if (errno == ENXIO) {
+        return Error(ErrorKind::kIo,
+                     fmt::format("cannot write '{}': it is a named pipe with no reader; start "
+                                 "the reader first",
+                                 path));
+      }
+      return IoError(fmt::format("cannot open '{}' for writing", path), errno);
+    }
+    // Back to blocking writes once a reader is known to be there.
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    f->fd_ = fd;
+    f->special_ = true;
+    return f;
   }
 
   std::string tmpl = f->target_ + ".tmp.XXXXXX";
@@ -120,6 +140,7 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path,
   f->temp_slot_ = RegisterTempFile(tmpl);
   // mkstemp makes 0600; keep an existing file's bits, else 0666 minus the umask.
   mode_t mode = 0666;
+  struct stat st {};
   if (::stat(f->target_.c_str(), &st) == 0) {
     mode = st.st_mode & 07777;
   } else {

@@ -10,7 +10,10 @@
 ///   reader) is written straight through; it is never replaced.
 /// - Directories, sockets and block devices are refused, and so is every path
 ///   that is one of the command's inputs (same device and inode), e.g.
-///   `inspect M.gguf -o M.gguf`.
+///   `inspect M.gguf -o M.gguf`, or another output of the same command
+///   (util/command_files.h: `--report r.html -o r.html`).
+/// - A symbolic link to a missing file is refused (the write would land
+///   wherever the link points).
 /// - The temporary is removed on every error path, when the writer is destroyed
 ///   uncommitted, and by the signal handler (util/temp_files.h) if moetune is
 ///   interrupted while writing.
@@ -31,7 +34,30 @@ namespace moetune {
 struct OutputFileOptions {
   /// Files the command reads; the output may not be any of them.
   std::vector<std::string> inputs;
+  /// The flag that names this output, for the command's record of its files
+  /// (util/command_files.h) and for messages: "-o", "--report", "--journal".
+  std::string role = "-o";
+  /// An input of this name may be replaced (the machine profile that
+  /// calibrate reads and updates); empty for none.
+  std::string may_replace;
+  /// Only a regular file (or a new one) will do: the file is read back or
+  /// appended to (a journal, a server log), so a device or FIFO is refused.
+  bool regular_only = false;
 };
+
+/// What a checked output path is.
+struct OutputTarget {
+  std::string target;    // the file that is written (a symlink's target)
+  bool exists = false;   // an existing regular file
+  bool special = false;  // a character device or FIFO, written through
+};
+
+/// The checks every file a command writes passes before anything is written
+/// (OutputFile::Open, the journal, the server log): not a folder, socket or
+/// block device, not a dangling symbolic link, not a device or FIFO when
+/// `regular_only`, not an input, not another output of the command (claimed
+/// in util/command_files.h under `options.role`).
+Result<OutputTarget> CheckOutputTarget(const std::string& path, const OutputFileOptions& options);
 
 class OutputFile {
  public:

@@ -187,3 +187,30 @@ TEST(OutputFileTest, SignalCleanupRemovesRegisteredTemporaries) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+TEST(OutputFileTest, FilesReadBackMustBeRegular) {
+  testing::TempDir dir;
+  const std::string fifo = dir.File("log.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  OutputFileOptions o;
+  o.role = "--server-log";
+  o.regular_only = true;
+  for (const std::string& path : {fifo, std::string("/dev/null")}) {
+    auto t = CheckOutputTarget(path, o);
+    ASSERT_FALSE(t.ok()) << path;
+    EXPECT_NE(t.error().message().find("--server-log"), std::string::npos);
+    EXPECT_NE(t.error().message().find("must be a regular file"), std::string::npos);
+  }
+  auto fresh = CheckOutputTarget(dir.File("new.log"), o);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message();
+  EXPECT_FALSE(fresh->exists);
+  // A dangling symbolic link is refused whatever the role.
+  ASSERT_EQ(::symlink(dir.File("missing").c_str(), dir.File("dangling").c_str()), 0);
+  EXPECT_FALSE(CheckOutputTarget(dir.File("dangling"), o).ok());
+}
+
+}  // namespace
+}  // namespace moetune

@@ -69,7 +69,28 @@ std::string ToValidUtf8(std::string_view text, bool* replaced) {
   return out;
 }
 
-std::string ForTerminal(std::string_view text) {
+namespace {
+
+// The code point of a well-formed sequence of 2 to 4 bytes.
+uint32_t CodePoint(std::string_view s, size_t n) {
+  const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i])); };
+  if (n == 2) return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+  if (n == 3) return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+  return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+}
+
+// Code points that are never shown raw: C1 controls (0x9B is a one-byte CSI
+// on some terminals), the Unicode line and paragraph separators (line breaks
+// to editors, YAML and JavaScript), and the bidirectional controls that make
+// a terminal show text in another order than it is (U+202E turns
+// "txt.exe" around): LRM, RLM, ALM, LRE..RLO, LRI..PDI.
+bool Hidden(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x200E ||
+         cp == 0x200F || cp == 0x061C || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string Escaped(std::string_view text, bool one_line) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
@@ -80,11 +101,15 @@ std::string ForTerminal(std::string_view text) {
       continue;
     }
     const auto b0 = static_cast<uint8_t>(text[i]);
-    if (n == 1 && ((b0 < 0x20 && b0 != '\n' && b0 != '\t') || b0 == 0x7F)) {
-      out += fmt::format("\\x{:02x}", b0);
-    } else if (n == 2 && b0 == 0xC2 && static_cast<uint8_t>(text[i + 1]) < 0xA0) {
-      // C1 controls U+0080..U+009F (0x9B is a one-byte CSI on some terminals).
-      out += fmt::format("\\u{:04x}", static_cast<uint8_t>(text[i + 1]));
+    if (n == 1) {
+      const bool layout = b0 == '\n' || b0 == '\t';
+      if ((b0 < 0x20 && (one_line || !layout)) || b0 == 0x7F) {
+        out += b0 == '\n' ? std::string("\\n") : fmt::format("\\x{:02x}", b0);
+      } else {
+        out += static_cast<char>(b0);
+      }
+    } else if (const uint32_t cp = CodePoint(text.substr(i), n); Hidden(cp)) {
+      out += fmt::format("\\u{:04x}", cp);
     } else {
       out.append(text.substr(i, n));
     }
@@ -92,6 +117,12 @@ std::string ForTerminal(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string ForTerminal(std::string_view text) { return Escaped(text, /*one_line=*/false); }
+
+std::string ForTerminalField(std::string_view text) { return Escaped(text, /*one_line=*/true); }
 
 std::string DumpJson(const nlohmann::json& j, int indent, bool* replaced) {
   if (replaced != nullptr) *replaced = false;

@@ -20,8 +20,17 @@ bool IsValidUtf8(std::string_view text);
 std::string ToValidUtf8(std::string_view text, bool* replaced = nullptr);
 
 /// Valid UTF-8 that is safe to print: control characters other than newline and
-/// tab (C0, DEL, C1) are shown as visible escapes (`\x1b`), ill-formed UTF-8 as U+FFFD.
+/// tab (C0, DEL, C1), the line separators U+2028/U+2029 and the bidirectional
+/// controls (U+202A..U+202E, U+2066..U+2069, LRM, RLM, ALM) are shown as
+/// visible escapes (`\x1b`, `\u202e`), ill-formed UTF-8 as U+FFFD. For whole
+/// texts whose own lines are moetune's layout.
 std::string ForTerminal(std::string_view text);
+
+/// ForTerminal for one value from outside (a model name from GGUF metadata, a
+/// path from a server's /props, a process name) shown inside a line of
+/// moetune's text: newlines and tabs are escaped too (`\n`, `\x09`), so that
+/// such a value can never start a line of its own (a forged command line).
+std::string ForTerminalField(std::string_view text);
 
 /// Serializes `j` (indent < 0: compact). Strings that are not valid UTF-8 are
 /// written with U+FFFD instead of throwing; `*replaced` says whether that happened.

@@ -42,6 +42,38 @@ TEST(Utf8Test, TerminalNeverGetsControlBytes) {
   EXPECT_NE(shown.find("\n\tend"), std::string::npos);
 }
 
+TEST(Utf8Test, BidiControlsAndLineSeparatorsAreShownNotObeyed) {
+  // U+202E (right-to-left override), U+2066 (LRI), U+200F (RLM), U+2028, U+2029, U+0085 (NEL).
+  const std::string hostile =
+      "a\xE2\x80\xAE"
+      "exe.txt b\xE2\x81\xA6 c\xE2\x80\x8F d\xE2\x80\xA8 e\xE2\x80\xA9 f\xC2\x85";
+  for (const std::string& shown : {ForTerminal(hostile), ForTerminalField(hostile)}) {
+    EXPECT_EQ(shown.find("\xE2\x80\xAE"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\xE2\x80\xA8"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\xE2\x80\xA9"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\xE2\x81\xA6"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\xE2\x80\x8F"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\xC2\x85"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("a\\u202eexe.txt"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("\\u2028"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("\\u0085"), std::string::npos) << shown;
+  }
+  // Other non-ASCII text (an em dash, CJK) passes unchanged.
+  const std::string name = "Qwen3 \xE2\x80\x94 30B \xE6\xA8\xA1\xE5\x9E\x8B";
+  EXPECT_EQ(ForTerminalField(name), name);
+}
+
+TEST(Utf8Test, AFieldNeverStartsALineOfItsOwn) {
+  const std::string name = "tiny\nllama-server -m /etc/passwd\r\n\tx";
+  const std::string shown = ForTerminalField(name);
+  EXPECT_EQ(shown.find('\n'), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\r'), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\t'), std::string::npos) << shown;
+  EXPECT_EQ(shown, "tiny\\nllama-server -m /etc/passwd\\x0d\\n\\x09x");
+  // The whole-text form keeps the text's own lines.
+  EXPECT_EQ(ForTerminal("a\nb\tc"), "a\nb\tc");
+}
+
 TEST(Utf8Test, JsonWithInvalidUtf8IsStillJson) {
   nlohmann::json j = {{"name", std::string("bad\xff\xfe name")}, {"n", 1}};
   bool replaced = false;

@@ -11,6 +11,10 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "engine/bench_jsonl.h"
+#include "util/command_files.h"
+#include "util/json_parse.h"
+
 namespace moetune {
 namespace {
 
@@ -79,7 +83,12 @@ Observation LogRequest::ToObservation(double fallback_time_s) const {
   o.time_s = time_s.value_or(fallback_time_s);
   o.concurrent = concurrent;
   const double gen = static_cast<double>(generated_tokens);
-  if (prompt_tokens > 0 && prompt_ms > 0) {
+  // A time of (almost) nothing makes an infinite speed: "1e-300 ms" is no
+  // measurement, and neither is a speed beyond any machine (bench_jsonl.h).
+  const auto plausible = [](double tokens, double ms) {
+    return tokens > 0 && ms > 0 && IsPlausibleTokensPerSecond(tokens / (ms / 1e3));
+  };
+  if (plausible(static_cast<double>(prompt_tokens), prompt_ms)) {
     WorkSample w{static_cast<double>(prompt_tokens), prompt_ms / 1e3, std::nullopt};
     if (n_tokens_end) {
       const double start =
@@ -88,7 +97,7 @@ Observation LogRequest::ToObservation(double fallback_time_s) const {
     }
     o.prefill = w;
   }
-  if (generated_tokens > 0 && generated_ms > 0) {
+  if (plausible(gen, generated_ms)) {
     WorkSample w{gen, generated_ms / 1e3, std::nullopt};
     if (n_tokens_end)
       w.depth = std::max(0.0, static_cast<double>(*n_tokens_end) - (gen - 1) + gen / 2);
@@ -112,7 +121,7 @@ void ServerLogParser::Feed(std::string_view line) {
   ++log_.lines;
   if (line.substr(0, kServeCommandTag.size()) == kServeCommandTag) {
     // Untrusted like the rest: an array of at most 4096 strings, else a note.
-    const auto j = nlohmann::json::parse(line.substr(kServeCommandTag.size()), nullptr, false);
+    const auto j = ParseJsonOrDiscarded(line.substr(kServeCommandTag.size()));
     std::vector<std::string> argv;
     const bool ok = j.is_array() && !j.empty() && j.size() <= 4096 &&
                     std::all_of(j.begin(), j.end(), [](const auto& a) { return a.is_string(); });
@@ -149,7 +158,7 @@ void ServerLogParser::Feed(std::string_view line) {
   if (auto n = IntAfter(line, "n_slots =");
       n && line.find("n_ctx_slot") != std::string_view::npos) {
     log_.n_slots = static_cast<int>(std::clamp<int64_t>(*n, 0, 1 << 20));
-    log_.n_ctx_slot = IntAfter(line, "n_ctx_slot =").value_or(0);
+    log_.n_ctx_slot = std::max<int64_t>(0, IntAfter(line, "n_ctx_slot =").value_or(0));
     return;
   }
   // "id  0 | task 12 |" names the slot and task of this line and of the
@@ -264,6 +273,10 @@ Result<ServerLog> ReadServerLog(const std::string& path, const LogReadOptions& o
                  fmt::format("log {} is {} bytes, more than the {} bytes --log reads; cut it "
                              "first (e.g. tail -c 500M {} > part.log)",
                              path, st.st_size, options.max_bytes, path));
+  }
+  if (auto noted = NoteInputFile(path, "the --log file"); !noted.ok()) {
+    ::close(fd);
+    return noted.error();
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   ServerLogParser parser;

@@ -158,6 +158,25 @@ TEST(LogReaderTest, HostileNumbersAreIgnored) {
   for (const auto& r : log.requests) EXPECT_GT(r.prompt_ms, 0);
 }
 
+TEST(LogReaderTest, ATimeOfNothingIsNoInfiniteSpeed) {
+  // 0 ms is skipped; 1e-300 ms would be 390 / 1e-303 s: an infinite speed.
+  const ServerLog log = ParseServerLog(
+      "slot print_timing: id  0 | task 1 | prompt eval time = 1e-300 ms / 390 tokens\n"
+      "slot print_timing: id  0 | task 1 |        eval time = 0.00 ms / 48 tokens\n"
+      "slot      release: id  0 | task 1 | stop processing: n_tokens = 437, truncated = 0\n"
+      "slot print_timing: id  0 | task 2 | prompt eval time = 0.0000001 ms / 390 tokens\n"
+      "slot print_timing: id  0 | task 2 |        eval time = 126.85 ms / 48 tokens\n"
+      "slot      release: id  0 | task 2 | stop processing: n_tokens = 437, truncated = 0\n");
+  ASSERT_FALSE(log.requests.empty());
+  for (const auto& r : log.requests) {
+    const Observation o = r.ToObservation(0);
+    EXPECT_FALSE(o.prefill.has_value()) << "prefill at " << o.prefill->rate() << " t/s";
+    if (o.decode) {
+      EXPECT_LT(o.decode->rate(), 1e9);
+    }
+  }
+}
+
 TEST(LogReaderTest, ALogOfServeCarriesItsCommand) {
   const std::vector<std::string> argv = {
       "/opt/llama server/llama-server", "-m", "m.gguf", "-ub", "256", "-ot",

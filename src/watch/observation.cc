@@ -1,6 +1,10 @@
 #include "watch/observation.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+
+#include "engine/bench_jsonl.h"
 
 namespace moetune {
 namespace {
@@ -34,6 +38,12 @@ Result<std::optional<WorkSample>> WorkFromJson(const json& j, const char* key) {
                  std::string("'") + key + "' needs non-negative numbers 'tokens' and 'seconds'");
   }
   if (*tokens <= 0 || *seconds <= 0) return std::optional<WorkSample>();
+  if (!IsPlausibleTokensPerSecond(*tokens / *seconds)) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("'{}' is {} tokens in {} s, faster than the possible {:g} tokens per "
+                             "second",
+                             key, *tokens, *seconds, kMaxTokensPerSecond));
+  }
   WorkSample w{*tokens, *seconds, Number(*it, "depth")};
   return std::optional<WorkSample>(w);
 }

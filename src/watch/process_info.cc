@@ -136,7 +136,7 @@ std::vector<uint64_t> ListeningInodes(const std::string& proc_net_tcp, int port)
   return inodes;
 }
 
-std::optional<pid_t> FindListeningPid(const SysRoot& root, int port) {
+std::vector<uint64_t> ListeningSocketInodes(const SysRoot& root, int port) {
   std::vector<uint64_t> inodes;
   for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     if (auto text = root.Read(f)) {
@@ -144,24 +144,31 @@ std::optional<pid_t> FindListeningPid(const SysRoot& root, int port) {
       inodes.insert(inodes.end(), more.begin(), more.end());
     }
   }
-  if (inodes.empty()) return std::nullopt;
+  return inodes;
+}
+
+bool HoldsSocket(const SysRoot& root, pid_t pid, const std::vector<uint64_t>& inodes) {
   std::vector<std::string> wanted;
   for (uint64_t i : inodes) wanted.push_back("socket:[" + std::to_string(i) + "]");
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root.Resolve(fd_dir), ec)) {
+    std::error_code lec;
+    const auto target = std::filesystem::read_symlink(e.path(), lec);
+    if (lec) continue;
+    if (std::find(wanted.begin(), wanted.end(), target.string()) != wanted.end()) return true;
+  }
+  return false;
+}
+
+std::optional<pid_t> FindListeningPid(const SysRoot& root, int port) {
+  const std::vector<uint64_t> inodes = ListeningSocketInodes(root, port);
+  if (inodes.empty()) return std::nullopt;
   std::vector<pid_t> pids;
   for (const auto& name : root.List("/proc")) {
     uint64_t pid = 0;
     if (!ParseU64(name, &pid) || pid == 0 || pid > 1u << 30) continue;
-    const std::string fd_dir = "/proc/" + name + "/fd";
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root.Resolve(fd_dir), ec)) {
-      std::error_code lec;
-      const auto target = std::filesystem::read_symlink(e.path(), lec);
-      if (lec) continue;
-      if (std::find(wanted.begin(), wanted.end(), target.string()) != wanted.end()) {
-        pids.push_back(static_cast<pid_t>(pid));
-        break;
-      }
-    }
+    if (HoldsSocket(root, static_cast<pid_t>(pid), inodes)) pids.push_back(static_cast<pid_t>(pid));
   }
   if (pids.empty()) return std::nullopt;
   return *std::min_element(pids.begin(), pids.end());

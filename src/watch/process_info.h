@@ -52,6 +52,12 @@ std::vector<std::pair<std::string, std::string>> ReadLlamaEnv(const SysRoot& roo
 /// lowest pid.
 std::optional<pid_t> FindListeningPid(const SysRoot& root, int port);
 
+/// Every socket inode in LISTEN state on `port` (IPv4 and IPv6, any address).
+std::vector<uint64_t> ListeningSocketInodes(const SysRoot& root, int port);
+
+/// True when process `pid` has one of the socket `inodes` open (its fds).
+bool HoldsSocket(const SysRoot& root, pid_t pid, const std::vector<uint64_t>& inodes);
+
 /// Socket inodes in LISTEN state on `port`, from the text of /proc/net/tcp or tcp6.
 std::vector<uint64_t> ListeningInodes(const std::string& proc_net_tcp, int port);
 

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/json_parse.h"
+
 namespace moetune {
 
 Replay ReplayObservations(const std::vector<Observation>& observations, SessionOptions options) {
@@ -55,8 +57,10 @@ Result<std::vector<Observation>> ParseTrace(const std::string& text) {
   while (std::getline(in, line)) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    auto parsed = ParseJson(line, fmt::format("trace line {}", n));
+    if (!parsed.ok()) return parsed.take_error();
+    const nlohmann::json& j = *parsed;
+    if (!j.is_object())
       return Error(ErrorKind::kFormat, fmt::format("trace line {} is not a JSON object", n));
     if (auto ev = j.find("event"); ev != j.end()) {
       if (!ev->is_string() || (*ev != "sample" && *ev != "request")) continue;

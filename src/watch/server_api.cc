@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "util/json_fields.h"
+#include "util/json_parse.h"
+
 namespace moetune {
 namespace {
 
@@ -14,6 +17,8 @@ using nlohmann::json;
 constexpr std::string_view kPrefix = "llamacpp:";
 // A llama-server answer is a few KiB; anything far larger is not one.
 constexpr std::size_t kMaxLines = 10000;
+// Server slots: llama.cpp allows 256 (LLAMA_MAX_SEQ); /slots is read up to 4096.
+constexpr int64_t kMaxSlots = 4096;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
@@ -111,17 +116,17 @@ Result<ServerMetrics> ParseMetrics(std::string_view text) {
 }
 
 Result<std::vector<SlotState>> ParseSlots(std::string_view body) {
-  const json j = json::parse(body, nullptr, false);
+  const json j = ParseJsonOrDiscarded(body);
   if (j.is_discarded() || !j.is_array()) {
     return Error(ErrorKind::kFormat, "the /slots answer is not a JSON array of slots");
   }
   std::vector<SlotState> slots;
   for (const auto& s : j) {
     if (!s.is_object()) continue;
-    if (slots.size() >= 4096) break;
+    if (slots.size() >= static_cast<std::size_t>(kMaxSlots)) break;
     SlotState st;
     st.id = static_cast<int>(IntField(s, "id").value_or(static_cast<int64_t>(slots.size())));
-    st.n_ctx = IntField(s, "n_ctx").value_or(0);
+    st.n_ctx = std::max<int64_t>(0, IntField(s, "n_ctx").value_or(0));
     st.is_processing = BoolField(s, "is_processing").value_or(false);
     st.id_task = IntField(s, "id_task").value_or(-1);
     st.depth = IntField(s, "n_prompt_tokens");
@@ -139,16 +144,27 @@ Result<std::vector<SlotState>> ParseSlots(std::string_view body) {
 }
 
 Result<ServerProps> ParseProps(std::string_view body) {
-  const json j = json::parse(body, nullptr, false);
+  const json j = ParseJsonOrDiscarded(body);
   if (j.is_discarded() || !j.is_object()) {
     return Error(ErrorKind::kFormat, "the /props answer is not a JSON object");
   }
   ServerProps p;
   p.model_path = StringField(j, "model_path");
   p.build_info = StringField(j, "build_info");
-  p.total_slots = static_cast<int>(IntField(j, "total_slots").value_or(0));
+  // Figures a llama-server cannot report (-3 slots, a negative context) are
+  // refused with the field named rather than shown or computed with.
+  JsonFields f(j, "/props");
+  p.total_slots = static_cast<int>(f.Int("total_slots", 0, kMaxSlots, 0));
   auto dg = j.find("default_generation_settings");
-  if (dg != j.end() && dg->is_object()) p.n_ctx_per_slot = IntField(*dg, "n_ctx").value_or(0);
+  if (dg != j.end() && dg->is_object()) {
+    JsonFields g(*dg, f.Path("default_generation_settings"));
+    p.n_ctx_per_slot = g.Int("n_ctx", 0, int64_t{1} << 32, 0);
+    f.Merge(g);
+  }
+  if (!f.ok()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("the /props answer is not llama-server's: {}", f.error().message()));
+  }
   p.endpoint_metrics = BoolField(j, "endpoint_metrics");
   p.endpoint_slots = BoolField(j, "endpoint_slots");
   if (p.model_path.empty() && p.total_slots == 0 && dg == j.end()) {
@@ -160,7 +176,7 @@ Result<ServerProps> ParseProps(std::string_view body) {
 }
 
 std::string ServerErrorMessage(std::string_view body) {
-  const json j = json::parse(body, nullptr, false);
+  const json j = ParseJsonOrDiscarded(body);
   if (j.is_discarded() || !j.is_object()) return "";
   auto e = j.find("error");
   if (e == j.end() || !e->is_object()) return "";

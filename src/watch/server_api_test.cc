@@ -103,6 +103,22 @@ TEST(ServerApiTest, ParsesProps) {
   EXPECT_FALSE(ParseProps("[1,2]").ok());
 }
 
+TEST(ServerApiTest, ImpossiblePropsAreRefusedWithTheFieldNamed) {
+  for (const char* body :
+       {R"({"model_path":"m.gguf","total_slots":-3})",
+        R"({"model_path":"m.gguf","total_slots":1e308})",
+        R"({"model_path":"m.gguf","total_slots":1,"default_generation_settings":{"n_ctx":-1}})"}) {
+    auto p = ParseProps(body);
+    ASSERT_FALSE(p.ok()) << body;
+    const bool named = p.error().message().find("total_slots") != std::string::npos ||
+                       p.error().message().find("n_ctx") != std::string::npos;
+    EXPECT_TRUE(named) << p.error().message();
+  }
+  auto ok = ParseProps(R"({"model_path":"m.gguf","total_slots":4})");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->total_slots, 4);
+}
+
 TEST(ServerApiTest, ErrorMessageOfA501) {
   EXPECT_EQ(ServerErrorMessage(R"({"error":{"code":501,"message":"Start it with `--metrics`"}})"),
             "Start it with `--metrics`");

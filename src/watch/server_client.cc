@@ -1,14 +1,16 @@
 #include "watch/server_client.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <cctype>
+
+#include "util/http_get.h"
 
 namespace moetune {
 namespace {
 
 constexpr std::size_t kMaxBody = 4u << 20;
+constexpr std::size_t kMaxHeader = 64u << 10;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -95,58 +97,22 @@ ServerClient::ServerClient(ServerUrl url, std::chrono::milliseconds timeout)
     : url_(std::move(url)), timeout_(timeout) {}
 
 Result<HttpAnswer> ServerClient::Get(const std::string& path) const {
-  httplib::Client client(url_.host, url_.port);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout_).count();
-  const auto sec = static_cast<time_t>(us / 1000000);
-  const auto usec = static_cast<time_t>(us % 1000000);
-  client.set_connection_timeout(sec, usec);
-  client.set_read_timeout(sec, usec);
-  client.set_write_timeout(sec, usec);
-  client.set_keep_alive(false);
+  // util/http_get.h: one total deadline, header and body caps, no redirects.
+  HttpLimits limits;
+  limits.deadline = timeout_;
+  limits.max_header_bytes = kMaxHeader;
+  limits.max_body_bytes = kMaxBody;
+  MOETUNE_ASSIGN_OR_RETURN(HttpGetAnswer a, HttpGet(url_.host, url_.port, path, limits));
+  if (a.status >= 300 && a.status < 400) {
+    return Error(
+        ErrorKind::kFormat,
+        fmt::format("{}{} answered with a redirect (HTTP {}) to '{}': moetune follows no "
+                    "redirects and watches only {}; give the server's own address",
+                    url_.ToString(), path, a.status, a.location.substr(0, 200), url_.ToString()));
+  }
   HttpAnswer answer;
-  bool too_big = false;
-  bool too_slow = false;
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  auto res = client.Get(
-      path,
-      [&](const httplib::Response& r) {
-        answer.status = r.status;
-        return true;
-      },
-      [&](const char* data, size_t n) {
-        if (answer.body.size() + n > kMaxBody) {
-          too_big = true;
-          return false;
-        }
-        if (std::chrono::steady_clock::now() > deadline) {
-          too_slow = true;
-          return false;
-        }
-        answer.body.append(data, n);
-        return true;
-      });
-  const std::string where = url_.ToString() + path;
-  if (too_big) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("{} answered more than {} MiB: not a llama-server endpoint", where,
-                             kMaxBody >> 20));
-  }
-  if (too_slow) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("{} did not finish answering within {} ms", where, timeout_.count()));
-  }
-  if (!res) {
-    const auto err = res.error();
-    std::string what = httplib::to_string(err);
-    if (err == httplib::Error::Connection)
-      what = "connection refused or host unreachable; is llama-server running there?";
-    else if (err == httplib::Error::Read)
-      what = fmt::format("no answer within {} ms (timed out)", timeout_.count());
-    else if (err == httplib::Error::ConnectionTimeout)
-      what = fmt::format("could not connect within {} ms (timed out)", timeout_.count());
-    return Error(ErrorKind::kIo, fmt::format("GET {}: {}", where, what));
-  }
-  if (answer.status == 0) answer.status = res->status;
+  answer.status = a.status;
+  answer.body = std::move(a.body);
   return answer;
 }
 

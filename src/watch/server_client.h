@@ -42,9 +42,10 @@ class ServerClient {
 
   const ServerUrl& url() const { return url_; }
 
-  /// GET `path`: connection, each read and the whole answer are bounded by
-  /// the timeout; bodies beyond 4 MiB are refused. Errors name the URL and
-  /// what happened (refused, timed out, ...).
+  /// GET `path` (util/http_get.h): the whole exchange is bounded by the
+  /// timeout, headers by 64 KiB and bodies by 4 MiB; a redirect is an error
+  /// (moetune watches the URL it was given, nowhere else). Errors name the
+  /// URL and the limit or what happened (refused, timed out, closed early).
   Result<HttpAnswer> Get(const std::string& path) const;
 
   /// GET /metrics, parsed. A 501 from llama-server (started without

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <map>
 
+#include "model/arch.h"
+
 namespace moetune {
 namespace {
 
@@ -32,7 +34,8 @@ std::map<std::string, std::string> Written(const ServerSettings& s) {
 
 std::optional<int> ServerSettings::NCpuMoe() const {
   const Placement& p = config.placement;
-  if (p.all_cpu_moe || p.n_cpu_moe < 0) return std::nullopt;
+  // A count of layers: negative or beyond any model is no N to build on.
+  if (p.all_cpu_moe || p.n_cpu_moe < 0 || p.n_cpu_moe > kMaxLayers) return std::nullopt;
   return p.n_cpu_moe;
 }
 
@@ -44,6 +47,13 @@ std::optional<int64_t> ServerSettings::CtxPerSlot() const {
 
 ServerSettings SettingsFromArgv(const std::vector<std::string>& argv) {
   return ServerSettings(ParseServerArgv(argv));
+}
+
+std::string ServerSettings::NCpuMoeAsGiven() const {
+  for (const FlagSetting& f : invalid)
+    if (f.flag == FlagId::kNCpuMoe) return f.value;
+  if (!Given(FlagId::kNCpuMoe) || config.placement.n_cpu_moe < 0) return "";
+  return std::to_string(config.placement.n_cpu_moe);
 }
 
 std::map<std::string, std::string> GivenSettings(const ServerSettings& s) {

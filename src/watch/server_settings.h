@@ -31,6 +31,9 @@ struct ServerSettings : ParsedServerCommand {
   /// gives nullopt with `all_cpu_moe()` true.
   std::optional<int> NCpuMoe() const;
   bool all_cpu_moe() const { return config.placement.all_cpu_moe; }
+  /// --n-cpu-moe's value as given, also when it is no layer count (then
+  /// NCpuMoe() is nullopt); empty when the flag is absent.
+  std::string NCpuMoeAsGiven() const;
   /// -ub (llama.cpp's default micro-batch is 512).
   int NUbatch() const { return config.n_ubatch; }
   /// The context of one slot: -c over -np unless the slots share one cache

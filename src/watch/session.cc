@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "model/arch.h"
 #include "plan/placement.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 WatchSession::WatchSession(SessionOptions options) : options_(std::move(options)) {
@@ -190,6 +192,13 @@ Alarm WatchSession::OverflowAlarm(double time_s) const {
         "the KV cache (-ctk/-ctv q8_0) or free GPU memory";
     return a;
   }
+  if (!n && s && !s->NCpuMoeAsGiven().empty()) {
+    a.fix = fmt::format(
+        "move {} more layer(s) of experts to the CPU; the server's --n-cpu-moe value '{}' is not "
+        "a layer count from 0 to {}, so no command is suggested",
+        extra, ForTerminalField(s->NCpuMoeAsGiven().substr(0, 40)), kMaxLayers);
+    return a;
+  }
   if (!n) {
     a.fix = fmt::format(
         "move {} more layer(s) of experts to the CPU: --n-cpu-moe N+{} (the server's current N "
@@ -198,7 +207,7 @@ Alarm WatchSession::OverflowAlarm(double time_s) const {
     return a;
   }
   const int from = n.value_or(0);
-  int to = from + extra;
+  int to = static_cast<int>(std::min<int64_t>(int64_t{from} + extra, kMaxLayers));
   if (options_.n_layer && to > *options_.n_layer) to = *options_.n_layer;
   a.n_cpu_moe_from = from;
   a.n_cpu_moe_to = to;

@@ -88,6 +88,26 @@ TEST(SessionTest, OverflowAlarmCarriesTheFullCommand) {
   EXPECT_EQ(a.data["observations"].size(), 3u);
 }
 
+TEST(SessionTest, AnImpossibleNGetsNoCommand) {
+  // --n-cpu-moe 2147483647 once became "--n-cpu-moe -2147483647" (int overflow),
+  // and a negative N was built on; serve --apply would have restarted with it.
+  for (const char* n : {"2147483647", "-5", "100001"}) {
+    SessionOptions o;
+    o.expected = SettingsFromArgv({"llama-server", "-m", "/m/q.gguf", "--n-cpu-moe", n});
+    o.baseline =
+        std::make_shared<CurveBaseline>(std::vector<BaselinePoint>{{0, 1000.0, 40.0}}, "m");
+    const auto obs = testing::Converse(testing::ChatTurns(4, 1024, 100), [](double) {
+                       return std::make_pair(150.0, 38.0);
+                     }).PerRequest();
+    const Replay r = ReplayObservations(obs, o);
+    ASSERT_EQ(r.verdict.raised.size(), 1u) << n;
+    const Alarm& a = r.verdict.raised[0];
+    EXPECT_TRUE(a.command.empty()) << n;
+    EXPECT_EQ(a.fix.find("--n-cpu-moe -"), std::string::npos) << a.fix;
+    EXPECT_NE(a.fix.find(std::string("--n-cpu-moe value '") + n + "'"), std::string::npos) << a.fix;
+  }
+}
+
 TEST(SessionTest, OverflowWithoutAKnownNStillSaysWhatToDo) {
   SessionOptions o;
   o.baseline = std::make_shared<CurveBaseline>(std::vector<BaselinePoint>{{0, 1000.0, 40.0}}, "m");

@@ -1,15 +1,22 @@
 #include "watch/supervisor.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <httplib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "engine/failure.h"
+#include "util/http_get.h"
+#include "util/output_file.h"
 #include "util/units.h"
+#include "util/utf8.h"
 #include "watch/log_reader.h"
+#include "watch/process_info.h"
 
 namespace moetune {
 
@@ -36,6 +43,38 @@ std::deque<std::string> TailOfFile(const std::string& path, std::size_t lines,
   return tail;
 }
 
+namespace {
+
+// One line appended to the server log; a failure (a full disk, a file size
+// limit) is an error that names the log, not a line silently missing.
+Status AppendToLog(const std::string& path, const std::string& text) {
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+  if (fd < 0) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("cannot open the server log '{}': {}", path, std::strerror(errno)));
+  }
+  std::size_t done = 0;
+  int err = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("cannot write the server log '{}': {}", path, std::strerror(err)));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 ServerSupervisor::ServerSupervisor(SupervisorOptions options) : options_(std::move(options)) {}
 
 ServerSupervisor::~ServerSupervisor() { Stop(std::chrono::milliseconds(2000)); }
@@ -47,10 +86,7 @@ std::vector<std::string> ServerSupervisor::LogTail(std::size_t lines) const {
 
 Status ServerSupervisor::StartOnce() {
   // The command first, so that `watch --log` judges with the same settings.
-  {
-    std::ofstream log(options_.log_file, std::ios::app);
-    if (log) log << ServeCommandLine(options_.argv) << "\n";
-  }
+  MOETUNE_TRY(AppendToLog(options_.log_file, ServeCommandLine(options_.argv) + "\n"));
   SpawnOptions s;
   s.argv = options_.argv;
   s.stdout_mode = OutputMode::kFile;
@@ -58,10 +94,8 @@ Status ServerSupervisor::StartOnce() {
   s.stderr_mode = OutputMode::kFile;
   s.stderr_file = options_.log_file;
   const auto t0 = std::chrono::steady_clock::now();
+  MOETUNE_TRY(CheckPortIsFree());
   MOETUNE_ASSIGN_OR_RETURN(child_, ChildProcess::Spawn(s));
-  httplib::Client client(options_.host, options_.port);
-  client.set_connection_timeout(1, 0);
-  client.set_read_timeout(5, 0);
   const auto deadline = t0 + options_.health_timeout;
   while (true) {
     if (auto st = child_->Poll()) {
@@ -80,9 +114,11 @@ Status ServerSupervisor::StartOnce() {
       Stop(std::chrono::milliseconds(2000));
       return Error(ErrorKind::kEngine, "interrupted while llama-server was starting");
     }
-    const auto res = client.Get("/health");
+    HttpLimits limits;  // util/http_get.h: a total deadline, capped headers and body
+    limits.deadline = std::chrono::milliseconds(5000);
+    const auto res = HttpGet(options_.host, options_.port, "/health", limits);
     const bool late = std::chrono::steady_clock::now() > deadline;
-    if (res && res->status == 200 && !late) break;
+    if (res.ok() && res->status == 200 && !late) break;
     if (late) {
       Stop(std::chrono::milliseconds(2000));
       const auto tail = LogTail(1);
@@ -95,12 +131,70 @@ Status ServerSupervisor::StartOnce() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  if (auto st = CheckChildAnswers(); !st.ok()) {
+    Stop(std::chrono::milliseconds(2000));
+    return st;
+  }
   started_at_ = std::chrono::steady_clock::now();
   startup_seconds_ = std::chrono::duration<double>(started_at_ - t0).count();
   return OkStatus();
 }
 
-Status ServerSupervisor::Start() { return StartOnce(); }
+namespace {
+
+std::string DescribeHolder(const SysRoot& proc, int port) {
+  const auto pid = FindListeningPid(proc, port);
+  if (!pid) return "another program (its process is not visible from here)";
+  std::string cmd;
+  for (const auto& a : ReadCmdline(proc, *pid)) cmd += (cmd.empty() ? "" : " ") + a;
+  if (cmd.size() > 120) cmd = cmd.substr(0, 117) + "...";
+  // A command line may hold any bytes, newlines included: one value, one line.
+  return cmd.empty() ? fmt::format("process {}", *pid)
+                     : fmt::format("process {} ({})", *pid, ForTerminalField(cmd));
+}
+
+}  // namespace
+
+// Another program listening on the port would answer /health in place of the
+// server we start (which then fails to bind and dies): refused before starting.
+Status ServerSupervisor::CheckPortIsFree() const {
+  if (!options_.check_port_owner) return OkStatus();
+  const SysRoot proc("/");
+  if (ListeningSocketInodes(proc, options_.port).empty()) return OkStatus();
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("port {} is already in use by {}; the llama-server moetune starts "
+                           "could not listen there and the other program would answer in its "
+                           "place. Stop that program or give another --port",
+                           options_.port, DescribeHolder(proc, options_.port)));
+}
+
+// The server that answered /health must be the child we started (or one of
+// its process group): a program that took the port in the meantime is not.
+Status ServerSupervisor::CheckChildAnswers() const {
+  if (!options_.check_port_owner || !child_) return OkStatus();
+  const SysRoot proc("/");
+  const auto inodes = ListeningSocketInodes(proc, options_.port);
+  std::vector<pid_t> ours = LiveProcessesInGroup(child_->pid());
+  ours.push_back(child_->pid());
+  for (pid_t pid : ours) {
+    if (HoldsSocket(proc, pid, inodes)) return OkStatus();
+  }
+  return Error(ErrorKind::kEngine,
+               fmt::format("port {} is answered by {}, not by the llama-server moetune started "
+                           "(pid {}); stop that program or give another --port",
+                           options_.port, DescribeHolder(proc, options_.port), child_->pid()));
+}
+
+Status ServerSupervisor::Start() {
+  // The log follows the rule of every file a command writes (a regular file
+  // or a new one, never an input such as the model or the --from file); it is
+  // read back, so a FIFO or device is refused rather than blocking on it.
+  OutputFileOptions rules;
+  rules.role = "--server-log";
+  rules.regular_only = true;
+  if (auto t = CheckOutputTarget(options_.log_file, rules); !t.ok()) return t.error();
+  return StartOnce();
+}
 
 SupervisorCheck ServerSupervisor::Poll() {
   SupervisorCheck c;

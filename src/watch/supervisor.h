@@ -36,6 +36,11 @@ struct SupervisorOptions {
   std::chrono::milliseconds backoff_max{60000};
   /// After this long up, earlier crashes no longer count toward the limit.
   std::chrono::milliseconds stable_after{600000};
+  /// Refuse a port another program already listens on, and check after
+  /// /health that the server answering is the child (its process group):
+  /// otherwise moetune would watch a stranger while its own server died.
+  /// Unit tests that answer /health from the test process turn it off.
+  bool check_port_owner = true;
 };
 
 /// What a Poll found.
@@ -79,6 +84,8 @@ class ServerSupervisor {
 
  private:
   Status StartOnce();
+  Status CheckPortIsFree() const;
+  Status CheckChildAnswers() const;
   // After the server ended: the restart policy (limit, backoff, start).
   SupervisorCheck AfterExit(SupervisorCheck c);
 

@@ -3,11 +3,14 @@
 // tests/integration/serve_test.cc).
 #include "watch/supervisor.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "util/test_temp_dir.h"
@@ -17,11 +20,16 @@ namespace {
 
 class Health {
  public:
-  Health() {
+  // Answers /health on `port` (0: any free port).
+  explicit Health(int port = 0) {
     server_.Get("/health", [](const httplib::Request&, httplib::Response& r) {
       r.set_content(R"({"status":"ok"})", "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
+    if (port == 0) {
+      port_ = server_.bind_to_any_port("127.0.0.1");
+    } else {
+      port_ = server_.bind_to_port("127.0.0.1", port) ? port : -1;
+    }
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -46,6 +54,7 @@ SupervisorOptions Options(const std::string& script, int port, const std::string
   o.backoff_initial = std::chrono::milliseconds(10);
   o.backoff_max = std::chrono::milliseconds(40);
   o.max_restarts = 2;
+  o.check_port_owner = false;  // the test process answers /health, not the child
   return o;
 }
 
@@ -127,6 +136,48 @@ TEST(SupervisorTest, TailReadsOnlyTheEndOfAFile) {
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t.back(), "line 99999");
   EXPECT_TRUE(TailOfFile(dir.File("absent"), 3).empty());
+}
+
+TEST(SupervisorTest, APortAnotherProgramHoldsIsRefusedBeforeStarting) {
+  Health other;  // this test process listens on the port
+  testing::TempDir dir;
+  SupervisorOptions o = Options("sleep 30", other.port(), dir.File("server.log"));
+  o.check_port_owner = true;
+  ServerSupervisor s(o);
+  auto st = s.Start();
+  ASSERT_FALSE(st.ok()) << "reported healthy while another program answered";
+  EXPECT_NE(st.error().message().find(
+                fmt::format("port {} is already in use by process {}", other.port(), ::getpid())),
+            std::string::npos)
+      << st.error().message();
+  EXPECT_FALSE(s.running());
+}
+
+TEST(SupervisorTest, AnAnswerFromAnotherProcessIsNotTheChildsHealth) {
+  int port = 0;
+  {
+    Health probe;  // a port that is free once this one closes
+    port = probe.port();
+  }
+  testing::TempDir dir;
+  SupervisorOptions o = Options("sleep 30", port, dir.File("server.log"));
+  o.check_port_owner = true;
+  // The port is free when the supervisor starts; someone else takes it and
+  // answers /health while the child (which never listens) "loads".
+  std::unique_ptr<Health> late;
+  std::thread taker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    late = std::make_unique<Health>(port);
+  });
+  ServerSupervisor s(o);
+  auto st = s.Start();
+  taker.join();
+  ASSERT_EQ(late->port(), port);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("not by the llama-server moetune started"), std::string::npos)
+      << st.error().message();
+  EXPECT_FALSE(s.running());
+  EXPECT_EQ(LiveChildGroupCount(), 0);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/command_files.h"
+#include "util/json_parse.h"
 #include "watch/prediction.h"
 
 namespace moetune {
@@ -22,8 +24,10 @@ bool HasCurves(const nlohmann::json& j) {
 }  // namespace
 
 Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& path) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  auto parsed = ParseJson(text, path);
+  if (!parsed.ok()) return parsed.take_error();
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) {
     return Error(ErrorKind::kFormat,
                  fmt::format("{} is not a JSON object (expected the --json output of moetune "
                              "plan, tune or analyze)",
@@ -102,6 +106,7 @@ Result<TunedFile> LoadTunedFile(const std::string& path) {
   }
   ::close(fd);
   text.resize(got);
+  MOETUNE_TRY(NoteInputFile(path, "the --from file"));
   return ParseTunedFile(text, path);
 }
 

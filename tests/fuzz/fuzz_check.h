@@ -11,6 +11,8 @@
 #include <optional>
 #include <string_view>
 
+#include "util/json_parse.h"
+
 namespace moetune::fuzz {
 
 inline void Check(bool ok, const char* target, const char* what) {
@@ -21,10 +23,12 @@ inline void Check(bool ok, const char* target, const char* what) {
 }
 
 /// The input as JSON, or nullopt when it is not JSON (those inputs test only
-/// nlohmann's parser, not moetune's readers).
+/// the parser, not moetune's readers). Parsed the way every reader of outside
+/// JSON parses (util/json_parse.h: bounded depth and size), so that the
+/// targets see what production sees.
 inline std::optional<nlohmann::json> JsonInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = ParseJsonOrDiscarded(text);
   if (j.is_discarded()) return std::nullopt;
   return j;
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -17,7 +18,13 @@ namespace moetune::itest {
 
 namespace fs = std::filesystem;
 
-std::string MoetuneBinary() { return MOETUNE_BINARY; }
+std::string MoetuneBinary() {
+  // $MOETUNE_TEST_BINARY runs the tests against another build of moetune (a
+  // sanitizer build, say) without rebuilding this test binary.
+  if (const char* other = std::getenv("MOETUNE_TEST_BINARY"); other != nullptr && *other != '\0')
+    return other;
+  return MOETUNE_BINARY;
+}
 
 std::optional<fs::path> EngineDir() {
   DiscoveryOptions o;

@@ -20,7 +20,8 @@
 
 namespace moetune::itest {
 
-/// Path of the moetune executable under test (CMake's MOETUNE_BINARY define).
+/// Path of the moetune executable under test (CMake's MOETUNE_BINARY define, or
+/// $MOETUNE_TEST_BINARY when set: e.g. a sanitizer build of moetune).
 std::string MoetuneBinary();
 
 /// Folder holding llama-bench, llama-server, ...: where moetune's engine
