@@ -123,7 +123,9 @@ void RegisterSynthCommand(CLI::App& app, CommandRun* run) {
       ->check(Parses(ParseSynthScale, "SCALE"));
   cmd->add_option("--layers", args->layers, "Override the layer count")
       ->check(IntRange(1, kMaxLayers));
-  cmd->add_option("--quant", args->quant, "f16, q8_0 (default), q6_k, q4_k, q4_k_m, mxfp4")
+  cmd->add_option("--quant", args->quant,
+                  "llama.cpp file type, with llama-quantize's per-tensor mix: f16, q8_0 (default), "
+                  "q6_k, q5_k_m, q5_k_s, q4_k_m, q4_k_s (or q4_k), mxfp4")
       ->check(Parses(ParseSynthQuant, "QUANT"));
   cmd->add_option("--seed", args->seed, "Random seed (same seed, same file)")->check(SeedValue());
   // GGUF stores the training context as a 32-bit count ({arch}.context_length).

@@ -15,7 +15,10 @@ namespace {
 
 // Byte offsets inside one block, from ggml-common.h upstream.
 constexpr size_t kQ8_0Bytes = 34;   // ggml_half d; int8_t qs[32]
+constexpr size_t kQ5_0Bytes = 22;   // ggml_half d; uint8_t qh[4]; uint8_t qs[16]
+constexpr size_t kQ5_1Bytes = 24;   // ggml_half d, m; uint8_t qh[4]; uint8_t qs[16]
 constexpr size_t kQ4_KBytes = 144;  // ggml_half d, dmin; uint8_t scales[12]; uint8_t qs[128]
+constexpr size_t kQ5_KBytes = 176;  // ggml_half d, dmin; scales[12]; qh[32]; qs[128]
 constexpr size_t kQ6_KBytes = 210;  // uint8_t ql[128], qh[64]; int8_t scales[16]; ggml_half d
 constexpr size_t kMxfp4Bytes = 17;  // uint8_t e (E8M0); uint8_t qs[16]
 constexpr size_t kQK = 256;         // QK_K
@@ -61,8 +64,10 @@ void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
-// Q4_K: 8 sub-blocks of 32, x ~= d*sc*q - dmin*m with q in 0..15, sc and m 6-bit.
-void EncodeQ4_K(const float* x, uint8_t* b) {
+// Q4_K and Q5_K: 8 sub-blocks of 32, x ~= d*sc*q - dmin*m with q in 0..qmax,
+// sc and m 6-bit. Writes d, dmin and the 12 scale bytes at b[0..16) and the
+// quants (not yet packed) to q.
+void EncodeScaleMinK(const float* x, int qmax, uint8_t* b, std::array<uint8_t, kQK>& q) {
   std::array<float, 8> scale{}, offset{};
   for (size_t j = 0; j < 8; ++j) {
     float mn = x[32 * j], mx = x[32 * j];
@@ -71,7 +76,7 @@ void EncodeQ4_K(const float* x, uint8_t* b) {
       mx = std::max(mx, x[32 * j + l]);
     }
     mn = std::min(mn, 0.0f);  // the format subtracts a non-negative min
-    scale[j] = (mx - mn) / 15.0f;
+    scale[j] = (mx - mn) / static_cast<float>(qmax);
     offset[j] = -mn;
   }
   const float d = RoundHalf(*std::max_element(scale.begin(), scale.end()) / 63.0f);
@@ -80,7 +85,7 @@ void EncodeQ4_K(const float* x, uint8_t* b) {
   PutHalf(b + 2, FloatToHalf(dmin));
   std::array<int, 8> ls{}, lm{};
   for (size_t j = 0; j < 8; ++j) {
-    // Round the scale up so that the sub-block's range still fits in 0..15.
+    // Round the scale up so that the sub-block's range still fits in 0..qmax.
     ls[j] = d > 0 ? Clamp(static_cast<int>(std::ceil(scale[j] / d)), 0, 63) : 0;
     lm[j] = dmin > 0 ? Clamp(static_cast<int>(std::lround(offset[j] / dmin)), 0, 63) : 0;
   }
@@ -96,21 +101,139 @@ void EncodeQ4_K(const float* x, uint8_t* b) {
       scales[j] = static_cast<uint8_t>(scales[j] | ((lm[j] >> 4) << 6));
     }
   }
-  std::array<uint8_t, kQK> q{};
   for (size_t j = 0; j < 8; ++j) {
     const float sc = d * static_cast<float>(ls[j]);
     const float m = dmin * static_cast<float>(lm[j]);
     for (size_t l = 0; l < 32; ++l) {
       const int v = sc > 0 ? static_cast<int>(std::lround((x[32 * j + l] + m) / sc)) : 0;
-      q[32 * j + l] = static_cast<uint8_t>(Clamp(v, 0, 15));
+      q[32 * j + l] = static_cast<uint8_t>(Clamp(v, 0, qmax));
     }
   }
-  uint8_t* qs = b + 16;
+}
+
+// The low nibbles of a K-quant block: each 64 values share 32 bytes, the first
+// 32 in the low and the next 32 in the high nibbles.
+void PackNibblesK(const std::array<uint8_t, kQK>& q, uint8_t* qs) {
   for (size_t j = 0; j < kQK; j += 64) {
     for (size_t l = 0; l < 32; ++l) {
-      qs[j / 2 + l] = static_cast<uint8_t>(q[j + l] | (q[j + l + 32] << 4));
+      qs[j / 2 + l] = static_cast<uint8_t>((q[j + l] & 0xF) | ((q[j + l + 32] & 0xF) << 4));
     }
   }
+}
+
+void EncodeQ4_K(const float* x, uint8_t* b) {
+  std::array<uint8_t, kQK> q{};
+  EncodeScaleMinK(x, 15, b, q);
+  PackNibblesK(q, b + 16);
+}
+
+// Q5_K: as Q4_K with q in 0..31; the fifth bits sit in qh[32], bit 2*c of
+// qh[l] for value 64*c + l and bit 2*c + 1 for value 64*c + 32 + l.
+void EncodeQ5_K(const float* x, uint8_t* b) {
+  std::array<uint8_t, kQK> q{};
+  EncodeScaleMinK(x, 31, b, q);
+  uint8_t* qh = b + 16;
+  std::memset(qh, 0, 32);
+  for (size_t c = 0; c < 4; ++c) {
+    for (size_t l = 0; l < 32; ++l) {
+      const int lo = (q[64 * c + l] >> 4) << (2 * c);
+      const int hi = (q[64 * c + 32 + l] >> 4) << (2 * c + 1);
+      qh[l] = static_cast<uint8_t>(qh[l] | lo | hi);
+    }
+  }
+  PackNibblesK(q, b + 48);
+}
+
+void DecodeQ5_K(const uint8_t* b, float* y) {
+  const float d = HalfToFloat(GetHalf(b));
+  const float dmin = HalfToFloat(GetHalf(b + 2));
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + 48;
+  for (int c = 0; c < 4; ++c) {
+    int sc, m;
+    ScaleMinK4(2 * c, scales, &sc, &m);
+    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+    ScaleMinK4(2 * c + 1, scales, &sc, &m);
+    const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+    for (size_t l = 0; l < 32; ++l) {
+      const int v = (ql[l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4);
+      *y++ = d1 * static_cast<float>(v) - m1;
+    }
+    for (size_t l = 0; l < 32; ++l) {
+      const int v = (ql[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
+      *y++ = d2 * static_cast<float>(v) - m2;
+    }
+    ql += 32;
+  }
+}
+
+// Q5_0 and Q5_1: 32 values, 5-bit quants; the low nibbles of values j and j+16
+// share qs[j], and bit j of the little-endian 32-bit qh is the fifth bit of value j.
+void PackQ5(const std::array<uint8_t, kQ32>& q, uint8_t* qh, uint8_t* qs) {
+  uint32_t h = 0;
+  for (size_t j = 0; j < kQ32; ++j) h |= static_cast<uint32_t>(q[j] >> 4) << j;
+  for (size_t i = 0; i < 4; ++i) qh[i] = static_cast<uint8_t>(h >> (8 * i));
+  for (size_t j = 0; j < 16; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+  }
+}
+
+std::array<uint8_t, kQ32> UnpackQ5(const uint8_t* qh, const uint8_t* qs) {
+  uint32_t h = 0;
+  for (size_t i = 0; i < 4; ++i) h |= static_cast<uint32_t>(qh[i]) << (8 * i);
+  std::array<uint8_t, kQ32> q{};
+  for (size_t j = 0; j < 16; ++j) {
+    q[j] = static_cast<uint8_t>((qs[j] & 0xF) | (((h >> j) & 1) << 4));
+    q[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((h >> (j + 16)) & 1) << 4));
+  }
+  return q;
+}
+
+// Q5_0: x ~= d*(q-16), q in 0..31.
+void EncodeQ5_0(const float* x, uint8_t* b) {
+  float amax = 0;
+  for (size_t i = 0; i < kQ32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = RoundHalf(amax / 15.0f);
+  PutHalf(b, FloatToHalf(d));
+  std::array<uint8_t, kQ32> q{};
+  for (size_t i = 0; i < kQ32; ++i) {
+    const int v = d > 0 ? static_cast<int>(std::lround(x[i] / d)) : 0;
+    q[i] = static_cast<uint8_t>(Clamp(v, -16, 15) + 16);
+  }
+  PackQ5(q, b + 2, b + 6);
+}
+
+void DecodeQ5_0(const uint8_t* b, float* y) {
+  const float d = HalfToFloat(GetHalf(b));
+  const auto q = UnpackQ5(b + 2, b + 6);
+  for (size_t i = 0; i < kQ32; ++i) y[i] = d * static_cast<float>(static_cast<int>(q[i]) - 16);
+}
+
+// Q5_1: x ~= d*q + m, q in 0..31.
+void EncodeQ5_1(const float* x, uint8_t* b) {
+  float mn = x[0], mx = x[0];
+  for (size_t i = 1; i < kQ32; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  const float d = RoundHalf((mx - mn) / 31.0f);
+  const float m = RoundHalf(mn);
+  PutHalf(b, FloatToHalf(d));
+  PutHalf(b + 2, FloatToHalf(m));
+  std::array<uint8_t, kQ32> q{};
+  for (size_t i = 0; i < kQ32; ++i) {
+    const int v = d > 0 ? static_cast<int>(std::lround((x[i] - m) / d)) : 0;
+    q[i] = static_cast<uint8_t>(Clamp(v, 0, 31));
+  }
+  PackQ5(q, b + 4, b + 8);
+}
+
+void DecodeQ5_1(const uint8_t* b, float* y) {
+  const float d = HalfToFloat(GetHalf(b));
+  const float m = HalfToFloat(GetHalf(b + 2));
+  const auto q = UnpackQ5(b + 4, b + 8);
+  for (size_t i = 0; i < kQ32; ++i) y[i] = d * static_cast<float>(q[i]) + m;
 }
 
 void DecodeQ4_K(const uint8_t* b, float* y) {
@@ -227,9 +350,12 @@ struct Codec {
   void (*decode)(const uint8_t*, float*);
 };
 
-constexpr std::array<Codec, 4> kCodecs = {{
+constexpr std::array<Codec, 7> kCodecs = {{
     {ggml_type::kQ8_0, kQ32, kQ8_0Bytes, EncodeQ8_0, DecodeQ8_0},
+    {ggml_type::kQ5_0, kQ32, kQ5_0Bytes, EncodeQ5_0, DecodeQ5_0},
+    {ggml_type::kQ5_1, kQ32, kQ5_1Bytes, EncodeQ5_1, DecodeQ5_1},
     {ggml_type::kQ4_K, kQK, kQ4_KBytes, EncodeQ4_K, DecodeQ4_K},
+    {ggml_type::kQ5_K, kQK, kQ5_KBytes, EncodeQ5_K, DecodeQ5_K},
     {ggml_type::kQ6_K, kQK, kQ6_KBytes, EncodeQ6_K, DecodeQ6_K},
     {ggml_type::kMXFP4, kQ32, kMxfp4Bytes, EncodeMxfp4, DecodeMxfp4},
 }};
@@ -245,8 +371,8 @@ Status CheckSizes(uint32_t type, size_t n, size_t bytes) {
   const auto info = GgmlTypeById(type);
   if (!info || !CanQuantize(type)) {
     return Error(ErrorKind::kUnsupported,
-                 fmt::format("no encoder for ggml type {}; use f32, f16, bf16, q8_0, q4_K, q6_K "
-                             "or mxfp4",
+                 fmt::format("no encoder for ggml type {}; use f32, f16, bf16, q8_0, q5_0, "
+                             "q5_1, q4_K, q5_K, q6_K or mxfp4",
                              type));
   }
   const auto row = GgmlRowBytes(*info, n);

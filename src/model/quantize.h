@@ -1,9 +1,12 @@
 #pragma once
 /// Reference encoders (and decoders, for tests) for the ggml block formats that
-/// `moetune synth` writes: F32, F16, BF16, Q8_0, Q4_K, Q6_K and MXFP4.
+/// `moetune synth` writes: F32, F16, BF16, Q8_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
+/// and MXFP4 (every type llama.cpp's recipes give a tensor for the file types
+/// synth offers, model/quant_recipe.h, fallbacks included).
 ///
-/// Block layouts follow ggml/src/ggml-common.h upstream (block_q8_0, block_q4_K,
-/// block_q6_K, block_mxfp4) and the decoders mirror ggml-quants.c's
+/// Block layouts follow ggml/src/ggml-common.h upstream (block_q8_0, block_q5_0,
+/// block_q5_1, block_q4_K, block_q5_K, block_q6_K, block_mxfp4) and the
+/// decoders mirror ggml-quants.c's
 /// dequantize_row_*. The encoders are simple (scales from the max abs value, no
 /// error search): synthetic weights need a valid, numerically sane encoding, not
 /// an optimal one.

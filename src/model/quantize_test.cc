@@ -53,16 +53,21 @@ TEST(QuantizeTest, RoundTripErrorsMatchEachFormatsPrecision) {
   EXPECT_EQ(RelativeRmsError(ggml_type::kF32, x), 0.0);
   EXPECT_LT(RelativeRmsError(ggml_type::kQ8_0, x), 0.01);
   EXPECT_LT(RelativeRmsError(ggml_type::kQ6_K, x), 0.05);
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_K, x), 0.08);
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_0, x), 0.08);
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_1, x), 0.08);
   EXPECT_LT(RelativeRmsError(ggml_type::kQ4_K, x), 0.15);
   EXPECT_LT(RelativeRmsError(ggml_type::kMXFP4, x), 0.25);
   // More bits, less error: the encoders use their bits.
   EXPECT_LT(RelativeRmsError(ggml_type::kQ8_0, x), RelativeRmsError(ggml_type::kQ6_K, x));
-  EXPECT_LT(RelativeRmsError(ggml_type::kQ6_K, x), RelativeRmsError(ggml_type::kQ4_K, x));
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ6_K, x), RelativeRmsError(ggml_type::kQ5_K, x));
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_K, x), RelativeRmsError(ggml_type::kQ4_K, x));
 }
 
 TEST(QuantizeTest, ConstantAndZeroBlocksDecodeExactlyEnough) {
   std::vector<float> ones(256, 1.0f), zeros(256, 0.0f);
-  for (uint32_t t : {ggml_type::kQ8_0, ggml_type::kQ4_K, ggml_type::kQ6_K, ggml_type::kMXFP4}) {
+  for (uint32_t t : {ggml_type::kQ8_0, ggml_type::kQ5_0, ggml_type::kQ5_1, ggml_type::kQ4_K,
+                     ggml_type::kQ5_K, ggml_type::kQ6_K, ggml_type::kMXFP4}) {
     EXPECT_LT(RelativeRmsError(t, ones), 0.02) << t;
     const auto info = GgmlTypeById(t);
     std::vector<uint8_t> bytes(*GgmlRowBytes(*info, 256));
@@ -78,7 +83,25 @@ TEST(QuantizeTest, PositiveOnlyAndOffsetBlocksKeepTheirRange) {
   std::vector<float> x(256);
   for (size_t i = 0; i < x.size(); ++i) x[i] = -1.0f + 0.001f * static_cast<float>(i);
   EXPECT_LT(RelativeRmsError(ggml_type::kQ4_K, x), 0.05);
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_K, x), 0.03);
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_1, x), 0.02);
   EXPECT_LT(RelativeRmsError(ggml_type::kQ6_K, x), 0.02);
+}
+
+// Every value position of a block decodes from its own bits: a ramp through
+// the whole block (each value distinct) comes back in order, which a wrong
+// nibble or high-bit position would scramble.
+TEST(QuantizeTest, FiveBitLayoutsPutEachValueInItsPlace) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>(i % 32) - 0.15f;
+  for (uint32_t t : {ggml_type::kQ5_0, ggml_type::kQ5_1, ggml_type::kQ5_K}) {
+    EXPECT_LT(RelativeRmsError(t, x), 0.05) << t;
+  }
+  std::vector<float> y(256);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = 0.001f * static_cast<float>(i);
+  // A misplaced bit costs ~100%; the fifth bit halves Q4_K's rounding error.
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_K, y), 0.02);
+  EXPECT_LT(RelativeRmsError(ggml_type::kQ5_K, y), 0.7 * RelativeRmsError(ggml_type::kQ4_K, y));
 }
 
 TEST(QuantizeTest, RejectsWrongSizesAndUnknownTypes) {

@@ -183,9 +183,11 @@ Status AddToSummary(uint64_t n_elements, uint64_t n_bytes, SynthSummary* sum) {
 
 Result<SynthSummary> SummarizeSynth(const SynthSpec& spec, SynthQuant quant) {
   MOETUNE_ASSIGN_OR_RETURN(auto tensors, SynthTensorList(spec));
+  const std::vector<uint32_t> types = SynthTensorTypes(spec, tensors, quant);
   SynthSummary sum;
-  for (const auto& t : tensors) {
-    const auto info = GgmlTypeById(SynthTensorType(t, quant));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const SynthTensor& t = tensors[i];
+    const auto info = GgmlTypeById(types[i]);
     const auto row = GgmlRowBytes(*info, static_cast<uint64_t>(t.ne[0]));
     if (!row) return Error(ErrorKind::kInternal, fmt::format("tensor {}: bad row length", t.name));
     auto bytes = CheckedMul(*row, t.n_elements() / static_cast<uint64_t>(t.ne[0]));
@@ -211,9 +213,11 @@ Result<GgufWriter> BuildSynthWriter(const SynthOptions& o, SynthSummary* summary
 
   auto total = std::make_shared<uint64_t>(0);
   auto done = std::make_shared<uint64_t>(0);
+  const std::vector<uint32_t> types = SynthTensorTypes(s, tensors, o.quant);
   SynthSummary sum;
-  for (auto& t : tensors) {
-    const uint32_t type = SynthTensorType(t, o.quant);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    SynthTensor& t = tensors[i];
+    const uint32_t type = types[i];
     std::string name = t.name;
     std::vector<int64_t> ne = t.ne;
     const uint64_t n_elem = t.n_elements();

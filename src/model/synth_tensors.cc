@@ -221,12 +221,15 @@ Result<SynthQuant> ParseSynthQuant(std::string_view text) {
   if (t == "f16") return SynthQuant::kF16;
   if (t == "q8_0") return SynthQuant::kQ8_0;
   if (t == "q6_k") return SynthQuant::kQ6_K;
-  if (t == "q4_k" || t == "q4_k_s") return SynthQuant::kQ4_K;
+  if (t == "q5_k_m") return SynthQuant::kQ5_K_M;
+  if (t == "q5_k_s") return SynthQuant::kQ5_K_S;
   if (t == "q4_k_m") return SynthQuant::kQ4_K_M;
-  if (t == "mxfp4") return SynthQuant::kMxfp4;
-  return Error(
-      ErrorKind::kInvalidArgument,
-      fmt::format("unknown --quant '{}'; use f16, q8_0, q6_k, q4_k, q4_k_m or mxfp4", text));
+  if (t == "q4_k" || t == "q4_k_s") return SynthQuant::kQ4_K;
+  if (t == "mxfp4" || t == "mxfp4_moe") return SynthQuant::kMxfp4;
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("unknown --quant '{}'; use f16, q8_0, q6_k, q5_k_m, q5_k_s, q4_k_m, "
+                           "q4_k_s or mxfp4",
+                           text));
 }
 
 const char* SynthQuantName(SynthQuant q) {
@@ -238,64 +241,63 @@ const char* SynthQuantName(SynthQuant q) {
     case SynthQuant::kQ6_K:
       return "q6_k";
     case SynthQuant::kQ4_K:
-      return "q4_k";
+      return "q4_k_s";
     case SynthQuant::kQ4_K_M:
       return "q4_k_m";
+    case SynthQuant::kQ5_K_S:
+      return "q5_k_s";
+    case SynthQuant::kQ5_K_M:
+      return "q5_k_m";
     case SynthQuant::kMxfp4:
       return "mxfp4";
   }
   return "?";
 }
 
-uint32_t SynthTensorType(const SynthTensor& t, SynthQuant quant) {
-  using namespace ggml_type;
-  if (t.group == SynthGroup::kNorm || t.group == SynthGroup::kSmallF32 ||
-      t.group == SynthGroup::kRouter || t.ne.size() < 2) {
-    return kF32;
-  }
-  uint32_t type = kF16;
+LlamaFtype SynthFtype(SynthQuant quant) {
   switch (quant) {
     case SynthQuant::kF16:
-      type = kF16;
-      break;
+      return LlamaFtype::kF16;
     case SynthQuant::kQ8_0:
-      type = kQ8_0;
-      break;
+      return LlamaFtype::kQ8_0;
     case SynthQuant::kQ6_K:
-      type = kQ6_K;
-      break;
+      return LlamaFtype::kQ6_K;
     case SynthQuant::kQ4_K:
-      type = kQ4_K;
-      break;
+      return LlamaFtype::kQ4_K_S;
     case SynthQuant::kQ4_K_M:
-      type = (t.group == SynthGroup::kExperts || t.group == SynthGroup::kEmbedding) ? kQ4_K : kQ6_K;
-      break;
+      return LlamaFtype::kQ4_K_M;
+    case SynthQuant::kQ5_K_S:
+      return LlamaFtype::kQ5_K_S;
+    case SynthQuant::kQ5_K_M:
+      return LlamaFtype::kQ5_K_M;
     case SynthQuant::kMxfp4:
-      type = t.group == SynthGroup::kExperts ? kMXFP4 : kQ8_0;
-      break;
+      return LlamaFtype::kMxfp4Moe;
   }
-  const auto info = GgmlTypeById(type);
-  if (info && t.ne[0] % static_cast<int64_t>(info->block_size) == 0) return type;
-  return t.ne[0] % 32 == 0 ? kQ8_0 : kF16;
+  return LlamaFtype::kF16;
 }
 
-uint32_t SynthFileType(SynthQuant quant) {
-  // enum llama_ftype (include/llama.h upstream).
-  switch (quant) {
-    case SynthQuant::kF16:
-      return 1;  // LLAMA_FTYPE_MOSTLY_F16
-    case SynthQuant::kQ8_0:
-      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
-    case SynthQuant::kQ6_K:
-      return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
-    case SynthQuant::kQ4_K:
-      return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S
-    case SynthQuant::kQ4_K_M:
-      return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    case SynthQuant::kMxfp4:
-      return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+uint32_t SynthSourceType(const SynthTensor& t) {
+  if (t.group == SynthGroup::kNorm || t.group == SynthGroup::kSmallF32 ||
+      t.group == SynthGroup::kRouter || t.ne.size() < 2) {
+    return ggml_type::kF32;
   }
-  return 1;
+  return ggml_type::kF16;
 }
+
+std::vector<uint32_t> SynthTensorTypes(const SynthSpec& spec,
+                                       const std::vector<SynthTensor>& tensors, SynthQuant quant) {
+  QuantRecipeModel model;
+  model.arch = spec.arch;
+  model.n_layer = spec.n_layer;
+  model.n_expert = spec.n_expert;
+  model.type_70b =
+      IsLlamaType70B(spec.arch, spec.n_layer, spec.n_expert, spec.n_head, spec.n_head_kv);
+  std::vector<QuantRecipeTensor> in;
+  in.reserve(tensors.size());
+  for (const auto& t : tensors) in.push_back({t.name, t.ne, SynthSourceType(t)});
+  return QuantRecipeTypes(model, SynthFtype(quant), in);
+}
+
+uint32_t SynthFileType(SynthQuant quant) { return static_cast<uint32_t>(SynthFtype(quant)); }
 
 }  // namespace moetune

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "gguf/ggml_type.h"
+#include "model/quantize.h"
 
 namespace moetune {
 namespace {
@@ -71,24 +72,59 @@ TEST(SynthTensorsTest, DenseLeadingLayersAndMla) {
   EXPECT_TRUE(m.count("blk.3.exp_probs_b.bias"));
 }
 
-TEST(SynthTensorsTest, TypesFollowTheSchemeWithFallbacks) {
-  SynthTensor expert{"blk.0.ffn_up_exps.weight", {2048, 768, 128}, SynthGroup::kExperts};
-  SynthTensor attn{"blk.0.attn_q.weight", {2048, 4096}, SynthGroup::kAttention};
-  SynthTensor norm{"blk.0.attn_norm.weight", {2048}, SynthGroup::kNorm};
-  SynthTensor router{"blk.0.ffn_gate_inp.weight", {2048, 128}, SynthGroup::kRouter};
-  SynthTensor odd{"blk.0.ffn_down_exps.weight", {2880, 2880, 32}, SynthGroup::kExperts};
-  SynthTensor k_b{"blk.0.attn_k_b.weight", {100, 512, 4}, SynthGroup::kAttention};
+// Types by name for a preset at a scale.
+std::map<std::string, uint32_t> TypesByName(const SynthSpec& s, SynthQuant q) {
+  auto list = SynthTensorList(s);
+  EXPECT_TRUE(list.ok());
+  const auto types = SynthTensorTypes(s, *list, q);
+  std::map<std::string, uint32_t> out;
+  for (size_t i = 0; i < list->size(); ++i) out[(*list)[i].name] = types[i];
+  return out;
+}
+
+TEST(SynthTensorsTest, TypesFollowLlamaCppsRecipe) {
   using namespace ggml_type;
-  EXPECT_EQ(SynthTensorType(expert, SynthQuant::kQ4_K_M), kQ4_K);
-  EXPECT_EQ(SynthTensorType(attn, SynthQuant::kQ4_K_M), kQ6_K);
-  EXPECT_EQ(SynthTensorType(norm, SynthQuant::kQ4_K_M), kF32);
-  EXPECT_EQ(SynthTensorType(router, SynthQuant::kQ8_0), kF32);
-  EXPECT_EQ(SynthTensorType(attn, SynthQuant::kF16), kF16);
-  EXPECT_EQ(SynthTensorType(odd, SynthQuant::kQ4_K), kQ8_0);  // 2880 is not a multiple of 256
-  EXPECT_EQ(SynthTensorType(odd, SynthQuant::kMxfp4), kMXFP4);
-  EXPECT_EQ(SynthTensorType(k_b, SynthQuant::kQ8_0), kF16);  // 100 is not a multiple of 32
-  EXPECT_TRUE(ParseSynthQuant("Q4_K_M").ok());
+  // Full-scale Qwen3-30B-A3B (48 layers, 128 experts) at Q4_K_M.
+  const auto t = TypesByName(*SynthPreset("qwen3moe"), SynthQuant::kQ4_K_M);
+  EXPECT_EQ(t.at("blk.0.ffn_up_exps.weight"), kQ4_K);
+  EXPECT_EQ(t.at("blk.0.ffn_down_exps.weight"), kQ6_K);  // first eighth: more bits
+  EXPECT_EQ(t.at("blk.6.ffn_down_exps.weight"), kQ4_K);
+  EXPECT_EQ(t.at("blk.8.ffn_down_exps.weight"), kQ6_K);  // (8 - 6) % 3 == 2
+  EXPECT_EQ(t.at("blk.8.attn_v.weight"), kQ6_K);
+  EXPECT_EQ(t.at("blk.9.attn_v.weight"), kQ4_K);
+  EXPECT_EQ(t.at("blk.9.attn_q.weight"), kQ4_K);
+  EXPECT_EQ(t.at("blk.0.attn_norm.weight"), kF32);
+  EXPECT_EQ(t.at("blk.0.ffn_gate_inp.weight"), kF32);
+  EXPECT_EQ(t.at("output.weight"), kQ6_K);
+  EXPECT_EQ(t.at("token_embd.weight"), kQ4_K);
+  // F16 is the source: weights F16, the small tensors F32.
+  const auto f = TypesByName(*SynthPreset("qwen3moe"), SynthQuant::kF16);
+  EXPECT_EQ(f.at("blk.0.ffn_up_exps.weight"), kF16);
+  EXPECT_EQ(f.at("blk.0.ffn_gate_inp.weight"), kF32);
+  // gpt-oss: rows of 2880 do not fit 256-blocks; the experts are MXFP4 in mxfp4.
+  const auto g = TypesByName(*SynthPreset("gpt-oss-20b"), SynthQuant::kQ4_K);
+  EXPECT_EQ(g.at("blk.5.ffn_up_exps.weight"), kQ5_0);
+  EXPECT_EQ(g.at("output.weight"), kQ8_0);
+  const auto x = TypesByName(*SynthPreset("gpt-oss-20b"), SynthQuant::kMxfp4);
+  EXPECT_EQ(x.at("blk.5.ffn_up_exps.weight"), kMXFP4);
+  EXPECT_EQ(x.at("blk.5.attn_q.weight"), kQ8_0);
+  EXPECT_EQ(SynthFileType(SynthQuant::kQ4_K_M), 15u);
+  EXPECT_EQ(SynthFileType(SynthQuant::kQ4_K), 14u);
+  EXPECT_EQ(SynthFileType(SynthQuant::kMxfp4), 38u);
+}
+
+TEST(SynthTensorsTest, QuantNamesParse) {
+  EXPECT_EQ(*ParseSynthQuant("Q4_K_M"), SynthQuant::kQ4_K_M);
+  EXPECT_EQ(*ParseSynthQuant("q4_k"), SynthQuant::kQ4_K);
+  EXPECT_EQ(*ParseSynthQuant("q4_k_s"), SynthQuant::kQ4_K);
+  EXPECT_EQ(*ParseSynthQuant("Q5_K_M"), SynthQuant::kQ5_K_M);
+  EXPECT_EQ(*ParseSynthQuant("q5_k_s"), SynthQuant::kQ5_K_S);
   EXPECT_FALSE(ParseSynthQuant("q3_k").ok());
+  for (auto q :
+       {SynthQuant::kF16, SynthQuant::kQ8_0, SynthQuant::kQ6_K, SynthQuant::kQ4_K,
+        SynthQuant::kQ4_K_M, SynthQuant::kQ5_K_S, SynthQuant::kQ5_K_M, SynthQuant::kMxfp4}) {
+    EXPECT_EQ(*ParseSynthQuant(SynthQuantName(q)), q);
+  }
 }
 
 TEST(SynthTensorsTest, EveryTinyPresetHasQuantizableRows) {
@@ -96,10 +132,16 @@ TEST(SynthTensorsTest, EveryTinyPresetHasQuantizableRows) {
     const SynthSpec s = ScaleSynthSpec(*SynthPreset(name), SynthScale{});
     auto list = SynthTensorList(s);
     ASSERT_TRUE(list.ok()) << name;
-    for (const auto& t : *list) {
-      const auto info = GgmlTypeById(SynthTensorType(t, SynthQuant::kQ4_K_M));
-      ASSERT_TRUE(info.has_value());
-      EXPECT_TRUE(GgmlRowBytes(*info, static_cast<uint64_t>(t.ne[0])).has_value()) << t.name;
+    for (auto q :
+         {SynthQuant::kQ4_K_M, SynthQuant::kQ4_K, SynthQuant::kQ5_K_M, SynthQuant::kMxfp4}) {
+      const auto types = SynthTensorTypes(s, *list, q);
+      for (size_t i = 0; i < list->size(); ++i) {
+        const auto info = GgmlTypeById(types[i]);
+        ASSERT_TRUE(info.has_value());
+        EXPECT_TRUE(CanQuantize(types[i])) << (*list)[i].name;
+        EXPECT_TRUE(GgmlRowBytes(*info, static_cast<uint64_t>((*list)[i].ne[0])).has_value())
+            << (*list)[i].name;
+      }
     }
   }
 }
