@@ -30,17 +30,18 @@ const char* CalibrationWord(const PredictionUncertainty& u) {
 }
 
 std::string UncertaintyText(const PredictionUncertainty& u) {
-  const std::string bands =
-      fmt::format("measured prefill x{:.2f}-x{:.2f} and decode x{:.2f}-x{:.2f} of the prediction",
-                  u.prefill.low, u.prefill.high, u.decode.low, u.decode.high);
   const int in10 = static_cast<int>(u.coverage * 10 + 0.5);
+  const std::string bands = fmt::format("prefill x{:.2f}-x{:.2f} and decode x{:.2f}-x{:.2f}",
+                                        u.prefill.low, u.prefill.high, u.decode.low, u.decode.high);
   if (u.calibrated) {
-    return fmt::format("calibrated ({}): expect {} on this machine", u.basis, bands);
+    return fmt::format("calibrated ({}): expect {} of the prediction on this machine", u.basis,
+                       bands);
   }
   return fmt::format(
-      "uncalibrated: these figures come from default constants; on {} in 10 of the {} published "
-      "runs they were fitted to, left out one at a time, the {}. To narrow the band, {}.",
-      in10, u.points, bands, HowToCalibrate());
+      "uncalibrated: these figures come from default constants; with each of the {} published "
+      "runs they were fitted to left out in turn, {} in 10 measured {} of the prediction. To "
+      "narrow the band, {}.",
+      u.points, in10, bands, HowToCalibrate());
 }
 
 }  // namespace moetune
