@@ -112,7 +112,7 @@ TEST(SimEngine, ResultsAreMarkedSimulatedAndGroupedLikeLlamaBench) {
     EXPECT_FALSE(res.record.at("calibrated").get<bool>());
     const auto& range = res.record.at("predicted_tps_range");
     const double predicted = res.record.at("predicted_tps").get<double>();
-    EXPECT_LT(range[0].get<double>(), predicted);
+    EXPECT_LE(range[0].get<double>(), predicted);
     EXPECT_GT(range[1].get<double>(), predicted);
   }
   // Fewer experts on the CPU is faster here (everything fits).

@@ -50,7 +50,9 @@ TEST(PredictionReport, EveryOutputFormShowsTheBand) {
   ASSERT_TRUE(p->best.has_value());
   const PredictionUncertainty u = UncalibratedUncertainty();
   ASSERT_FALSE(p->uncertainty.calibrated);
-  ASSERT_LT(u.prefill.low, 1.0);
+  ASSERT_LE(u.prefill.low, 1.0);
+  ASSERT_GT(u.prefill.high, 1.0);
+  ASSERT_LT(u.decode.low, 1.0);
   ASSERT_GT(u.decode.high, 1.0);
   const auto& best = p->options[*p->best];
   const std::string pp_range = BandRange(best.target.prefill.tokens_per_second, u.prefill);
