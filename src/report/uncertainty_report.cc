@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace moetune {
 
 using nlohmann::json;
@@ -30,7 +32,7 @@ const char* CalibrationWord(const PredictionUncertainty& u) {
 }
 
 std::string UncertaintyText(const PredictionUncertainty& u) {
-  const int in10 = static_cast<int>(u.coverage * 10 + 0.5);
+  const long in10 = std::lround(u.coverage * 10);
   const std::string bands = fmt::format("prefill x{:.2f}-x{:.2f} and decode x{:.2f}-x{:.2f}",
                                         u.prefill.low, u.prefill.high, u.decode.low, u.decode.high);
   if (u.calibrated) {

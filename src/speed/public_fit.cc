@@ -121,7 +121,7 @@ Result<std::vector<PublicPoint>> LoadPublicPoints(const std::string& path) {
     if (!mf.ok()) return mf.error().Context(path);
     MOETUNE_ASSIGN_OR_RETURN(p.quant, ParseSynthQuant(quant));
     auto spec = SynthPreset(p.model_preset);
-    if (!spec.ok()) return spec.error().Context(path + " " + where + ".model.preset");
+    if (!spec.ok()) return spec.error().Context(fmt::format("{} {}.model.preset", path, where));
     MOETUNE_TRY(ReadMachine(*machine, where + ".machine", &p.machine));
     MOETUNE_TRY(ReadRun(*run, where + ".run", static_cast<int>(spec->n_layer), &p.run, &p.prefill));
     p.expert_offload =
