@@ -50,6 +50,9 @@ struct TuneSpace {
   /// its headroom in bytes; empty functions mean "unknown" (treated as fits).
   std::function<bool(int n, int ubatch, const std::string& kv_type)> fits;
   std::function<int64_t(int n)> headroom;
+  /// GPU bytes (N, micro-batch, KV type) allocates at the target context (the
+  /// plan's device model, no margin); empty = unknown.
+  std::function<int64_t(int n, int ubatch, const std::string& kv_type)> gpu_bytes;
   std::vector<ThreadCandidate> threads;  // first = the starting value
   std::vector<int> ubatches = {512, 1024, 2048};
   bool try_flash_attn = true;
