@@ -161,8 +161,8 @@ TEST(TunerTest, LargerMicroBatchKeepsTheValidatedGpuAllocation) {
     const auto& p = m.config.placement;
     if (p.n_ubatch <= 512) continue;
     EXPECT_LE(s.gpu_bytes(p.n_cpu_moe, p.n_ubatch, p.type_k), measured)
-        << "measured -ub " << p.n_ubatch << " at N=" << p.n_cpu_moe << ", validated N="
-        << validated;
+        << "measured -ub " << p.n_ubatch << " at N=" << p.n_cpu_moe
+        << ", validated N=" << validated;
     larger_tried = larger_tried || (p.n_ubatch == 1024 && p.n_cpu_moe == validated + 1);
   }
   EXPECT_TRUE(larger_tried) << "-ub 1024 was not tried one layer safer";
@@ -174,7 +174,7 @@ TEST(TunerTest, LargerMicroBatchKeepsTheValidatedGpuAllocation) {
 // only put more on an over-full GPU, so it is not tried, and the decision says so.
 TEST(TunerTest, NoLargerMicroBatchWhenNothingKeepsTheAllocation) {
   FakeGpuEngine engine;
-  engine.boundary0 = 45;  // beyond the 40 layers: every placement spills,
+  engine.boundary0 = 45;    // beyond the 40 layers: every placement spills,
   engine.spill_growth = 1;  // the more on the GPU, the worse
   TuneOptions o;
   o.ctx = 4096;
