@@ -11,6 +11,7 @@
 #include "engine/sim_engine.h"
 #include "report/bench_report.h"
 #include "report/command_documents.h"
+#include "report/uncertainty_report.h"
 #include "tune/analysis.h"
 #include "util/utf8.h"
 
@@ -33,6 +34,7 @@ Result<SimEngineOptions> ResolveSimEngine(const SimBenchOptions& o, ResolvedMach
   SimEngineOptions so;
   so.machine = machine->spec;
   so.constants = machine->constants;
+  so.uncertainty = machine->uncertainty;
   so.seed = o.seed;
   return so;
 }
@@ -60,14 +62,17 @@ int RunSimBench(std::vector<RunConfig> configs, const SimBenchOptions& o, bool j
     j["machine"] = {{"label", machine->spec.label},
                     {"description", machine->spec.Describe()},
                     {"spill", SpillModeName(machine->spec.spill)},
-                    {"calibrated", machine->calibration.has_value()},
+                    {"calibrated", machine->uncertainty.calibrated},
                     {"seed", o.seed}};
+    // Simulated speeds are predictions: they carry the constants' band.
+    j["uncertainty"] = UncertaintyJson(machine->uncertainty);
     text = JsonOutput(j);
   } else {
     text = fmt::format(
         "SIMULATED by the speed model (not measured): {}\nseed {}, {} constants; the real engine "
-        "would have taken about {:.0f} s\n\n",
-        machine->spec.label, o.seed, machine->calibration ? "calibrated" : "default", simulated);
+        "would have taken about {:.0f} s\n{}\n\n",
+        machine->spec.label, o.seed, CalibrationWord(machine->uncertainty), simulated,
+        UncertaintyText(machine->uncertainty));
     text += FormatBenchMarkdown(run);
   }
   std::vector<std::string> inputs;

@@ -171,6 +171,8 @@ Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
     r.spec.what_if = true;
     r.spec.label = fmt::format("what-if ({}) starting from {}", r.spec.Describe(), base);
   }
+  r.uncertainty = r.calibration && !r.spec.what_if ? CalibratedUncertainty(*r.calibration)
+                                                   : UncalibratedUncertainty();
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "speed/calibration.h"
 #include "speed/machine_spec.h"
+#include "speed/uncertainty.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -42,6 +43,10 @@ struct ResolvedMachine {
   /// The calibration stored in the profile, when there is one.
   std::optional<CalibrationRecord> calibration;
   CalibrationConstants constants;  // calibration's constants or the defaults
+  /// How far predictions with `constants` may be off: the calibration's band on
+  /// the calibrated machine itself, the published runs' band otherwise (a
+  /// what-if machine was never measured).
+  PredictionUncertainty uncertainty = UncalibratedUncertainty();
 };
 
 /// True when any what-if flag is set.

@@ -321,6 +321,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
                                         op.target.prefill.tokens_per_second,
                                         op.target.decode.tokens_per_second});
           }
+          extras.uncertainty = pred->uncertainty;
         }
         auto st = WriteReportFile(o->report, PlanDocument(*m, plan, *req, extras), ModelFiles(*m));
         if (!st.ok()) return ReportError(st.error());

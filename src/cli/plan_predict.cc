@@ -27,13 +27,8 @@ Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
   for (const auto& n : spec.notes) std::cerr << ForTerminal("moetune: note: " + n + "\n");
   PlanPredictionOptions o;
   o.threads = threads;
-  MOETUNE_ASSIGN_OR_RETURN(PlanPrediction p,
-                           PredictPlan(model, plan, request, spec, m.constants, o));
-  p.calibrated = m.calibration.has_value();
-  if (!m.calibration)
-    p.notes.push_back(
-        "default constants: run `moetune calibrate MODEL` to pin them on this machine");
-  return p;
+  o.uncertainty = m.uncertainty;
+  return PredictPlan(model, plan, request, spec, m.constants, o);
 }
 
 }  // namespace moetune

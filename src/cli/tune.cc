@@ -20,6 +20,7 @@
 #include "hw/cpu_topology.h"
 #include "model/model_info.h"
 #include "report/tune_report.h"
+#include "report/uncertainty_report.h"
 #include "tune/journal.h"
 #include "tune/space.h"
 #include "tune/tuner.h"
@@ -145,6 +146,8 @@ Result<TuneEngine> SimTuneEngine(const TuneArgs& a, TuneReport* report) {
       "SIMULATED: every measurement comes from the speed model on {} (seed {}), not from "
       "llama.cpp; the doctor's checks of this machine do not apply",
       spec.Describe(), a.sim.seed));
+  // Every simulated figure is a prediction: it carries the constants' band.
+  t.notes.push_back(UncertaintyText(machine.uncertainty));
   t.identity.engine = fmt::format("moetune simulated engine, seed {}, {}", a.sim.seed, constants);
   t.identity.machine = MachineFingerprint(spec);
   t.journal_suffix = "-sim-" + ShortHash(t.identity.engine + "\n" + t.identity.machine);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/machine_flags.h"
+#include "report/uncertainty_report.h"
 
 namespace moetune {
 
@@ -22,11 +23,9 @@ Result<std::optional<ServerPredictor>> PredictorForServer(const std::string& mod
     return std::optional<ServerPredictor>();
   }
   if (!m.calibration) {
-    notes->push_back(fmt::format(
-        "the machine profile {} has no calibration: no predicted baseline (with default "
-        "constants the speed model can be several times off); `moetune calibrate MODEL` "
-        "pins them",
-        m.profile_path));
+    notes->push_back(
+        fmt::format("the machine profile {} has no calibration: no predicted baseline ({})",
+                    m.profile_path, UncertaintyText(m.uncertainty)));
     return std::optional<ServerPredictor>();
   }
   std::error_code ec;
@@ -44,8 +43,8 @@ Result<std::optional<ServerPredictor>> PredictorForServer(const std::string& mod
   p.model = std::make_shared<const ModelInfo>(std::move(model).value());
   p.machine = m.spec;
   p.constants = m.constants;
-  p.constants_source = fmt::format("constants calibrated on {} at {}", m.calibration->hostname,
-                                   m.calibration->created_at);
+  p.constants_source = fmt::format("constants calibrated on {} at {}; {}", m.calibration->hostname,
+                                   m.calibration->created_at, UncertaintyText(m.uncertainty));
   return std::optional<ServerPredictor>(std::move(p));
 }
 

@@ -78,6 +78,12 @@ nlohmann::json SplitJson(const TimeSplit& t) {
   return j;
 }
 
+// [low, high] tokens/s of the phase the test measures, under its band.
+nlohmann::json PredictedRange(const SpeedPrediction& p, bool decode) {
+  const SpeedBand& b = decode ? p.uncertainty.decode : p.uncertainty.prefill;
+  return nlohmann::json::array({p.tokens_per_second * b.low, p.tokens_per_second * b.high});
+}
+
 }  // namespace
 
 std::shared_ptr<FootprintPlans> SimPlanCache::For(const std::string& model_path) {
@@ -113,6 +119,7 @@ Result<const SpeedModel*> SimEngine::Model(const std::string& path) {
   auto owned = std::make_unique<ModelInfo>(std::move(m));
   auto sm = std::make_unique<SpeedModel>(*owned, options_.machine, options_.constants);
   if (options_.plans) sm->UseFootprintPlans(options_.plans->For(path));
+  sm->set_uncertainty(options_.uncertainty);
   const SpeedModel* raw = sm.get();
   models_[path] = std::move(owned);
   speed_models_[path] = std::move(sm);
@@ -265,6 +272,9 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
           {"sim_seed", options_.seed},
           {"sim_machine", options_.machine.label},
           {"predicted_tps", pred->tokens_per_second},
+          // The range the real engine may measure in (speed/uncertainty.h).
+          {"calibrated", pred->uncertainty.calibrated},
+          {"predicted_tps_range", PredictedRange(*pred, c.n_gen > 0 && c.n_prompt == 0)},
           {"binding", ResourceName(c.n_gen > 0 && c.n_prompt == 0 ? pred->decode.binding
                                                                   : pred->prefill.binding)},
           {"time_split_per_token",

@@ -43,6 +43,8 @@ class SimPlanCache {
 struct SimEngineOptions {
   MachineSpec machine;
   CalibrationConstants constants;
+  /// The band the simulated speeds carry (the constants' uncertainty).
+  PredictionUncertainty uncertainty = UncalibratedUncertainty();
   uint64_t seed = 1;
   double outlier_probability = 0.04;  // chance that a repetition is disturbed
   double outlier_max_slowdown = 2.0;  // a disturbed repetition is 1.25x..this much slower

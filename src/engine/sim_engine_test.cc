@@ -108,6 +108,12 @@ TEST(SimEngine, ResultsAreMarkedSimulatedAndGroupedLikeLlamaBench) {
     EXPECT_TRUE(res.record.at("simulated").get<bool>());
     EXPECT_NE(res.record.at("backends").get<std::string>().find("RTX 4070"), std::string::npos);
     EXPECT_GT(res.avg_ts, 0);
+    // A simulated speed is a prediction: it carries the default constants' band.
+    EXPECT_FALSE(res.record.at("calibrated").get<bool>());
+    const auto& range = res.record.at("predicted_tps_range");
+    const double predicted = res.record.at("predicted_tps").get<double>();
+    EXPECT_LE(range[0].get<double>(), predicted);
+    EXPECT_GT(range[1].get<double>(), predicted);
   }
   // Fewer experts on the CPU is faster here (everything fits).
   EXPECT_GT(r.results[1].avg_ts, r.results[3].avg_ts);

@@ -162,6 +162,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
     NCurveOptions o;
     o.id = "predicted";
     o.predicted = extras.predicted;
+    o.uncertainty = extras.uncertainty;
     if (best) none.recommendation.n_cpu_moe = best->n_cpu_moe;
     none.recommendation.measured = false;
     if (auto f = NCurveFigure(none, o))

@@ -35,6 +35,8 @@ struct PlanDocumentExtras {
   std::optional<EngineInfo> engine;
   /// Predicted speeds per N (the speed model), drawn as a dashed curve.
   std::vector<PredictedSpeed> predicted;
+  /// The band of those predictions (calibrated or not).
+  std::optional<PredictionUncertainty> uncertainty;
 };
 
 /// `moetune plan ... --report FILE`.

@@ -8,6 +8,7 @@
 
 #include "report/sparkline.h"
 #include "report/svg_chart.h"
+#include "report/uncertainty_report.h"
 #include "report/verdict_text.h"
 #include "stats/interval.h"
 
@@ -198,8 +199,15 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
       row.insert(row.end(), {"", "", "", ""});
     }
     if (!o.predicted.empty()) {
-      row.push_back(pr && pr->prefill_tps ? fmt::format("{:.1f}", *pr->prefill_tps) : "");
-      row.push_back(pr && pr->decode_tps ? fmt::format("{:.1f}", *pr->decode_tps) : "");
+      // The prediction with the range the machine may measure in.
+      auto cell = [&](const std::optional<double>& v, bool prefill) -> std::string {
+        if (!v) return "";
+        if (!o.uncertainty) return fmt::format("{:.1f}", *v);
+        return fmt::format("{:.1f} ({} {})", *v, CalibrationWord(*o.uncertainty),
+                           BandRange(*v, prefill ? o.uncertainty->prefill : o.uncertainty->decode));
+      };
+      row.push_back(pr ? cell(pr->prefill_tps, true) : "");
+      row.push_back(pr ? cell(pr->decode_tps, false) : "");
     }
     std::string status, cls;
     const auto reason = RejectionOf(a, n);
@@ -236,6 +244,7 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
   } else {
     f.caption = "Predicted tokens/s against N (nothing measured yet).";
   }
+  if (!o.predicted.empty() && o.uncertainty) f.caption += " " + UncertaintyText(*o.uncertainty);
   spec.description = f.caption;
   f.svg = RenderSvgChart(spec);
   return f;

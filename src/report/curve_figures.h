@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "report/document.h"
+#include "speed/uncertainty.h"
 #include "tune/analysis.h"
 
 namespace moetune {
@@ -27,6 +28,8 @@ struct PredictedSpeed {
 struct NCurveOptions {
   std::string id = "ncurve";
   std::vector<PredictedSpeed> predicted;
+  /// The band of the predicted speeds, shown beside them and in the caption.
+  std::optional<PredictionUncertainty> uncertainty;
 };
 
 /// Prefill (top) and decode (bottom) against N at the shallowest measured

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "report/uncertainty_report.h"
 #include "util/table.h"
 
 namespace moetune {
@@ -33,6 +34,10 @@ json SpeedPredictionJson(const SpeedPrediction& p) {
   }
   j["prefill_tps"] = p.prefill.tokens_per_second;
   j["decode_tps"] = p.decode.tokens_per_second;
+  // The band the machine may measure in (speed/uncertainty.h).
+  j["calibrated"] = p.uncertainty.calibrated;
+  j["prefill_tps_range"] = BandRangeJson(p.prefill.tokens_per_second, p.uncertainty.prefill);
+  j["decode_tps_range"] = BandRangeJson(p.decode.tokens_per_second, p.uncertainty.decode);
   j["prefill_binding"] = ResourceName(p.prefill.binding);
   j["decode_binding"] = ResourceName(p.decode.binding);
   j["prefill_seconds_per_token"] = SplitJson(p.prefill.per_token);
@@ -68,11 +73,16 @@ void AddPlanPredictionJson(const Plan& plan, const PlanPrediction& pred, json* j
             {"ngl", b.ngl},
             {"prefill_tps", b.target.prefill.tokens_per_second},
             {"decode_tps", b.target.decode.tokens_per_second},
+            {"prefill_tps_range",
+             BandRangeJson(b.target.prefill.tokens_per_second, pred.uncertainty.prefill)},
+            {"decode_tps_range",
+             BandRangeJson(b.target.decode.tokens_per_second, pred.uncertainty.decode)},
             {"workload_seconds", b.workload_seconds}};
   }
   (*j)["predicted_best"] = best;
   (*j)["prediction"] = {{"machine", pred.machine},
                         {"calibrated", pred.calibrated},
+                        {"uncertainty", UncertaintyJson(pred.uncertainty)},
                         {"placement_matters", pred.placement_matters},
                         {"threads", pred.threads},
                         {"target_depth", pred.target_depth},
@@ -81,9 +91,9 @@ void AddPlanPredictionJson(const Plan& plan, const PlanPrediction& pred, json* j
 
 std::string PlanPredictionText(const Plan& plan, const PlanPrediction& pred) {
   std::string o = fmt::format(
-      "\nPredicted speed (speed model; {} threads; pp512/tg128 tokens/s at depth 0 and at depth "
-      "{}):\n  machine: {}\n\n",
-      pred.threads, pred.target_depth, pred.machine);
+      "\nPredicted speed ({} speed model; {} threads; pp512/tg128 tokens/s at depth 0 and at "
+      "depth {}):\n  machine: {}\n\n",
+      CalibrationWord(pred.uncertainty), pred.threads, pred.target_depth, pred.machine);
   using A = MarkdownTable::Align;
   MarkdownTable t({{plan.moe ? "n-cpu-moe" : "ngl"},
                    {"fits", A::kLeft},
@@ -113,12 +123,15 @@ std::string PlanPredictionText(const Plan& plan, const PlanPrediction& pred) {
     const auto& b = pred.options[*pred.best];
     o += fmt::format(
         "\nPredicted best safe: {} ({:.1f} s for a 1024-token prompt and a 256-token answer at "
-        "depth {})\n",
+        "depth {}; {} range: prefill {} t/s, decode {} t/s)\n",
         plan.moe ? fmt::format("--n-cpu-moe {}", b.n_cpu_moe) : fmt::format("-ngl {}", b.ngl),
-        b.workload_seconds, pred.target_depth);
+        b.workload_seconds, pred.target_depth, CalibrationWord(pred.uncertainty),
+        BandRange(b.target.prefill.tokens_per_second, pred.uncertainty.prefill),
+        BandRange(b.target.decode.tokens_per_second, pred.uncertainty.decode));
   } else {
     o += "\nNo safe placement: nothing fits with the margin.\n";
   }
+  o += UncertaintyText(pred.uncertainty) + "\n";
   for (const auto& n : pred.notes) o += "note: " + n + "\n";
   return o;
 }

@@ -466,8 +466,8 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   // Tunes written before the result carried its comparisons of threads and
   // micro-batch: the tuner's own reading of them, from the measurements.
   if (!j.contains("comparisons")) {
-    r.comparisons = CompareTuneDimensions(r.measurements, t.workload, r.best.placement.n_cpu_moe,
-                                          CurveRules{});
+    r.comparisons =
+        CompareTuneDimensions(r.measurements, t.workload, r.best.placement.n_cpu_moe, CurveRules{});
   }
   return t;
 }

@@ -16,9 +16,9 @@ namespace moetune {
 
 struct CalibrationConstants {
   // CPU (per P-core thread, relative to its f32 FMA peak).
-  double cpu_bw_efficiency = 0.70;            // share of the RAM read bandwidth decode reaches
+  double cpu_bw_efficiency = 1.02;            // share of the RAM read bandwidth decode reaches
   double cpu_matmul_efficiency = 0.50;        // batched quantized matmuls (prefill)
-  double cpu_matvec_efficiency = 0.20;        // matrix-vector products (decode)
+  double cpu_matvec_efficiency = 0.203;       // matrix-vector products (decode)
   double cpu_attn_prefill_efficiency = 0.20;  // flash attention over the cache, many queries
   double cpu_attn_decode_efficiency = 0.04;   // flash attention over the cache, one query
   double thread_efficiency_prefill = 0.90;    // what each thread beyond the first adds (1 = linear)
@@ -27,14 +27,14 @@ struct CalibrationConstants {
   double cpu_layer_overhead_us = 12;  // per layer and token: graph nodes, barriers
   double llc_bw_factor = 4;           // last-level cache read rate / RAM read rate (KV reads)
   // GPU.
-  double gpu_bw_efficiency = 0.75;       // share of the peak memory bandwidth decode reaches
+  double gpu_bw_efficiency = 0.35;       // share of the peak memory bandwidth decode reaches
   double gpu_compute_efficiency = 0.35;  // share of the FP16 tensor peak prefill reaches
   double gpu_layer_overhead_us = 35;     // per layer and token: kernel launches and syncs
-  double handover_us = 30;               // per GPU<->CPU switch and token: sync + copy
+  double handover_us = 19.9;             // per GPU<->CPU switch and token: sync + copy
   double link_efficiency = 0.45;         // op-offload weight copies vs a bandwidth test's rate
-  double spill_efficiency = 0.5;         // share of the link rate reached on spilled memory
-  double spill_latency_us = 40;          // per layer and token when activations spilled
-  double activation_traffic = 10;        // times prefill reads/writes a layer's activations
+  double spill_efficiency = 0.4;         // share of the link rate reached on spilled memory
+  double spill_latency_us = 160;         // per GPU layer and token touching spilled memory
+  double activation_traffic = 14;        // times prefill reads/writes a layer's activations
   // RPC device (ggml-rpc-server over TCP).
   double rpc_link_gbps = 2.0;          // tensor copies over the socket
   double rpc_handover_us = 250;        // per switch: one graph_compute round trip

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -129,32 +130,12 @@ double MedianAbsError(const std::vector<CalibrationPoint>& points, bool prefill)
   return n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
 }
 
-FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement>& ms,
-                       const CalibrationConstants& start, std::vector<std::string> names) {
-  SpeedModel model = model_in;
-  if (names.empty()) names = IdentifiableConstants(ms, model.machine());
-  FitResult r;
-  r.constants = start;
-  r.fitted = names;
-  // Measurements the model can evaluate (a configuration that does not load in
-  // the model cannot inform it).
-  std::vector<const Measurement*> use;
-  model.set_constants(start);
-  for (const auto& m : ms) {
-    bool loads = false;
-    Predicted(model, m.run, &loads);
-    if (loads && m.tokens_per_second > 0) use.push_back(&m);
-  }
+CalibrationConstants MinimizeConstants(
+    const std::vector<std::string>& names, const CalibrationConstants& start,
+    const std::function<double(const CalibrationConstants&)>& loss, int sweeps) {
   const CalibrationConstants prior = start;
   auto objective = [&](const CalibrationConstants& c) {
-    model.set_constants(c);
-    double s = 0;
-    for (const Measurement* m : use) {
-      bool loads = false;
-      const double pred = Predicted(model, m->run, &loads);
-      const double e = loads && pred > 0 ? std::log(pred / m->tokens_per_second) : 5.0;
-      s += e * e;
-    }
+    double s = loss(c);
     // Weak prior toward the defaults keeps constants the runs cannot see in place.
     CalibrationConstants copy = c;
     CalibrationConstants pr = prior;
@@ -169,7 +150,7 @@ FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement
     return s;
   };
   CalibrationConstants c = start;
-  for (int sweep = 0; sweep < 6 && !use.empty(); ++sweep) {
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
     for (const auto& name : names) {
       auto it = FitBounds().find(name);
       if (it == FitBounds().end()) continue;
@@ -213,6 +194,41 @@ FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement
       *target = from(best);
       if (objective(c) > f_old) *target = old;
     }
+  }
+  return c;
+}
+
+double LogErrorLoss(const SpeedModel& m, const RunSettings& run, double measured) {
+  bool loads = false;
+  const double pred = Predicted(m, run, &loads);
+  const double e = loads && pred > 0 ? std::log(pred / measured) : 5.0;
+  return e * e;
+}
+
+FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement>& ms,
+                       const CalibrationConstants& start, std::vector<std::string> names) {
+  SpeedModel model = model_in;
+  if (names.empty()) names = IdentifiableConstants(ms, model.machine());
+  FitResult r;
+  r.constants = start;
+  r.fitted = names;
+  // Measurements the model can evaluate (a configuration that does not load in
+  // the model cannot inform it).
+  std::vector<const Measurement*> use;
+  model.set_constants(start);
+  for (const auto& m : ms) {
+    bool loads = false;
+    Predicted(model, m.run, &loads);
+    if (loads && m.tokens_per_second > 0) use.push_back(&m);
+  }
+  CalibrationConstants c = start;
+  if (!use.empty()) {
+    c = MinimizeConstants(names, start, [&](const CalibrationConstants& k) {
+      model.set_constants(k);
+      double s = 0;
+      for (const Measurement* m : use) s += LogErrorLoss(model, m->run, m->tokens_per_second);
+      return s;
+    });
   }
   r.constants = c;
   SpeedModel before = model_in;

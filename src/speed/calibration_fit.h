@@ -4,6 +4,7 @@
 /// log(predicted / measured) with a weak prior toward the defaults (so that a
 /// constant the runs cannot see stays at its documented default).
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,6 @@ struct Measurement {
 /// depth > 0, GPU/link/RPC constants only when layers ran on the accelerator.
 /// When every measurement ran on the accelerator, only its constants are
 /// fitted: the CPU's come from a CPU calibration.
-/// When every measurement ran on the accelerator, only its constants are
-/// fitted: the CPU's come from a CPU calibration.
 std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& ms,
                                                const MachineSpec& machine);
 
@@ -44,6 +43,18 @@ struct FitResult {
 /// Measurements whose configuration fails to load in the model are skipped.
 FitResult FitConstants(const SpeedModel& model, const std::vector<Measurement>& ms,
                        const CalibrationConstants& start, std::vector<std::string> names = {});
+
+/// Minimises `loss` (a sum of squared log errors) over the constants `names`,
+/// each inside its physically plausible range, plus a weak prior toward `start`
+/// (a constant the loss cannot see stays put): coordinate descent with a
+/// golden-section search per constant, `sweeps` times over the list.
+CalibrationConstants MinimizeConstants(
+    const std::vector<std::string>& names, const CalibrationConstants& start,
+    const std::function<double(const CalibrationConstants&)>& loss, int sweeps = 6);
+
+/// The squared log error of `m`'s prediction for `run` against `measured`
+/// (a large fixed error when the configuration does not load in the model).
+double LogErrorLoss(const SpeedModel& m, const RunSettings& run, double measured);
 
 /// Predictions of `model` (with its constants) beside each measurement, no fitting.
 std::vector<CalibrationPoint> ComparePredictions(const SpeedModel& model,

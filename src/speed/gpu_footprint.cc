@@ -95,9 +95,10 @@ std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model, const Co
 
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
-                                 bool has_accelerator, FootprintPlans* plans) {
+                                 const AcceleratorSpec* accel, FootprintPlans* plans) {
   GpuFootprint f;
-  if (!has_accelerator) return f;
+  if (accel == nullptr) return f;
+  f.runtime = std::max<int64_t>(0, accel->runtime_bytes);
   // The plan's device model gives the compute buffers (with the copy budget for
   // op offload) and, for the standard placements, the whole GPU side.
   const PlanRequest req = FootprintRequest(ContextFor(run));
@@ -164,30 +165,6 @@ GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape
   return f;
 }
 
-SpillShares ComputeSpill(const GpuFootprint& f, int64_t budget) {
-  SpillShares s;
-  s.bytes = std::max<int64_t>(0, f.touched() - std::max<int64_t>(0, budget));
-  int64_t rest = s.bytes;
-  auto take = [&rest](int64_t size, double* share) {
-    if (size <= 0 || rest <= 0) return;
-    const int64_t t = std::min(rest, size);
-    *share = static_cast<double>(t) / static_cast<double>(size);
-    rest -= t;
-  };
-  // The compute buffer and the KV cache are single allocations: once they do not
-  // fit, all of each lives in host memory (Windows places whole allocations in
-  // shared system memory). Weights come in many buffers and spill in proportion.
-  auto whole = [&rest](int64_t size, double* share) {
-    if (size <= 0 || rest <= 0) return;
-    *share = 1.0;
-    rest -= std::min(rest, size);
-  };
-  whole(f.compute, &s.compute);
-  whole(f.kv_used + f.state, &s.kv);
-  take(f.weights, &s.weights);
-  return s;
-}
-
 std::string StrictFailure(const GpuFootprint& f, int64_t budget, const std::string& device) {
   // The messages are llama.cpp's own (ggml/src/ggml-cuda/ggml-cuda.cu
   // ggml_backend_cuda_buffer_type_alloc_buffer; src/llama-model.cpp load_tensors;
@@ -198,6 +175,11 @@ std::string StrictFailure(const GpuFootprint& f, int64_t budget, const std::stri
         "0: cudaMalloc failed: out of memory",
         Mib(size));
   };
+  if (f.runtime > budget) {
+    return "ggml_cuda_init: failed to initialize CUDA: out of memory\n"
+           "llama_model_load_from_file_impl: failed to load model";
+  }
+  budget -= f.runtime;
   if (f.weights > budget) {
     return cuda(f.weights) + "\n" +
            fmt::format("llama_model_load: error loading model: unable to allocate {} buffer",
@@ -209,7 +191,7 @@ std::string StrictFailure(const GpuFootprint& f, int64_t budget, const std::stri
            "llama_init_from_model: failed to initialize the context: failed to allocate buffer for "
            "kv cache";
   }
-  if (f.allocated() > budget) {
+  if (f.weights + f.kv + f.state + f.compute > budget) {
     return cuda(f.compute) + "\n" +
            fmt::format("ggml_gallocr_reserve_n: failed to allocate {} buffer of size {}", device,
                        f.compute) +

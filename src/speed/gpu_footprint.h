@@ -1,14 +1,13 @@
 #pragma once
 /// What a placement allocates on the accelerator, from the memory map and the
-/// plan's device model (plan/placement.h), and what part of it spills to host
-/// memory in silent mode.
+/// plan's device model (plan/placement.h), plus the CUDA runtime's own share.
 ///
-/// Allocation order in llama.cpp: weights at model load (llama_model_load), then
-/// the KV cache and recurrent state (llama_context constructor, memory module),
-/// then the compute buffers (ggml_backend_sched_reserve). In strict mode the first
-/// allocation that does not fit fails; in silent mode the last allocations are the
-/// ones that end up in host memory, and the KV cache only occupies the cells that
-/// are used (pages of managed / WDDM memory become resident on first touch).
+/// Allocation order in llama.cpp: the CUDA context at backend initialisation,
+/// weights at model load (llama_model_load), then the KV cache and recurrent
+/// state (llama_context constructor, memory module), then the compute buffers
+/// (ggml_backend_sched_reserve); ggml's memory pool grows at the first graphs.
+/// In strict mode the first allocation that does not fit fails; silent mode is
+/// speed/spill.h.
 
 #include <cstdint>
 #include <map>
@@ -25,6 +24,8 @@
 namespace moetune {
 
 struct GpuFootprint {
+  int64_t runtime =
+      0;  // CUDA context, cuBLAS workspace, ggml's pool (AcceleratorSpec::runtime_bytes)
   int64_t weights = 0;
   int64_t kv = 0;       // allocated KV cache of the GPU layers
   int64_t kv_used = 0;  // the part the test's cells occupy
@@ -32,8 +33,8 @@ struct GpuFootprint {
   int64_t compute = 0;
   int64_t compute_stage = 0;  // one layer's activations for one micro-batch (FFN stage + mask)
 
-  int64_t allocated() const { return weights + kv + state + compute; }
-  int64_t touched() const { return weights + kv_used + state + compute; }
+  int64_t allocated() const { return runtime + weights + kv + state + compute; }
+  int64_t touched() const { return runtime + weights + kv_used + state + compute; }
 };
 
 /// The context `run` allocates: its n_ctx, else prompt + generation + depth
@@ -57,22 +58,11 @@ class FootprintPlans {
   std::map<Key, std::shared_ptr<const Plan>> plans_;
 };
 
-/// Footprint of `run` on the accelerator (all zero without one). `plans`
-/// (optional) memoizes the plans across calls.
+/// Footprint of `run` on `accel` (all zero without one). `plans` (optional)
+/// memoizes the plans across calls.
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
-                                 bool has_accelerator, FootprintPlans* plans = nullptr);
-
-/// Shares of each allocation that live in host memory (silent spill).
-struct SpillShares {
-  int64_t bytes = 0;
-  double compute = 0;  // 0..1
-  double kv = 0;
-  double weights = 0;
-};
-
-/// Fills the budget in allocation order and returns what does not fit (silent mode).
-SpillShares ComputeSpill(const GpuFootprint& f, int64_t budget);
+                                 const AcceleratorSpec* accel, FootprintPlans* plans = nullptr);
 
 /// In strict mode: the llama.cpp error lines for the first allocation that does
 /// not fit, or "" when everything fits.

@@ -12,6 +12,7 @@ TEST(GpuFootprintTest, CachedPlansGiveTheSameFootprint) {
   const ModelInfo m = SynthModelInfo("qwen3moe");
   const ModelShape shape = BuildModelShape(m);
   FootprintPlans plans;
+  const MachineSpec gpu = PresetMachine("rtx4090-24g");
   for (int n : {0, 20, 48}) {
     auto res = ResolveResidency(m, shape, 99, n, "", true);
     ASSERT_TRUE(res.ok());
@@ -20,14 +21,17 @@ TEST(GpuFootprintTest, CachedPlansGiveTheSameFootprint) {
       r.n_cpu_moe = n;
       r.n_ctx = 32768;
       r.n_depth = depth;
-      const GpuFootprint a = ComputeGpuFootprint(m, shape, *res, r, true);
-      const GpuFootprint b = ComputeGpuFootprint(m, shape, *res, r, true, &plans);
+      const GpuFootprint a = ComputeGpuFootprint(m, shape, *res, r, &*gpu.accel);
+      const GpuFootprint b = ComputeGpuFootprint(m, shape, *res, r, &*gpu.accel, &plans);
       EXPECT_EQ(a.weights, b.weights);
       EXPECT_EQ(a.kv, b.kv);
       EXPECT_EQ(a.kv_used, b.kv_used);
       EXPECT_EQ(a.compute, b.compute);
       EXPECT_EQ(a.touched(), b.touched());
       EXPECT_GT(b.weights, 0);
+      // The CUDA runtime is part of what the GPU holds.
+      EXPECT_EQ(b.runtime, kCudaRuntimeBytes);
+      EXPECT_EQ(b.touched(), b.runtime + b.weights + b.kv_used + b.state + b.compute);
     }
   }
 }

@@ -143,6 +143,7 @@ MachineSpec MachineSpecFromProfile(const MachineProfile& p) {
     a.name = g.name;
     a.vram_total = g.total_bytes;
     a.vram_free = g.free_bytes;
+    a.runtime_bytes = kCudaRuntimeBytes;  // NVML's free VRAM is read before llama.cpp's context
     int same = 0;
     for (const auto& o : p.gpus) same += o.name == g.name ? 1 : 0;
     if (same > 1) {
@@ -153,6 +154,7 @@ MachineSpec MachineSpecFromProfile(const MachineProfile& p) {
         a.vram_total += o.total_bytes;
         a.vram_free += o.free_bytes;
       }
+      a.runtime_bytes = kCudaRuntimeBytes * same;
     }
     MachineSpec probe;
     const bool known = GpuPresetByMarketingName(g.name, &probe);

@@ -43,8 +43,18 @@ struct AcceleratorSpec {
   double link_gbps = 0;    // host->device copies from pinned memory, measured-typical, 1e9 B/s
   double link_pageable_gbps = 0;  // the same from pageable (mmap) memory
   int rpc_threads = 1;            // kRpcCpu: threads of ggml-rpc-server (-t)
+  /// VRAM the engine's GPU runtime takes beyond llama.cpp's buffers: the CUDA
+  /// context, the cuBLAS workspace and ggml's memory pool (kCudaRuntimeBytes for a
+  /// GPU; 0 for the RPC device). `vram_free` is measured before it exists.
+  int64_t runtime_bytes = 0;
   std::string source;
 };
+
+/// The CUDA runtime's share of a GPU while llama.cpp runs: llama.cpp's own
+/// memory breakdown reports 451-456 MiB per RTX 4090 "unaccounted" (total minus
+/// free minus its model, context and compute buffers) on a machine where nothing
+/// else used the cards (github.com/ggml-org/llama.cpp/pull/15860).
+inline constexpr int64_t kCudaRuntimeBytes = int64_t{450} << 20;
 
 /// The CPU cores llama.cpp's threads can run on.
 struct CpuSpec {

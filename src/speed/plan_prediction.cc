@@ -34,7 +34,10 @@ Result<PlanPrediction> PredictPlan(const ModelInfo& model, const Plan& plan, con
         "no GPU on this machine: every layer runs on the CPU, so the placement does not change "
         "speed (pass --machine GPU_PRESET to predict a GPU)");
   }
-  const SpeedModel sm(model, machine, constants);
+  SpeedModel sm(model, machine, constants);
+  sm.set_uncertainty(o.uncertainty);
+  out.uncertainty = o.uncertainty;
+  out.calibrated = o.uncertainty.calibrated;
   for (const auto& opt : plan.options) {
     OptionPrediction p;
     p.n_cpu_moe = opt.n_cpu_moe;

@@ -24,6 +24,8 @@ struct PlanPredictionOptions {
   int workload_prompt = 1024;  // objective: one chat turn
   int workload_answer = 256;
   double tie = 0.02;
+  /// The band of `constants` (calibrated or not), carried by every prediction.
+  PredictionUncertainty uncertainty = UncalibratedUncertainty();
 };
 
 struct OptionPrediction {
@@ -41,8 +43,9 @@ struct PlanPrediction {
   bool placement_matters = true;          // false without an accelerator
   int target_depth = 0;
   int threads = 0;
-  std::string machine;      // MachineSpec::label
-  bool calibrated = false;  // constants calibrated on this machine (else the defaults)
+  std::string machine;                // MachineSpec::label
+  bool calibrated = false;            // constants calibrated on this machine (else the defaults)
+  PredictionUncertainty uncertainty;  // how far the machine may measure from these figures
   std::vector<std::string> notes;
 };
 

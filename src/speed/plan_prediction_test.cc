@@ -66,7 +66,9 @@ TEST(PlanPrediction, FirstLoadingNMatchesThePlansBoundary) {
   proto.n_ctx = 32768;
   const auto n = FirstLoadingNCpuMoe(SpeedModel(m, spec), proto);
   ASSERT_TRUE(n.has_value());
+  // The plan sizes llama.cpp's buffers; the CUDA runtime takes its share first.
   PlanRequest req = Request(spec.accel->vram_free, 32768);
+  req.reserve = spec.accel->runtime_bytes;
   req.margin = 0;
   const Plan plan = PlanPlacement(m.gguf, m.arch, m.weights, req).value();
   ASSERT_TRUE(plan.smallest_fitting.has_value());

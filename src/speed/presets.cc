@@ -123,9 +123,16 @@ void ApplyGpu(const GpuRow& g, int count, MachineSpec* spec) {
   a.name = g.title;
   a.count = count;
   a.vram_total = static_cast<int64_t>(g.vram_gib * 1073741824.0) * count;
-  // A desktop driver and display hold a few hundred MiB; 95% is what llama.cpp
-  // typically sees free on an otherwise idle card.
-  a.vram_free = static_cast<int64_t>(static_cast<double>(a.vram_total) * 0.95);
+  // Free VRAM on an idle desktop before llama.cpp starts: the display and the
+  // driver hold 6-8% of a consumer card. llama.cpp reports, after creating its
+  // own CUDA context (~0.3 GiB), 15035 MiB free on a 16 GB RTX 4080 SUPER (91.8%,
+  // github.com/ggml-org/llama.cpp/issues/13729), 15055 MiB on a 16 GB RTX 5060 Ti
+  // (91.9%, github.com/lmstudio-ai/lmstudio-bug-tracker/issues/1360) and 11013 MiB
+  // on a 12 GB RTX 5070 (89.6%, github.com/antirez/llama.cpp-deepseek-v4-flash
+  // issue 11), all on Windows desktops: 93% before the context. The engine's
+  // runtime (kCudaRuntimeBytes) comes on top.
+  a.vram_free = static_cast<int64_t>(static_cast<double>(a.vram_total) * 0.93);
+  a.runtime_bytes = kCudaRuntimeBytes * count;
   a.mem_bw_gbps = g.bw_gbps;
   a.fp16_tflops = g.fp16_tflops;
   PcieLinkRates(g.pcie_gen, g.lanes, &a.link_gbps, &a.link_pageable_gbps);

@@ -8,6 +8,7 @@
 #include "gguf/ggml_type.h"
 #include "speed/gpu_footprint.h"
 #include "speed/speed_phases.h"
+#include "speed/spill.h"
 
 namespace moetune {
 
@@ -111,6 +112,7 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
                            ResolveResidency(model_, shape_, run.n_gpu_layers, run.n_cpu_moe,
                                             run.override_tensor, accel));
   SpeedPrediction out;
+  out.uncertainty = uncertainty_;
   PhaseInputs in;
   in.shape = &shape_;
   in.residency = &res;
@@ -132,7 +134,8 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
 
   // Memory: strict mode fails where the memory map says the GPU is full;
   // silent mode spills the excess to host memory.
-  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel, plans_.get());
+  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel ? &*machine_.accel : nullptr,
+                                     plans_.get());
   out.gpu_bytes = in.footprint.allocated();
   out.gpu_budget = machine_.VramBudget();
   if (accel && res.gpu_weight_bytes > 0) {

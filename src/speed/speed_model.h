@@ -34,6 +34,7 @@
 #include "speed/calibration.h"
 #include "speed/machine_spec.h"
 #include "speed/model_shape.h"
+#include "speed/uncertainty.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -109,6 +110,9 @@ struct SpeedPrediction {
   int handovers_per_token = 0;
   bool op_offload_active = false;
   double noise_cv = 0.02;  // relative spread of repeated measurements
+  /// How far the machine may measure from these figures (uncalibrated: the
+  /// published runs' leave-one-out band; see speed/uncertainty.h).
+  PredictionUncertainty uncertainty;
   std::vector<std::string> notes;
 };
 
@@ -127,6 +131,9 @@ class SpeedModel {
   const MachineSpec& machine() const { return machine_; }
   const CalibrationConstants& constants() const { return constants_; }
   void set_constants(const CalibrationConstants& c) { constants_ = c; }
+  /// The band every prediction carries (default: UncalibratedUncertainty()).
+  void set_uncertainty(PredictionUncertainty u) { uncertainty_ = std::move(u); }
+  const PredictionUncertainty& uncertainty() const { return uncertainty_; }
   /// Shares a plan cache of the same model (e.g. kept across simulated runs).
   void UseFootprintPlans(std::shared_ptr<FootprintPlans> plans) { plans_ = std::move(plans); }
 
@@ -135,6 +142,7 @@ class SpeedModel {
   ModelShape shape_;
   MachineSpec machine_;
   CalibrationConstants constants_;
+  PredictionUncertainty uncertainty_ = UncalibratedUncertainty();
   /// The memory plans of the contexts asked about so far (shared by copies).
   std::shared_ptr<FootprintPlans> plans_;
 };

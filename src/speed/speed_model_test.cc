@@ -49,9 +49,10 @@ TEST(SpeedModel, MonotoneInEveryBandwidth) {
       }
     }
   }
-  // And each bandwidth matters where its resource is used: RAM for CPU experts,
+  // And each bandwidth matters where its resource is used: RAM for CPU experts
+  // (dual-channel DDR4 with 16 cores: decode reads faster than the cores multiply),
   // PCIe for prefill with CPU experts, VRAM for GPU-resident weights.
-  MachineSpec spec = PresetMachine("rtx4090-24g,ddr5-6000-2ch,8c16t");
+  MachineSpec spec = PresetMachine("rtx4090-24g,ddr4-3200-2ch,16c32t");
   const SpeedModel slow(m, spec);
   Scale(&spec, Knob::kRam, 2);
   EXPECT_GT(MustPredict(SpeedModel(m, spec), Decode(40)).tokens_per_second,
@@ -85,66 +86,7 @@ TEST(SpeedModel, OneMoreCpuExpertLayerIsNeverFasterForDecode) {
   }
 }
 
-// The smallest N whose llama-bench context fits in strict mode.
-int Boundary(const SpeedModel& sm, const RunSettings& proto) {
-  const int n_layer = static_cast<int>(sm.shape().layers.size());
-  for (int n = 0; n <= n_layer; ++n) {
-    RunSettings r = proto;
-    r.n_cpu_moe = n;
-    if (MustPredict(sm, r).loads) return n;
-  }
-  return n_layer + 1;
-}
-
-TEST(SpeedModel, SilentSpillCollapsesPrefillWhileDecodeDropsModestly) {
-  // gpt-oss-120b on 12 GB keeps most experts on the CPU: its prefill is already
-  // bound by the copies over PCIe, so spilling costs it relatively less.
-  const std::vector<std::pair<std::string, double>> cases = {
-      {"qwen3moe", 3.0}, {"qwen35moe", 3.0}, {"gpt-oss-20b", 3.0}, {"gpt-oss-120b", 1.8}};
-  for (const auto& [preset, collapse] : cases) {
-    const ModelInfo m = SynthModelInfo(preset);
-    MachineSpec strict = PresetMachine("rtx4070-12g,ddr5-6000-2ch,8c16t");
-    MachineSpec silent = strict;
-    silent.spill = SpillMode::kSilent;
-    const SpeedModel s_strict(m, strict), s_silent(m, silent);
-    RunSettings proto = Prefill(0);
-    proto.n_gen = 128;  // the test's context holds both
-    const int edge = Boundary(s_strict, proto);
-    ASSERT_GT(edge, 0) << preset;
-    ASSERT_LE(edge, static_cast<int>(m.arch.layers.size())) << preset;
-    // One layer more on the GPU than fits: silent mode spills, strict fails.
-    RunSettings over = proto, ok = proto;
-    over.n_cpu_moe = edge - 1;
-    ok.n_cpu_moe = edge;
-    EXPECT_FALSE(MustPredict(s_strict, over).loads);
-    const SpeedPrediction spilled = MustPredict(s_silent, over);
-    const SpeedPrediction fits = MustPredict(s_silent, ok);
-    ASSERT_GT(spilled.spill_bytes, 0);
-    EXPECT_EQ(fits.spill_bytes, 0);
-    EXPECT_LT(spilled.prefill.tokens_per_second, fits.prefill.tokens_per_second / collapse)
-        << preset;
-    EXPECT_GT(spilled.decode.tokens_per_second, fits.decode.tokens_per_second * 0.75) << preset;
-    EXPECT_GT(spilled.prefill.per_token.at(Resource::kSpill), 0) << preset;
-
-    // A split just under the limit at depth 0 (64 MiB to spare: the GPU's free
-    // memory is set so) degrades as depth grows (its cache and compute buffers
-    // grow into host memory).
-    RunSettings d0 = ok, deep = ok;
-    deep.n_depth = 32768;
-    const SpeedPrediction loose = MustPredict(s_silent, d0);
-    MachineSpec tight = silent;
-    tight.accel->vram_free -= loose.gpu_budget - loose.gpu_bytes - (int64_t{64} << 20);
-    const SpeedModel s_tight(m, tight);
-    const SpeedPrediction at0 = MustPredict(s_tight, d0);
-    const SpeedPrediction at32k = MustPredict(s_tight, deep);
-    MachineSpec roomy = silent;
-    roomy.accel->vram_free = roomy.accel->vram_total = int64_t{1} << 40;
-    const SpeedPrediction reference = MustPredict(SpeedModel(m, roomy), deep);
-    EXPECT_EQ(at0.spill_bytes, 0);
-    EXPECT_GT(at32k.spill_bytes, 0) << preset;
-    EXPECT_LT(at32k.prefill.tokens_per_second, reference.prefill.tokens_per_second / 2) << preset;
-  }
-}
+// Silent spill is tested against the published measurements in speed/spill_test.cc.
 
 TEST(SpeedModel, KvTermGrowsLinearlyWithDepthOnlyForGrowingLayers) {
   for (const char* preset : {"qwen3moe", "gpt-oss-20b", "qwen35moe", "llama4"}) {
@@ -178,7 +120,7 @@ TEST(SpeedModel, KvTermGrowsLinearlyWithDepthOnlyForGrowingLayers) {
   EXPECT_EQ(full, 10);
 }
 
-TEST(SpeedModel, StrictModeFailsExactlyWhereTheMemoryMapIsFull) {
+TEST(SpeedModel, StrictModeFailsExactlyWhereTheMemoryMapAndTheCudaRuntimeFillTheGpu) {
   for (const char* preset : {"qwen3moe", "gpt-oss-120b", "qwen35moe"}) {
     const ModelInfo m = SynthModelInfo(preset);
     for (const char* machine : {"rtx4070-12g", "rtx4090-24g", "rtx5090-32g"}) {
@@ -197,7 +139,8 @@ TEST(SpeedModel, StrictModeFailsExactlyWhereTheMemoryMapIsFull) {
           RunSettings r = Prefill(o.n_cpu_moe);
           r.n_ctx = ctx;
           const SpeedPrediction p = MustPredict(sm, r);
-          EXPECT_EQ(p.loads, o.gpu.total() <= req.vram_free - req.reserve)
+          // llama.cpp's buffers (the memory map) plus the CUDA runtime's share.
+          EXPECT_EQ(p.loads, o.gpu.total() + kCudaRuntimeBytes <= req.vram_free - req.reserve)
               << preset << " " << machine << " ctx " << ctx << " N=" << o.n_cpu_moe;
           if (!p.loads) {
             EXPECT_NE(p.failure.find("out of memory"), std::string::npos);
@@ -284,7 +227,7 @@ TEST(SpeedModel, AHugePromptIsGroupedIntoBoundedWorkWithTheSameTime) {
   const double grouped = PrefillSeconds(MustPredict(sm, whole), whole.n_prompt);
   const double exact = PrefillSeconds(MustPredict(sm, first), first.n_prompt) +
                        PrefillSeconds(MustPredict(sm, second), second.n_prompt);
-  EXPECT_NEAR(grouped / exact, 1.0, 0.005) ;
+  EXPECT_NEAR(grouped / exact, 1.0, 0.005);
   // 2^30 tokens one at a time: a billion micro-batches before; bounded now.
   RunSettings huge = Prefill(20, 0, 8, 1);
   huge.n_prompt = 1 << 30;

@@ -114,6 +114,8 @@ struct Work {
   double state_bytes = 0;
   int layers = 0;
   double kv_llc_bytes = 0;  // share of kv_bytes served by the last-level cache (host decode)
+  double dense_bytes = 0;   // the part of weight_bytes that is not routed experts
+  int kv_layers = 0;        // layers whose attention reads a cache here
 };
 
 // Adds `w` on a device to `split`. Memory traffic and arithmetic overlap: the
@@ -145,6 +147,22 @@ struct Sequence {
   }
 };
 
+// What a phase touches on the accelerator, for the silent-spill terms.
+SpillLoad SpillLoadOf(const PhaseInputs& in, const Work& dev) {
+  SpillLoad load;
+  load.ubatch = std::max(1, in.run->n_ubatch);
+  load.gpu_layers = dev.layers;
+  load.attention_layers = dev.kv_layers;
+  load.dense_bytes = dev.dense_bytes;
+  load.expert_bytes = std::max(0.0, dev.weight_bytes - dev.dense_bytes);
+  load.expert_fraction = in.shape->ExpertFraction();
+  load.kv_bytes = dev.kv_bytes;
+  load.state_bytes = dev.state_bytes;
+  load.link_gbps = LinkRate(in, /*pinned=*/true) / 1e9;
+  load.copy_gbps = LinkRate(in, in.run->pinned, /*weight_copies=*/true) / 1e9;
+  return load;
+}
+
 }  // namespace
 
 TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
@@ -165,6 +183,7 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
     const double exp_b = L.experts.bytes * frac;
     const double exp_p = L.experts.params * frac;
     dev.weight_bytes += dense_b * fd + exp_b * fe;
+    dev.dense_bytes += dense_b * fd;
     dev.matmul_flops += 2 * (dense_p * fd + exp_p * fe);
     host.weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
     host.matmul_flops += 2 * (dense_p * (1 - fd) + exp_p * (1 - fe));
@@ -172,6 +191,7 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
     Work& kv_side = accel && r.layer_on_gpu ? dev : host;
     const double cells = Cells(L, pos);
     kv_side.kv_bytes += cells * in.kv_cell_bytes[i];
+    if (cells > 0) ++kv_side.kv_layers;
     kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * cells;
     kv_side.state_bytes += 2 * L.state_bytes;  // read and write the recurrent state
     const Dev dense_dev = fd >= 0.5 ? Dev::kAccel : Dev::kHost;
@@ -195,6 +215,7 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
   // Output norm + LM head.
   Work& out_side = accel && res.output_on_gpu ? dev : host;
   out_side.weight_bytes += shape.output.bytes;
+  out_side.dense_bytes += shape.output.bytes;
   out_side.matmul_flops += 2 * shape.output.params;
   seq.Visit(accel && res.output_on_gpu ? Dev::kAccel : Dev::kHost);
 
@@ -219,18 +240,10 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
     const double link = LinkRate(in, /*pinned=*/true);
     t.at(Resource::kHandover) += switches * HandoverLatency(in);
     t.at(Resource::kLink) += switches * shape.n_embd * 4.0 / link;
-    // Silent spill: spilled weights and cache cross the link; activations that
-    // live in host memory add a latency to every kernel that touches them.
-    const SpillShares& sp = in.spill;
-    if (sp.bytes > 0) {
-      // One token's activations are written and read once per layer (the
-      // many re-reads of prefill tiles do not happen with one token).
-      const double per_token_act = static_cast<double>(in.footprint.compute_stage) /
-                                   std::max(1, in.run->n_ubatch) * 2.0 * dev.layers;
-      const double traffic = sp.weights * dev.weight_bytes +
-                             sp.kv * (dev.kv_bytes + dev.state_bytes) + sp.compute * per_token_act;
-      t.at(Resource::kSpill) += traffic / (LinkRate(in, true) * in.c->spill_efficiency) +
-                                sp.compute * dev.layers * in.c->spill_latency_us * 1e-6;
+    // Silent spill (speed/spill.h): what the token reads from host memory.
+    if (in.spill.any()) {
+      SpillLoad load = SpillLoadOf(in, dev);
+      t.at(Resource::kSpill) += DecodeSpillTime(in.spill, load, in.footprint, *in.c).total();
     }
   }
   if (handovers != nullptr) *handovers = switches;
@@ -259,6 +272,7 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
     const double exp_f = 2 * u * L.experts.params * frac;
     const double scan_f = 6.0 * u * L.state_bytes / 4;  // recurrent update per state element
     dev.weight_bytes += dense_b * fd + exp_b * fe;
+    dev.dense_bytes += dense_b * fd;
     dev.matmul_flops += dense_f * fd + exp_f * fe + scan_f * fd;
     // Host-resident weights: copied to the GPU and computed there (op offload),
     // or computed by the CPU.
@@ -270,6 +284,7 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
     const bool kv_dev = accel && r.layer_on_gpu;
     Work& kv_side = kv_dev ? dev : host;
     kv_side.kv_bytes += Cells(L, depth + u) * in.kv_cell_bytes[i];
+    if (Cells(L, depth + u) > 0) ++kv_side.kv_layers;
     kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * CellSum(L, depth, depth + u);
     kv_side.state_bytes += 2 * L.state_bytes;
     const bool has_attn =
@@ -290,6 +305,7 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
   const bool out_dev = accel && res.output_on_gpu;
   Work& out_side = out_dev ? dev : host;
   out_side.weight_bytes += shape.output.bytes;
+  out_side.dense_bytes += shape.output.bytes;
   out_side.matmul_flops += 2 * shape.output.params;
   seq.Visit(out_dev ? Dev::kAccel : Dev::kHost);
 
@@ -305,15 +321,11 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
     const int switches = seq.switches + std::max(0, in.machine->accel->count - 1);
     t.at(Resource::kHandover) += switches * HandoverLatency(in);
     t.at(Resource::kLink) += switches * u * shape.n_embd * 4.0 / LinkRate(in, true);
-    const SpillShares& sp = in.spill;
-    if (sp.bytes > 0) {
-      const double act = static_cast<double>(in.footprint.compute_stage) *
-                         in.c->activation_traffic * dev.layers * u / std::max(1, in.run->n_ubatch);
-      const double traffic = sp.weights * dev.weight_bytes +
-                             sp.kv * (dev.kv_bytes + dev.state_bytes) +
-                             sp.compute * (act + link_bytes);
-      t.at(Resource::kSpill) += traffic / (LinkRate(in, true) * in.c->spill_efficiency) +
-                                sp.compute * dev.layers * in.c->spill_latency_us * 1e-6;
+    if (in.spill.any()) {
+      SpillLoad load = SpillLoadOf(in, dev);
+      load.tokens = tokens;
+      load.offload_bytes = link_bytes;
+      t.at(Resource::kSpill) += PrefillSpillTime(in.spill, load, in.footprint, *in.c).total();
     }
   }
   return t;

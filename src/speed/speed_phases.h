@@ -8,6 +8,7 @@
 #include "speed/cpu_threads.h"
 #include "speed/gpu_footprint.h"
 #include "speed/speed_model.h"
+#include "speed/spill.h"
 
 namespace moetune {
 

@@ -125,6 +125,10 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
       const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
       return o != nullptr && o->fits;
     };
+    s.gpu_bytes = [cache](int n, int ub, uint32_t kv) -> int64_t {
+      const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+      return o ? o->gpu.total() : -1;
+    };
     s.headroom = [cache, ub = s.base.n_ubatch, kv = s.base.type_k](int n) -> int64_t {
       const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
       return o ? o->headroom : -1;

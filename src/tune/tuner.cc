@@ -541,13 +541,38 @@ void Tuner::TuneThreads() {
                    evidence));
 }
 
+namespace {
+
+// The measured setting `cur` runs at the target context beyond the plan's
+// margin (the plan cannot judge it). With a silent spill the edge is a cliff,
+// and a larger micro-batch's compute buffer moves it: micro-batch `ubatch`
+// keeps no more bytes on the GPU than `cur` does, with the fewest extra layers
+// of experts on the CPU. nullopt when no N does, or the plan cannot size one;
+// `cur.n` unchanged when the plan has no figure for `cur` itself.
+std::optional<int> WithinMeasuredGpuAllocation(const TuneSpace& space, const TuneSettings& cur,
+                                               int ubatch) {
+  if (!space.gpu_bytes) return cur.n;
+  const int64_t measured = space.gpu_bytes(cur.n, cur.ubatch, cur.kv_type);
+  if (measured <= 0) return cur.n;
+  for (int n = cur.n; n <= space.n_layer; ++n) {
+    const int64_t bytes = space.gpu_bytes(n, ubatch, cur.kv_type);
+    if (bytes < 0) return std::nullopt;
+    if (bytes <= measured) return n;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void Tuner::TuneMicroBatch() {
   phase_ = TunePhase::kMicroBatch;
   std::vector<Settings> ss;
   std::vector<std::string> why;
-  // The plan can only move N for a micro-batch where it agrees that the
-  // current, measured setting fits; otherwise the final check at the target
-  // context decides (FinalCheck).
+  std::string skipped;  // sizes not tried, for the decision's evidence
+  // The plan moves N for a micro-batch where it agrees that the current,
+  // measured setting fits; otherwise the measured setting's GPU allocation
+  // bounds a larger micro-batch's. The final check at the target context has
+  // the last word (FinalCheck).
   const bool plan_judges = Fits(cur_.n, cur_.ubatch, cur_.kv_type);
   for (int ub : MicroBatchCandidates(space_, opt_)) {
     Settings s = cur_;
@@ -555,14 +580,33 @@ void Tuner::TuneMicroBatch() {
     s.batch = std::max(cur_.batch, ub);
     std::string w;
     if (plan_judges && !Fits(s.n, ub, s.kv_type)) {
-      if (s.n + 1 > space_.n_layer || !Fits(s.n + 1, ub, s.kv_type)) continue;
+      if (s.n + 1 > space_.n_layer || !Fits(s.n + 1, ub, s.kv_type)) {
+        skipped += fmt::format("; -ub {}: not tried (its compute buffer does not fit)", ub);
+        continue;
+      }
       s.n += 1;
       w = " (needs one more layer on the CPU for its compute buffer)";
+    } else if (!plan_judges) {
+      const std::optional<int> n = WithinMeasuredGpuAllocation(space_, cur_, ub);
+      if (!n) {
+        skipped += fmt::format(
+            "; -ub {}: not tried (no N keeps its GPU allocation within the validated one)", ub);
+        continue;
+      }
+      if (*n > s.n)
+        w = fmt::format(" (needs {} more layer(s) on the CPU for its compute buffer)", *n - s.n);
+      s.n = *n;
     }
     ss.push_back(s);
     why.push_back(w);
   }
-  if (ss.size() < 2) return;
+  if (ss.size() < 2) {
+    if (!skipped.empty())
+      result_.decisions.push_back(MakeDecision(phase_,
+                                               fmt::format("-ub {} -b {}", cur_.ubatch, cur_.batch),
+                                               "the only size that fits", skipped.substr(2)));
+    return;
+  }
   std::vector<Scored> scored;
   const Choice choice = MeasureAndChoose(ss, "micro-batch", &scored);
   const size_t chosen = Chosen(choice);
@@ -573,6 +617,7 @@ void Tuner::TuneMicroBatch() {
                     ss[i].n != cur_.n ? fmt::format(" at N={}", ss[i].n) : "",
                     scored[i].pp ? scored[i].pp->mean : 0, Verdict(choice.standings[i]), why[i]);
   }
+  evidence += skipped;
   cur_.ubatch = ss[chosen].ubatch;
   cur_.batch = ss[chosen].batch;
   cur_.n = ss[chosen].n;
@@ -620,14 +665,13 @@ void Tuner::TuneLoadMode() {
   const Choice choice = MeasureAndChoose(ss, "load mode", &scored);
   const size_t chosen = Chosen(choice);
   cur_.load_mode = ss[chosen].load_mode;
-  result_.decisions.push_back(
-      MakeDecision(phase_,
-                   cur_.load_mode == LoadMode::kDefault
-                       ? "memory-mapped (default)"
-                       : "-lm none (loaded, pinned; --no-mmap in older builds)",
-                   choice.standings[chosen] == Standing::kBest ? "fastest beyond the noise"
-                                                               : "tie: the default stays",
-                   TwoSettingsEvidence({"mmap", "loaded"}, scored, choice)));
+  result_.decisions.push_back(MakeDecision(
+      phase_,
+      cur_.load_mode == LoadMode::kDefault ? "memory-mapped (default)"
+                                           : "-lm none (loaded, pinned; --no-mmap in older builds)",
+      choice.standings[chosen] == Standing::kBest ? "fastest beyond the noise"
+                                                  : "tie: the default stays",
+      TwoSettingsEvidence({"mmap", "loaded"}, scored, choice)));
 }
 
 std::optional<DepthSpeeds> Tuner::PrefillAtDepth(const Settings& s, int depth) const {

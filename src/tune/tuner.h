@@ -57,6 +57,9 @@ struct TuneSpace {
   /// The memory map of a whole configuration at the target context on the
   /// target GPU (plan/placement.h PlanServerConfig); empty or nullopt when unknown.
   std::function<std::optional<PlacementOption>(const ServerConfig&)> memory_of;
+  /// GPU bytes (N, micro-batch, KV type) allocates at the target context (the
+  /// plan's device model, no margin); empty = unknown.
+  std::function<int64_t(int n, int ubatch, uint32_t kv_type)> gpu_bytes;
   std::vector<ThreadCandidate> threads;  // first = the starting value
   std::vector<int> ubatches = {512, 1024, 2048};
   bool try_flash_attn = true;

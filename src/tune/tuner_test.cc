@@ -21,6 +21,7 @@ class FakeGpuEngine : public Engine {
   int n_layer = 40;
   int boundary0 = 18;  // at depth 0, micro-batch 512
   double ctx_layers_per_32k = 2;
+  double spill_growth = 0;  // per layer of overflow: a deeper spill is slower still
   std::size_t runs = 0;
 
   int Boundary(const RunConfig& c) const {
@@ -42,10 +43,10 @@ class FakeGpuEngine : public Engine {
       v = (300 + 8.0 * (n_layer - n)) * t / (1 + c.n_depth / 20000.0);
       v *= 1 + 0.25 * std::log2(std::min(c.n_ubatch, std::max(c.n_prompt, 512)) / 512.0);
       if (c.load_mode == LoadMode::kNone) v *= 1.05;
-      if (!fits) v *= 0.2;
+      if (!fits) v *= 0.2 / (1 + spill_growth * (Boundary(c) - n));
     } else {
       v = (20 + 0.4 * (n_layer - n)) * t / (1 + c.n_depth / 40000.0);
-      if (!fits) v *= 0.8;
+      if (!fits) v *= 0.8 / (1 + spill_growth * (Boundary(c) - n));
     }
     if (c.type_k == ggml_type::kQ8_0) v *= 0.98;
     return v;
@@ -124,6 +125,81 @@ TEST(TunerTest, FindsTheBoundaryValidatesDepthAndTunesThreads) {
   for (const auto& d : r.decisions)
     long_context = long_context || d.phase == TunePhase::kLongContext;
   EXPECT_TRUE(long_context);
+}
+
+// A plan whose margin is two layers wider than the machine needs cannot judge
+// the placement validated at the target context. A larger micro-batch is then
+// tried only where the memory map puts no more bytes on the GPU than the
+// validated setting: with a silent spill, that edge is a cliff.
+TEST(TunerTest, LargerMicroBatchKeepsTheValidatedGpuAllocation) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  TuneSpace s = Space(engine, o.ctx);
+  constexpr int64_t kLayer = int64_t{300} << 20;
+  const int plan_edge = 22;  // the machine's edge at 32K is N=20
+  // The memory map: each layer of experts on the CPU frees a layer's bytes;
+  // each doubling of the micro-batch adds a layer's worth of compute buffer.
+  s.gpu_bytes = [n_layer = engine.n_layer](int n, int ub, uint32_t kv) {
+    int64_t layers = n_layer - n;
+    for (int u = ub; u > 512; u /= 2) ++layers;
+    if (kv == ggml_type::kQ8_0) --layers;
+    return (int64_t{1} << 30) + layers * kLayer;
+  };
+  s.fits = [gpu = s.gpu_bytes, budget = s.gpu_bytes(plan_edge, 512, ggml_type::kF16)](
+               int n, int ub, uint32_t kv) { return gpu(n, ub, kv) <= budget; };
+  s.headroom = [gpu = s.gpu_bytes, budget = s.gpu_bytes(plan_edge, 512, ggml_type::kF16)](int n) {
+    return budget - gpu(n, 512, ggml_type::kF16);
+  };
+  s.predicted_boundary = plan_edge;
+  const TuneResult r = Tuner(engine, s, o).Run();
+  ASSERT_TRUE(r.analysis.recommendation.n_cpu_moe);
+  const int validated = *r.analysis.recommendation.n_cpu_moe;
+  ASSERT_FALSE(s.fits(validated, 512, ggml_type::kF16)) << "the plan judges N=" << validated;
+  const int64_t measured = s.gpu_bytes(validated, 512, ggml_type::kF16);
+  bool larger_tried = false;
+  for (const auto& m : r.measurements) {
+    const RunConfig& c = m.config;
+    if (c.n_ubatch <= 512) continue;
+    EXPECT_LE(s.gpu_bytes(c.placement.n_cpu_moe, c.n_ubatch, c.type_k), measured)
+        << "measured -ub " << c.n_ubatch << " at N=" << c.placement.n_cpu_moe
+        << ", validated N=" << validated;
+    larger_tried = larger_tried || (c.n_ubatch == 1024 && c.placement.n_cpu_moe == validated + 1);
+  }
+  EXPECT_TRUE(larger_tried) << "-ub 1024 was not tried one layer safer";
+  EXPECT_LE(s.gpu_bytes(r.best.placement.n_cpu_moe, r.best.n_ubatch, r.best.type_k), measured);
+}
+
+// Nothing fits, not even every expert on the CPU: a larger micro-batch would
+// only put more on an over-full GPU, so it is not tried, and the decision says so.
+TEST(TunerTest, NoLargerMicroBatchWhenNothingKeepsTheAllocation) {
+  FakeGpuEngine engine;
+  engine.boundary0 = 45;    // beyond the 40 layers: every placement spills,
+  engine.spill_growth = 1;  // the more on the GPU, the worse
+  TuneOptions o;
+  o.ctx = 4096;
+  o.budget_seconds = 1e6;  // the spilling runs stand for a lot of time
+  TuneSpace s = Space(engine, o.ctx);
+  s.gpu_bytes = [n_layer = engine.n_layer](int n, int ub, uint32_t) {
+    int64_t layers = n_layer - n;
+    for (int u = ub; u > 512; u /= 2) ++layers;
+    return (int64_t{2} << 30) + layers * (int64_t{300} << 20);
+  };
+  s.fits = [](int, int, uint32_t) { return false; };
+  s.headroom = [](int) { return int64_t{-1} << 30; };
+  s.predicted_boundary = engine.n_layer;
+  const TuneResult r = Tuner(engine, s, o).Run();
+  ASSERT_FALSE(r.budget_exhausted);
+  EXPECT_EQ(r.best.placement.n_cpu_moe, engine.n_layer);
+  EXPECT_EQ(r.best.n_ubatch, 512);
+  for (const auto& m : r.measurements) {
+    EXPECT_LE(m.config.n_ubatch, 512) << "N=" << m.config.placement.n_cpu_moe;
+  }
+  bool said = false;
+  for (const auto& d : r.decisions) {
+    said = said || (d.phase == TunePhase::kMicroBatch && d.evidence.find("-ub 1024: not tried") == 0);
+  }
+  EXPECT_TRUE(said);
 }
 
 TEST(TunerTest, ShortContextPicksTheEdgeOrOneSafer) {

@@ -125,10 +125,10 @@ inline SimEngine SimEngineFor(const SimServer& server, uint64_t seed) {
   return SimEngine(o);
 }
 
-/// Bytes `n_cpu_moe` touches on the GPU with `cells` KV cells in use of a
+/// Bytes `n_cpu_moe` touches on `accel` with `cells` KV cells in use of a
 /// `n_ctx` context.
 inline int64_t TouchedGpuBytes(const ModelInfo& m, const ModelShape& shape, FootprintPlans& plans,
-                               int n_cpu_moe, int n_ctx, int cells) {
+                               const AcceleratorSpec& accel, int n_cpu_moe, int n_ctx, int cells) {
   auto res = ResolveResidency(m, shape, 99, n_cpu_moe, "", true);
   EXPECT_TRUE(res.ok());
   if (!res.ok()) return 0;
@@ -138,7 +138,7 @@ inline int64_t TouchedGpuBytes(const ModelInfo& m, const ModelShape& shape, Foot
   r.n_prompt = 0;
   r.n_gen = 0;
   r.n_depth = cells;
-  return ComputeGpuFootprint(m, shape, *res, r, true, &plans).touched();
+  return ComputeGpuFootprint(m, shape, *res, r, &accel, &plans).touched();
 }
 
 struct SimScenario {
@@ -168,7 +168,7 @@ inline SimScenario MakeScenario(const std::string& preset, const std::string& ma
   const ModelShape shape = BuildModelShape(*m);
   FootprintPlans plans;
   auto touched = [&](int n, int cells) {
-    return TouchedGpuBytes(*m, shape, plans, n, n_ctx, cells);
+    return TouchedGpuBytes(*m, shape, plans, *base.machine.accel, n, n_ctx, cells);
   };
   auto smallest_fitting = [&](int64_t budget, int cells) {
     for (int n = 0; n <= n_layer; ++n) {

@@ -54,11 +54,20 @@ TEST_F(SpeedTest, PlanPredictGivesEveryOptionAndTheBestSafeN) {
   const int best = j["predicted_best"]["n_cpu_moe"].get<int>();
   EXPECT_TRUE(j["options"][static_cast<size_t>(best)]["fits"].get<bool>());
   EXPECT_GE(best, j["n_cpu_moe_without_fine_fill"].get<int>());
+  // Without a calibration every prediction carries the published runs' band
+  // and says how to calibrate (docs/speed-model.md, "Uncalibrated predictions").
+  EXPECT_FALSE(j["prediction"]["uncertainty"]["calibrated"].get<bool>());
+  EXPECT_NE(j["prediction"]["uncertainty"]["how_to_calibrate"].get<std::string>().find(
+                "moetune calibrate"),
+            std::string::npos);
+  EXPECT_EQ(j["predicted_best"]["decode_tps_range"].size(), 2u);
   // Text form.
   const auto t = Moetune({"plan", dir_->File("qwen3moe.gguf"), "--ctx", "32K", "--predict",
                           "--machine", "rtx4070-12g"});
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("Predicted best safe: --n-cpu-moe"), std::string::npos);
+  EXPECT_NE(t.out.find("uncalibrated"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("--measurements"), std::string::npos) << t.out;
 }
 
 TEST_F(SpeedTest, SimulatedBenchIsReproducibleAndMarked) {
@@ -85,12 +94,16 @@ TEST_F(SpeedTest, SimulatedBenchIsReproducibleAndMarked) {
     EXPECT_EQ(ja["results"][i]["samples_ns"], jb["results"][i]["samples_ns"]);
     EXPECT_NE(ja["results"][i]["samples_ns"], jc["results"][i]["samples_ns"]);
     EXPECT_TRUE(ja["results"][i]["engine_record"]["simulated"].get<bool>());
+    EXPECT_EQ(ja["results"][i]["engine_record"]["predicted_tps_range"].size(), 2u);
   }
+  EXPECT_FALSE(ja["uncertainty"]["calibrated"].get<bool>());
   const auto md = Moetune({"bench", dir_->File("gpt-oss-120b.gguf"), "--engine", "sim", "--machine",
                            "rtx4090-24g", "--ncmoe", "36", "-r", "2"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_EQ(md.out.rfind("SIMULATED", 0), 0u);
   EXPECT_NE(md.out.find("SIM CUDA (NVIDIA GeForce RTX 4090 24 GB)"), std::string::npos);
+  EXPECT_NE(md.out.find("uncalibrated"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("moetune calibrate MODEL"), std::string::npos) << md.out;
 }
 
 TEST_F(SpeedTest, StrictOverflowFailsAsDeviceOomSilentSpillRuns) {
