@@ -26,8 +26,11 @@
 #   --flavor cpu|cuda     backend set (default cpu)
 #   --cpu-level LEVEL     x86-64-v2 | x86-64-v3 (default) | native: the CPU code's ISA level
 #   --cuda-arch LIST      CMAKE_CUDA_ARCHITECTURES (default: the GPU's compute capability
-#                         from nvidia-smi, else "native")
+#                         from nvidia-smi; required when no GPU answers)
 #   --jobs N              parallel compile jobs (default 2: machines here are shared)
+#   --tools "A B ..."     the tools to build (default: llama-bench llama-server
+#                         llama-fit-params llama-quantize llama-cli llama-gguf-split
+#                         ggml-rpc-server); a later run with more tools adds them
 #   --package SPEC        npm package (default node-llama-cpp@3.21.1)
 #   --tarball FILE        use this already downloaded package instead of `npm pack`
 #   --cache DIR           cache root (default above)
@@ -44,6 +47,7 @@ package=node-llama-cpp@3.21.1
 tarball=
 cache_root=${MOETUNE_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/moetune/engines}
 locate=0
+tools=(llama-bench llama-server llama-fit-params llama-quantize llama-cli llama-gguf-split ggml-rpc-server)
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,6 +55,7 @@ while [ $# -gt 0 ]; do
     --cpu-level) cpu_level=${2:?}; shift 2 ;;
     --cuda-arch) cuda_arch=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
+    --tools) read -r -a tools <<<"${2:?}"; shift 2 ;;
     --package) package=${2:?}; shift 2 ;;
     --tarball) tarball=$(realpath "${2:?}"); shift 2 ;;
     --cache) cache_root=${2:?}; shift 2 ;;
@@ -75,14 +80,13 @@ root=$cache_root/$pkg_file
 build=$root/build-$flavor
 bin=$build/bin
 stamp=$build/moetune-engine.json
-tools=(llama-bench llama-server llama-fit-params llama-quantize llama-cli llama-gguf-split ggml-rpc-server)
 log() { echo "build-engine: $*" >&2; }
 
 complete() {
   [ -f "$stamp" ] || return 1
   local t
   for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done
-  "$bin/llama-server" --version >/dev/null 2>&1
+  "$bin/${tools[0]}" --help >/dev/null 2>&1
 }
 if complete; then echo "$bin"; exit 0; fi
 if [ "$locate" = 1 ]; then
@@ -138,10 +142,14 @@ case "$cpu_level" in
                     -DGGML_F16C=OFF -DGGML_BMI2=OFF) ;;
 esac
 if [ "$flavor" = cuda ]; then
-  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { log "--flavor cuda needs the CUDA toolkit (nvcc)"; exit 1; }
+  if ! command -v nvcc >/dev/null; then
+    [ -x /usr/local/cuda/bin/nvcc ] || { log "--flavor cuda needs the CUDA toolkit (nvcc)"; exit 1; }
+    export CUDACXX=/usr/local/cuda/bin/nvcc
+  fi
   if [ -z "$cuda_arch" ]; then
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .' || true)
-    cuda_arch=${cap:-native}
+    [ -n "$cap" ] || { log "no GPU answers nvidia-smi: give --cuda-arch (89 for an RTX 40xx, 90 for an H100/H200)"; exit 1; }
+    cuda_arch=$cap
   fi
   args+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cuda_arch")
 fi
@@ -150,7 +158,9 @@ if command -v ccache >/dev/null; then
 fi
 if [ ! -f "$build/build.ninja" ]; then
   log "configuring $flavor build in $build"
-  cmake "${args[@]}" >"$root/configure-$flavor.log" 2>&1 || { log "configure failed, see $root/configure-$flavor.log"; exit 1; }
+  # A failed configure leaves nothing behind that a rerun would trust.
+  cmake "${args[@]}" >"$root/configure-$flavor.log" 2>&1 || {
+    rm -rf "$build"; log "configure failed, see $root/configure-$flavor.log"; exit 1; }
 fi
 
 # 4. Build only the tools moetune drives (the rest of the tree is not needed).
@@ -158,10 +168,16 @@ log "building ${tools[*]} with -j$jobs (about 17 CPU-minutes for the CPU flavor)
 cmake --build "$build" -j "$jobs" --target "${tools[@]}" >"$root/build-$flavor.log" 2>&1 || {
   tail -n 30 "$root/build-$flavor.log" >&2; log "build failed, see $root/build-$flavor.log"; exit 1; }
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || { log "the build made no $t"; exit 1; }; done
-"$bin/llama-server" --version >/dev/null 2>&1 || { log "the built llama-server does not start"; exit 1; }
+"$bin/${tools[0]}" --help >/dev/null 2>&1 || { log "the built ${tools[0]} does not start"; exit 1; }
 
 # 5. The record, written last (its presence means complete).
-version_line=$("$bin/llama-server" --version 2>&1 | grep -m1 '^version:' || true)
+# llama-bench 0.4.0 has no --version; the tools on the common argument parser do.
+version_line=
+for t in llama-server llama-cli llama-fit-params llama-bench; do
+  [ -x "$bin/$t" ] || continue
+  version_line=$("$bin/$t" --version 2>&1 | grep -m1 '^version:' || true)
+  [ -n "$version_line" ] && break
+done
 commit=$(git -C "$src" rev-parse HEAD)
 tag=$(sed -n 's/.*"tag": *"\([^"]*\)".*/\1/p' "$src/.moetune-llama.cpp.info.json")
 cat >"$stamp.tmp" <<JSON
@@ -175,6 +191,7 @@ cat >"$stamp.tmp" <<JSON
   "cuda_architectures": "$cuda_arch",
   "build_seconds": $((SECONDS - start)),
   "jobs": $jobs,
+  "tools": "${tools[*]}",
   "built_at": "$(date -u +%FT%TZ)"
 }
 JSON

@@ -232,6 +232,53 @@ TEST_P(EngineFixtureTest, FitParamsLinesPerDevice) {
   EXPECT_EQ((*cpu)[0].total(), Bytes::MiB(16 + 32 + 12));
 }
 
+// LlamaServer::Complete streams its request: 0.4.0 refuses the plain one when
+// the generated text ends inside a UTF-8 character (as on this model).
+TEST_P(EngineFixtureTest, CompletionTimingsFromTheStreamedAnswer) {
+  const bool debian = GetParam().debian;
+  auto streamed = ParseCompletionResponse(Read(GetParam(), "server-completion-stream.txt"));
+  ASSERT_TRUE(streamed.ok()) << streamed.error().message();
+  EXPECT_EQ(streamed->predicted_n, 8);
+  EXPECT_GT(streamed->prompt_n, 0);
+  EXPECT_GT(streamed->prompt_per_second, 0);
+  EXPECT_GT(streamed->predicted_per_second, 0);
+  EXPECT_EQ(streamed->cache_n, 0);
+  EXPECT_TRUE(streamed->content.starts_with(" x w467")) << streamed->content;
+  auto plain = ParseCompletionResponse(Read(GetParam(), "server-completion-plain.json"));
+  if (debian) {
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    EXPECT_EQ(plain->predicted_n, 8);
+    EXPECT_EQ(plain->content.substr(0, 7), streamed->content.substr(0, 7));
+  } else {
+    ASSERT_FALSE(plain.ok());
+    EXPECT_EQ(plain.error().kind(), ErrorKind::kEngine);
+    EXPECT_NE(plain.error().message().find("Content-only"), std::string::npos);
+  }
+}
+
+TEST(CompletionResponseTest, StreamErrorsAndTruncation) {
+  auto err = ParseCompletionResponse(
+      "data: {\"content\":\"a\",\"stop\":false}\n\n"
+      "data: {\"error\":{\"code\":500,\"message\":\"boom\"}}\n\n");
+  ASSERT_FALSE(err.ok());
+  EXPECT_EQ(err.error().kind(), ErrorKind::kEngine);
+  EXPECT_NE(err.error().message().find("boom"), std::string::npos);
+  auto cut = ParseCompletionResponse("data: {\"content\":\"a\",\"stop\":false}\n\n");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.error().message().find("final event"), std::string::npos);
+  auto junk = ParseCompletionResponse("data: {\"content\":\"a\"\n\n");
+  ASSERT_FALSE(junk.ok());
+  EXPECT_EQ(junk.error().kind(), ErrorKind::kFormat);
+  auto ok = ParseCompletionResponse(
+      ": comment\r\ndata: {\"content\":\"a\",\"stop\":false}\r\n\r\n"
+      "data: {\"content\":\"b\",\"stop\":true,\"timings\":{\"predicted_n\":2,"
+      "\"predicted_ms\":4,\"prompt_ms\":1}}\r\n");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->content, "ab");
+  EXPECT_EQ(ok->predicted_n, 2);
+  EXPECT_DOUBLE_EQ(ok->ttft_ms, 3);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothEngines, EngineFixtureTest,
                          ::testing::Values(EngineFixture{"debian-0.7.0-b11669", true},
                                            EngineFixture{"bundle-0.4.0-80fb11a", false}),
