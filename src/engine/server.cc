@@ -309,10 +309,11 @@ Result<CompletionTimings> LlamaServer::Complete(const std::string& prompt, int n
   // Milliseconds, not whole seconds: a 500 ms limit must not become "none" (0 s).
   client.set_read_timeout(std::max(timeout, std::chrono::milliseconds(1)));
   client.set_write_timeout(std::chrono::seconds(30));
-  // Streamed: llama.cpp 0.4.0 answers a plain request whose generated text
-  // ends inside a UTF-8 character with HTTP 500 ("does not match the expected
-  // Content-only format": it runs the whole text through its chat parser), a
-  // streamed one normally; both versions put the timings in the last event.
+  // Streamed: llama.cpp 0.4.0 runs the whole answer through its chat parser
+  // and refuses text that is not valid UTF-8 with HTTP 500 ("does not match
+  // the expected Content-only format"). A plain answer cut inside a character
+  // at n_predict is such text; a streamed one leaves the cut bytes out. Both
+  // versions put the timings in the last event.
   const nlohmann::json req = {{"prompt", prompt},      {"n_predict", n_predict},
                               {"cache_prompt", false}, {"temperature", 0.0},
                               {"ignore_eos", true},    {"stream", true}};
