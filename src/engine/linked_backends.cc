@@ -72,6 +72,7 @@ std::string ExpandOrigin(std::string dir, const fs::path& origin) {
 std::optional<fs::path> Resolve(const std::string& file, const std::vector<std::string>& run_path,
                                 const fs::path& origin, const fs::path& tool_dir) {
   std::vector<std::string> dirs;
+  dirs.reserve(run_path.size() + 4);
   for (const auto& d : run_path) dirs.push_back(ExpandOrigin(d, origin));
   if (const char* env = std::getenv("LD_LIBRARY_PATH"); env != nullptr) {
     std::string_view rest(env);
