@@ -9,6 +9,7 @@
 
 #include "engine/run_config.h"
 #include "gguf/ggml_type.h"
+#include "speed/speed_model.h"
 
 namespace moetune {
 namespace {
@@ -96,7 +97,7 @@ Result<RunSettings> RunSettingsFromServer(const ServerSettings& s, const ModelIn
   // -fa auto turns flash attention on for the CPU and CUDA backends.
   const std::string fa = FlashAttnOrAsIs(s.Get("flash_attn").value_or(""));
   r.flash_attn = fa != "off";
-  r.pinned = s.Get("no_mmap").has_value();
+  r.pinned = s.Get("no_mmap").has_value() || LoadModeIsPinned(s.Get("load_mode").value_or(""));
   r.op_offload = !s.Get("no_op_offload").has_value();
   int ctx = 0;
   MOETUNE_ASSIGN_OR_RETURN(ctx, IntFlag(s, "ctx_size", "-c", 0));

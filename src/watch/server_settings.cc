@@ -42,6 +42,8 @@ const std::vector<Flag>& Flags() {
       {"no_kv_unified", false, {"-no-kvu", "--no-kv-unified"}, true},
       {"no_mmap", false, {"--no-mmap"}, true},
       {"mlock", false, {"--mlock"}, true},
+      // 0.7.0 replaced --no-mmap and --mlock by -lm (0.4.0 has both).
+      {"load_mode", true, {"-lm", "--load-mode"}, true},
       {"no_op_offload", false, {"--no-op-offload"}, true},
       {"host", true, {"--host"}, false},
       {"port", true, {"--port"}, false},
@@ -71,6 +73,7 @@ const std::vector<std::pair<const char*, const char*>>& EnvKeys() {
       {"LLAMA_ARG_FIT", "fit"},
       {"LLAMA_ARG_FLASH_ATTN", "flash_attn"},
       {"LLAMA_ARG_KV_UNIFIED", "kv_unified"},
+      {"LLAMA_ARG_LOAD_MODE", "load_mode"},
   };
   return kEnv;
 }

@@ -30,6 +30,7 @@ std::string FlagName(const std::string& key) {
       {"kv_unified", "-kvu"},
       {"no_mmap", "--no-mmap"},
       {"mlock", "--mlock"},
+      {"load_mode", "-lm"},
       {"ctx_per_slot", "context per slot (/props)"}};
   auto it = kNames.find(key);
   return it == kNames.end() ? key : it->second;
