@@ -95,7 +95,7 @@ for i in "${!names[@]}"; do
   summary=$(sed -n 's/^[0-9]*% tests passed, \([0-9]*\) tests failed out of \([0-9]*\)$/\2 \1/p' "$out/$name.log")
   read -r total failed <<<"${summary:-0 0}"
   if [ "$total" = 0 ] || [ "$rc" != 0 ]; then status=1; fi
-  failing=$(sed -n 's/^[[:space:]]*[0-9]* - \([A-Za-z0-9_.\/]*\) (.*/\1/p' "$out/$name.log" | paste -sd' ' -)
+  failing=$(sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([A-Za-z0-9_.\/]*\) .*/\1/p' "$out/$name.log" | paste -sd' ' -)
   rows+=("| $name | $version | $((total - failed))/$total passed | $took s | ${failing:-none} |")
   # Per suite: "N/M Test #K: Suite.Name .... Passed|***Failed|***Timeout ...".
   sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([A-Za-z0-9_/]*\)\..*[ *]\([A-Za-z]\{1,\}\) \{1,\}[0-9.]\{1,\} sec$/\1 \2/p' \

@@ -23,7 +23,7 @@ inline constexpr double kCheckComputeTolerance = 0.15;
 
 /// The llama.cpp version whose compute-buffer sizes moetune's rules follow
 /// (docs/memory.md). Other versions reserve somewhat different compute
-/// buffers: 0.4.0's are smaller (docs/engine.md, the compatibility table).
+/// buffers: 0.4.0's are mostly smaller (docs/engine.md, the compatibility table).
 inline constexpr std::string_view kComputeRulesEngineVersion = "0.7.0";
 
 /// One device line of the engine's dry run, in bytes (MiB precision).
