@@ -162,6 +162,13 @@ Result<PlanCheck> CheckWithEngine(const ModelInfo& m, const Plan& plan, const Pl
   c.argv = report->argv;
   if (!plan.config)
     c.notes.push_back("nothing fits, so the check ran the least demanding placement");
+  if (c.OnlyComputeOverPredicted() && engine.version != kComputeRulesEngineVersion) {
+    c.notes.push_back(fmt::format(
+        "only compute buffers differ, and moetune's are the larger (the safe side): this engine, "
+        "llama.cpp {}, reserves smaller compute buffers than llama.cpp {}, whose sizes "
+        "moetune's rules follow (docs/engine.md)",
+        engine.Describe(), kComputeRulesEngineVersion));
+  }
   return c;
 }
 

@@ -2,23 +2,18 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <future>
-#include <nlohmann/json.hpp>
 
 #include "config/flags.h"
 #include "engine/engine_output.h"
-#include "util/json_parse.h"
-#include "util/read_file.h"
+#include "engine/engine_probes.h"
+#include "engine/linked_backends.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -42,97 +37,74 @@ std::optional<std::string> ToolDirIn(const fs::path& dir) {
   return std::nullopt;
 }
 
-// Runs one probe of the engine; stdout and stderr together (versions differ
-// in which stream they use for --version and --list-devices).
-Result<std::string> Probe(const std::string& tool, const std::vector<std::string>& args) {
-  RunOptions o;
-  o.spawn.argv = {tool};
-  o.spawn.argv.insert(o.spawn.argv.end(), args.begin(), args.end());
-  o.timeout = std::chrono::milliseconds(60000);
-  // --help is ~10 KiB; 4 MiB bounds an engine that prints without end.
-  constexpr std::size_t kMaxProbeBytes = std::size_t{4} << 20;
-  std::string all;
-  o.capture_stdout = false;
-  o.stderr_tail_lines = 0;
-  auto add = [&](std::string_view l) {
-    if (all.size() + l.size() < kMaxProbeBytes) all.append(l).push_back('\n');
-  };
-  o.on_stdout_line = add;
-  o.on_stderr_line = add;
-  MOETUNE_ASSIGN_OR_RETURN(RunOutput out, RunProcess(o));
-  if (out.timed_out) {
-    return Error(ErrorKind::kEngine,
-                 fmt::format("'{} {}' did not answer within 60 s", tool, fmt::join(args, " ")));
+// Backends from every source, strongest evidence first: the load_backend
+// lines of a dynamically loading build, the files of a linked build, then the
+// device names (a build whose files say nothing, e.g. behind a wrapper).
+void FindBackends(const std::string& bench_version_text, EngineInfo* info) {
+  info->backends = ParseLoadedBackends(bench_version_text);
+  if (!info->backends.empty()) {
+    info->backend_source = BackendSource::kLoaded;
+    return;
   }
-  if (!out.status.exited) {
-    return Error(ErrorKind::kEngine,
-                 fmt::format("'{} {}' ended by {}; the engine does not start: reinstall it "
-                             "(scripts/setup-engine.sh) or pass --llama-dir",
-                             tool, fmt::join(args, " "), out.status.Describe()));
+  LinkedBackends linked = FindLinkedBackends(info->ToolPath(kBench));
+  if (!linked.backends.empty()) {
+    info->backends = std::move(linked.backends);
+    info->backend_evidence = std::move(linked.evidence);
+    info->backend_source = BackendSource::kLinked;
+    return;
   }
-  return all;
+  for (const auto& d : info->devices) {
+    const std::string b = BackendOfDevice(d.name);
+    if (!b.empty() && !info->HasBackend(b)) info->backends.push_back(b);
+  }
+  if (!info->backends.empty()) info->backend_source = BackendSource::kDevices;
 }
 
-// Cache of the static probes, in $XDG_CACHE_HOME/moetune or ~/.cache/moetune.
-std::string ProbeCacheDir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
-    return (fs::path(x) / "moetune").string();
+// Version, backends, devices and flags from the engine's own answers.
+Status ProbeEngine(EngineInfo* info) {
+  const std::string bench = info->ToolPath(kBench);
+  // --list-devices (free memory changes) always runs, concurrently with the
+  // static probes (cached per build: engine_probes.h).
+  auto devices_f =
+      std::async(std::launch::async, [&] { return ProbeTool(bench, {"--list-devices"}); });
+  auto probes = RunStaticProbes(info->dir);
+  auto devices = devices_f.get();
+  if (!probes.ok()) return probes.take_error();
+  if (!devices.ok()) return devices.take_error();
+  ParseVersionOutput(probes->version, info);
+  info->version_tool = probes->version_tool;
+  info->devices = ParseListDevices(*devices);
+  info->bench_flags = ParseHelpFlags(probes->bench_help);
+  info->server_flags = ParseHelpFlags(probes->server_help);
+  info->fit_params_flags = ParseHelpFlags(probes->fit_params_help);
+  FindBackends(probes->bench_version, info);
+  if (info->version_line.empty()) {
+    info->warnings.push_back(fmt::format(
+        "no tool of the engine printed a version line (llama-bench, llama-server, llama-cli and "
+        "llama-fit-params --version); the engine may be very old or broken: run `{} --version` "
+        "to see why",
+        bench));
   }
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    return (fs::path(h) / ".cache" / "moetune").string();
-  }
-  return "";
+  return OkStatus();
 }
 
-std::string ProbeCacheFile(const std::string& key) {
-  const std::string dir = ProbeCacheDir();
-  if (dir.empty() || key.empty()) return "";
-  return (fs::path(dir) / fmt::format("engine-{:016x}.json", std::hash<std::string>{}(key)))
-      .string();
+const std::set<std::string>& FlagsOf(const EngineInfo& info, EngineTool tool) {
+  switch (tool) {
+    case EngineTool::kBench:
+      return info.bench_flags;
+    case EngineTool::kServer:
+      return info.server_flags;
+    case EngineTool::kFitParams:
+      return info.fit_params_flags;
+  }
+  return info.bench_flags;
 }
 
-bool ReadProbeCache(const std::string& file, const std::string& key, std::string* version,
-                    std::string* help) {
-  if (file.empty()) return false;
-  constexpr std::size_t kMaxCacheBytes = std::size_t{4} << 20;
-  auto text = ReadRegularFile(file, kMaxCacheBytes);
-  if (!text.ok()) return false;
-  const auto j = ParseJsonOrDiscarded(*text);
-  // The key inside guards against a hash collision between two engines.
-  if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j.contains("version") ||
-      !j.contains("help") || !j["key"].is_string() || !j["version"].is_string() ||
-      !j["help"].is_string() || j["key"].get<std::string>() != key) {
-    return false;
-  }
-  *version = j["version"].get<std::string>();
-  *help = j["help"].get<std::string>();
-  return true;
-}
-
-// Best effort: a cache that cannot be written only costs two engine starts
-// next time. Written to a private temporary file (mkstemp) and renamed into
-// place, and the temporary file is removed on every failure.
-void WriteProbeCache(const std::string& file, const std::string& key, const std::string& version,
-                     const std::string& help) {
-  if (file.empty()) return;
-  std::error_code ec;
-  fs::create_directories(fs::path(file).parent_path(), ec);
-  // Engine output need not be UTF-8: invalid bytes become U+FFFD in the cache
-  // rather than an exception (the cache feeds only the parsers, which ignore them).
-  const std::string text = nlohmann::json{{"key", key}, {"version", version}, {"help", help}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string tmp = (fs::path(file).parent_path() / "engine-XXXXXX.tmp").string();
-  const int fd = ::mkstemps(tmp.data(), 4);
-  if (fd < 0) return;
-  bool ok = true;
-  for (std::size_t done = 0; ok && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<std::size_t>(n);
-  }
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) ::unlink(tmp.c_str());
+// A word of a command line that is a flag: "-ngl", "--n-cpu-moe", not "-1".
+bool IsFlagWord(std::string_view w) {
+  if (w.size() < 2 || w[0] != '-') return false;
+  const char c = w[1] == '-' && w.size() > 2 ? w[2] : w[1];
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 }  // namespace
@@ -148,6 +120,73 @@ bool EngineInfo::HasBackend(std::string_view backend) const {
     if (b == backend) return true;
   }
   return false;
+}
+
+std::optional<bool> EngineInfo::Supports(EngineTool tool, std::string_view flag) const {
+  const auto& flags = FlagsOf(*this, tool);
+  if (flags.empty()) return std::nullopt;
+  return flags.count(std::string(flag)) > 0;
+}
+
+std::optional<std::string> EngineInfo::Spelling(
+    EngineTool tool, std::initializer_list<std::string_view> spellings) const {
+  for (const std::string_view s : spellings) {
+    if (Supports(tool, s).value_or(true)) return std::string(s);
+  }
+  return std::nullopt;
+}
+
+std::string EngineInfo::Describe() const {
+  if (!version.empty() && build_number >= 0) {
+    return fmt::format("{} (build {})", version, build_number);
+  }
+  if (!version.empty()) return version;
+  if (build_number >= 0) return fmt::format("build {}", build_number);
+  return "of unknown version";
+}
+
+std::string_view EngineToolName(EngineTool tool) {
+  switch (tool) {
+    case EngineTool::kBench:
+      return "llama-bench";
+    case EngineTool::kServer:
+      return "llama-server";
+    case EngineTool::kFitParams:
+      return "llama-fit-params";
+  }
+  return "llama-bench";
+}
+
+std::string_view BackendSourceName(BackendSource source) {
+  switch (source) {
+    case BackendSource::kUnknown:
+      return "unknown";
+    case BackendSource::kLoaded:
+      return "loaded at run time";
+    case BackendSource::kLinked:
+      return "linked in";
+    case BackendSource::kDevices:
+      return "seen as devices";
+  }
+  return "unknown";
+}
+
+Status CheckEngineFlags(const EngineInfo& info, EngineTool tool,
+                        const std::vector<std::string>& argv, std::string_view purpose) {
+  std::vector<std::string> missing;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if (!IsFlagWord(argv[i]) || info.Supports(tool, argv[i]).value_or(true)) continue;
+    if (std::find(missing.begin(), missing.end(), argv[i]) == missing.end()) {
+      missing.push_back(argv[i]);
+    }
+  }
+  if (missing.empty()) return OkStatus();
+  return Error(ErrorKind::kUnsupported,
+               fmt::format("this engine's {} (llama.cpp {}, in {}) does not take {} (its --help "
+                           "lists no such flag), which {} needs; use a llama.cpp that has it "
+                           "(--llama-dir DIR or MOETUNE_LLAMA_DIR)",
+                           EngineToolName(tool), info.Describe(), info.dir,
+                           fmt::join(missing, ", "), purpose));
 }
 
 std::string DefaultEngineDir() {
@@ -182,24 +221,31 @@ bool NvidiaGpuPresent(const std::string& system_root) {
 
 std::vector<std::string> EngineWarnings(const EngineInfo& info, bool nvidia_gpu_present) {
   std::vector<std::string> w;
-  bool cuda = info.HasBackend("CUDA");
-  for (const auto& d : info.devices) cuda = cuda || d.name.rfind("CUDA", 0) == 0;
-  if (nvidia_gpu_present && !cuda) {
-    std::vector<std::string> devs;
-    for (const auto& d : info.devices) devs.push_back(d.name);
+  bool cuda_device = false;
+  for (const auto& d : info.devices) cuda_device = cuda_device || BackendOfDevice(d.name) == "CUDA";
+  std::vector<std::string> devs;
+  for (const auto& d : info.devices) devs.push_back(d.name);
+  const std::string fallback = info.HasBackend("Vulkan") ? "Vulkan" : "the CPU";
+  if (nvidia_gpu_present && !cuda_device && info.HasBackend("CUDA")) {
+    // A CUDA build that sees no GPU: the backend is there (loaded or linked
+    // in) but registered no device, and llama.cpp runs on what is left.
+    w.push_back(fmt::format(
+        "the engine in {} has the CUDA backend ({}) but sees no CUDA device (devices: {}): "
+        "llama.cpp silently falls back to {}. Fix: check that `nvidia-smi` works, that the "
+        "driver is at least as new as the CUDA runtime the engine was built with, and that "
+        "CUDA_VISIBLE_DEVICES does not hide the GPU",
+        info.dir, BackendSourceName(info.backend_source),
+        devs.empty() ? "none" : fmt::format("{}", fmt::join(devs, ", ")), fallback));
+  } else if (nvidia_gpu_present && !cuda_device) {
     w.push_back(fmt::format(
         "this machine has an NVIDIA GPU but the engine in {} has no CUDA backend (backends: {}; "
-        "devices: {}): "
-        "llama.cpp silently falls back to {}, typically 20-40% slower or worse. Fix: use a CUDA "
-        "build of llama.cpp "
-        "(cmake -B build -DGGML_CUDA=ON && cmake --build build) and pass --llama-dir "
-        "/path/to/llama.cpp/build/bin "
-        "or set MOETUNE_LLAMA_DIR; check that `nvidia-smi` works and the CUDA runtime libraries "
-        "are installed",
+        "devices: {}): llama.cpp silently falls back to {}, typically 20-40% slower or worse. "
+        "Fix: use a CUDA build of llama.cpp (cmake -B build -DGGML_CUDA=ON && cmake --build "
+        "build) and pass --llama-dir /path/to/llama.cpp/build/bin or set MOETUNE_LLAMA_DIR; "
+        "check that `nvidia-smi` works and the CUDA runtime libraries are installed",
         info.dir,
         info.backends.empty() ? "unknown" : fmt::format("{}", fmt::join(info.backends, ", ")),
-        devs.empty() ? "none" : fmt::format("{}", fmt::join(devs, ", ")),
-        info.HasBackend("Vulkan") ? "Vulkan" : "the CPU"));
+        devs.empty() ? "none" : fmt::format("{}", fmt::join(devs, ", ")), fallback));
   }
   if (!info.bench_flags.empty() &&
       !info.HasBenchFlag(Flag(FlagId::kNCpuMoe).SpellingFor(kToolBench))) {
@@ -266,61 +312,10 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
   info.dir = *dir;
   if (!options.probe) return info;
 
-  const std::string bench = info.ToolPath(kBench);
-  // --version and --help depend only on the binary: they are cached per
-  // binary identity (ProbeCacheKey) so that every command does not pay two
-  // engine starts (part of moetune's overhead over llama-bench). Only a probe
-  // that worked is cached: a broken engine is asked again next time, so
-  // "version unknown" does not outlive the fix. --list-devices (free memory
-  // changes) always runs, concurrently with the uncached probes.
-  auto devices_f = std::async(std::launch::async, [&] { return Probe(bench, {"--list-devices"}); });
-  const std::string key = ProbeCacheKey(bench);
-  const std::string cache_file = ProbeCacheFile(key);
-  Result<std::string> version = Error(ErrorKind::kInternal, "unset");
-  Result<std::string> help = Error(ErrorKind::kInternal, "unset");
-  std::string cached_version;
-  std::string cached_help;
-  const bool cached = ReadProbeCache(cache_file, key, &cached_version, &cached_help);
-  if (cached) {
-    version = std::move(cached_version);
-    help = std::move(cached_help);
-  } else {
-    auto version_f = std::async(std::launch::async, [&] { return Probe(bench, {"--version"}); });
-    // --help exits non-zero in some versions; its text is all that matters.
-    help = Probe(bench, {"--help"});
-    version = version_f.get();
-  }
-  auto devices = devices_f.get();
-  if (!version.ok()) return version.take_error();
-  if (!devices.ok()) return devices.take_error();
-  if (!help.ok()) return help.take_error();
-  ParseVersionOutput(*version, &info);
-  info.backends = ParseLoadedBackends(*version);
-  info.devices = ParseListDevices(*devices);
-  info.bench_flags = ParseHelpFlags(*help);
-  if (!cached && !info.version_line.empty() && !info.bench_flags.empty()) {
-    WriteProbeCache(cache_file, key, *version, *help);
-  }
-  if (info.version_line.empty()) {
-    info.warnings.push_back(
-        fmt::format("{} --version printed no version line; the engine may be very old", bench));
-  }
+  MOETUNE_TRY(ProbeEngine(&info));
   for (auto& w : EngineWarnings(info, NvidiaGpuPresent(options.system_root)))
     info.warnings.push_back(std::move(w));
   return info;
-}
-
-std::string ProbeCacheKey(const std::string& path) {
-  std::error_code ec;
-  const fs::path canonical = fs::canonical(path, ec);
-  if (ec) return "";
-  struct stat st {};
-  if (::stat(canonical.c_str(), &st) != 0) return "";
-  // The change time moves with every rewrite or chmod even when a build tool
-  // restores the modification time; the inode changes when a file is replaced.
-  return fmt::format("{}|{}|{}.{}|{}.{}|{}:{}", canonical.string(), st.st_size, st.st_mtim.tv_sec,
-                     st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_dev,
-                     st.st_ino);
 }
 
 EngineProbe EngineProbeFromInfo(const EngineInfo& info) {
@@ -334,13 +329,16 @@ EngineProbe EngineProbeFromInfo(const EngineInfo& info) {
     }
     probe.devices.push_back(std::move(line));
     // Device names are the backend's: CUDA0, Vulkan0, ROCm0 (HIP builds).
-    if (d.name.starts_with("CUDA")) probe.has_cuda = true;
-    if (d.name.starts_with("Vulkan")) probe.has_vulkan = true;
-    if (d.name.starts_with("ROCm") || d.name.starts_with("HIP")) probe.has_rocm = true;
+    const std::string backend = BackendOfDevice(d.name);
+    if (backend == "CUDA") probe.has_cuda = true;
+    if (backend == "Vulkan") probe.has_vulkan = true;
+    if (backend == "ROCm") probe.has_rocm = true;
   }
-  probe.has_cuda = probe.has_cuda || info.HasBackend("CUDA");
-  probe.has_vulkan = probe.has_vulkan || info.HasBackend("Vulkan");
-  probe.has_rocm = probe.has_rocm || info.HasBackend("ROCm") || info.HasBackend("HIP");
+  // has_* say a device of that backend is seen (what runs the model); a
+  // backend without a device is a silent fallback (engine_traps.cc).
+  probe.cuda_backend = info.HasBackend("CUDA");
+  probe.backends = info.backends;
+  probe.backend_source = std::string(BackendSourceName(info.backend_source));
   return probe;
 }
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <optional>
 
+#include "engine/engine_probes.h"
+
 namespace moetune {
 namespace {
 
@@ -177,6 +179,110 @@ TEST(ProbeCacheKey, IdentityOfTheBinary) {
   EXPECT_NE(ProbeCacheKey(file.string()), k1);
   EXPECT_TRUE(ProbeCacheKey("/nonexistent/llama-bench").empty());
   fs::remove(file);
+}
+
+// A 0.4.0-like engine: llama-bench has no --version (it prints its usage and
+// exits 1) while llama-server prints the build info; its backends are linked
+// in, so no "load_backend" line is printed anywhere.
+TEST_F(ProbeCacheTest, VersionFromAnotherToolWhenLlamaBenchHasNone) {
+  WriteEngine("echo 'error: invalid parameter for argument: --version'; exit 1");
+  const fs::path server = root_ / "engine" / "llama-server";
+  std::ofstream(server)
+      << "#!/bin/sh\ncase \"$1\" in\n"
+      << "  --version) echo 'version: 0.4.0-dev (build 1, commit 80fb11a)' >&2;"
+      << " echo 'built with GNU 12.2.0 for Linux x86_64' >&2 ;;\n"
+      << "  --help) echo '-fit,   --fit [on|off]'; echo '-ngl, --n-gpu-layers N' ;;\n"
+      << "esac\nexit 0\n";
+  fs::permissions(server, fs::perms::owner_all);
+  auto info = Discover();
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->version, "0.4.0-dev");
+  EXPECT_EQ(info->build_number, 1);
+  EXPECT_EQ(info->version_tool, "llama-server");
+  for (const auto& w : info->warnings) EXPECT_EQ(w.find("version"), std::string::npos) << w;
+  EXPECT_EQ(info->Supports(EngineTool::kServer, "-fit"), std::optional<bool>(true));
+  EXPECT_EQ(info->Supports(EngineTool::kServer, "-kvu"), std::optional<bool>(false));
+  EXPECT_EQ(info->Supports(EngineTool::kFitParams, "-fitp"), std::nullopt);  // no such tool
+  // Cached like any probe that worked: the second discovery reads the cache.
+  ASSERT_EQ(CacheFiles().size(), 1u);
+  auto again = Discover();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->version_tool, "llama-server");
+  EXPECT_EQ(again->server_flags, info->server_flags);
+}
+
+TEST_F(ProbeCacheTest, NoVersionAnywhereIsAWarningNamingTheTools) {
+  WriteEngine("echo 'usage: llama-bench [options]'");
+  auto info = Discover();
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_TRUE(info->version_tool.empty());
+  ASSERT_FALSE(info->warnings.empty());
+  EXPECT_NE(info->warnings[0].find("llama-server"), std::string::npos) << info->warnings[0];
+  EXPECT_NE(info->warnings[0].find("very old"), std::string::npos) << info->warnings[0];
+  EXPECT_TRUE(CacheFiles().empty());
+}
+
+TEST(EngineFlagsTest, SupportsSpellingAndDescribe) {
+  EngineInfo info;
+  info.dir = "/opt/llama";
+  EXPECT_EQ(info.Supports(EngineTool::kBench, "-ncmoe"), std::nullopt);
+  EXPECT_EQ(info.Spelling(EngineTool::kBench, {"-ncmoe", "--n-cpu-moe"}), "-ncmoe");
+  EXPECT_EQ(info.Describe(), "of unknown version");
+  info.bench_flags = {"--n-cpu-moe", "-ngl"};
+  EXPECT_EQ(info.Supports(EngineTool::kBench, "-ncmoe"), std::optional<bool>(false));
+  EXPECT_EQ(info.Spelling(EngineTool::kBench, {"-ncmoe", "--n-cpu-moe"}), "--n-cpu-moe");
+  EXPECT_EQ(info.Spelling(EngineTool::kBench, {"-fitt"}), std::nullopt);
+  info.version = "0.4.0-dev";
+  info.build_number = 1;
+  EXPECT_EQ(info.Describe(), "0.4.0-dev (build 1)");
+  info.version.clear();
+  info.build_number = 6540;
+  EXPECT_EQ(info.Describe(), "build 6540");
+}
+
+TEST(EngineFlagsTest, CheckNamesTheVersionTheToolAndEachMissingFlag) {
+  EngineInfo info;
+  info.dir = "/opt/llama";
+  info.version = "0.4.0-dev";
+  info.build_number = 1;
+  const std::vector<std::string> argv = {
+      "llama-fit-params", "-m",  "m.gguf", "-ngl", "-1", "-kvu", "-lm", "none", "-fitp", "on",
+      "--no-repack",      "-kvu"};
+  // Flags unknown (the tool printed none): nothing is refused.
+  EXPECT_TRUE(CheckEngineFlags(info, EngineTool::kFitParams, argv, "the dry run").ok());
+  info.fit_params_flags = {"-m", "-ngl", "-lm", "-fitp"};
+  auto r = CheckEngineFlags(info, EngineTool::kFitParams, argv, "the memory dry run");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kUnsupported);
+  const std::string& m = r.error().message();
+  EXPECT_NE(m.find("llama-fit-params"), std::string::npos) << m;
+  EXPECT_NE(m.find("0.4.0-dev (build 1)"), std::string::npos) << m;
+  EXPECT_NE(m.find("-kvu, --no-repack"), std::string::npos) << m;  // each once, in order
+  EXPECT_EQ(m.find("-1"), std::string::npos) << m;                 // a value, not a flag
+  EXPECT_NE(m.find("the memory dry run"), std::string::npos) << m;
+  info.fit_params_flags.insert({"-kvu", "--no-repack"});
+  EXPECT_TRUE(CheckEngineFlags(info, EngineTool::kFitParams, argv, "x").ok());
+}
+
+TEST(EngineWarningsTest, CudaBackendWithoutDeviceIsItsOwnWarning) {
+  EngineInfo info;
+  info.dir = "/opt/llama/build/bin";
+  info.backends = {"CPU", "CUDA"};
+  info.backend_source = BackendSource::kLinked;
+  info.bench_flags = {"-ncmoe"};
+  const auto w = EngineWarnings(info, true);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("has the CUDA backend (linked in) but sees no CUDA device"),
+            std::string::npos)
+      << w[0];
+  EXPECT_NE(w[0].find("nvidia-smi"), std::string::npos);
+  const EngineProbe p = EngineProbeFromInfo(info);
+  EXPECT_FALSE(p.has_cuda);
+  EXPECT_TRUE(p.cuda_backend);
+  EXPECT_EQ(p.backend_source, "linked in");
+  info.devices.push_back({"CUDA0", "NVIDIA GeForce RTX 4070", Bytes::GiB(12), Bytes::GiB(11)});
+  EXPECT_TRUE(EngineWarnings(info, true).empty());
+  EXPECT_TRUE(EngineProbeFromInfo(info).has_cuda);
 }
 
 }  // namespace

@@ -64,18 +64,34 @@ std::vector<EngineTrap> FindEngineTraps(const EngineTrapInputs& in) {
          "--llama-dir / MOETUNE_LLAMA_DIR at a folder with llama-bench"});
   }
   if (in.nvidia_gpus > 0 && in.engine && in.engine->ran && !in.engine->has_cuda) {
-    std::string fallback = in.engine->has_vulkan ? "Vulkan" : "the CPU";
-    traps.push_back(
-        {"no_cuda_backend", 100, "llama.cpp has no CUDA backend on an NVIDIA machine",
-         fmt::format("`{} --list-devices` lists no CUDA device ({}); llama.cpp will run "
-                     "on {} instead",
-                     in.engine->llama_bench,
-                     in.engine->devices.empty()
-                         ? "no devices at all"
-                         : fmt::format("only: {}", fmt::join(in.engine->devices, "; ")),
-                     fallback),
-         "install a CUDA build of llama.cpp (or the libggml CUDA backend) and point "
-         "MOETUNE_LLAMA_DIR at it"});
+    const EngineProbe& e = *in.engine;
+    const std::string fallback = e.has_vulkan ? "Vulkan" : "the CPU";
+    const std::string listed = e.devices.empty()
+                                   ? "no devices at all"
+                                   : fmt::format("only: {}", fmt::join(e.devices, "; "));
+    if (e.cuda_backend) {
+      // The build has CUDA (a linked-in backend logs nothing), yet no device
+      // registered: the driver or the runtime is the problem, not the build.
+      traps.push_back(
+          {"cuda_backend_no_device", 100, "llama.cpp's CUDA backend sees no GPU",
+           fmt::format("the engine has the CUDA backend ({}) but `{} --list-devices` lists no "
+                       "CUDA device ({}); llama.cpp will run on {} instead",
+                       e.backend_source.empty() ? "found" : e.backend_source, e.llama_bench, listed,
+                       fallback),
+           "check `nvidia-smi`, that the driver is at least as new as the CUDA runtime the "
+           "engine was built with, and that CUDA_VISIBLE_DEVICES does not hide the GPU"});
+    } else {
+      traps.push_back(
+          {"no_cuda_backend", 100, "llama.cpp has no CUDA backend on an NVIDIA machine",
+           fmt::format(
+               "`{} --list-devices` lists no CUDA device ({}) and the engine has no "
+               "CUDA backend (backends: {}); llama.cpp will run on {} instead",
+               e.llama_bench, listed,
+               e.backends.empty() ? "unknown" : fmt::format("{}", fmt::join(e.backends, ", ")),
+               fallback),
+           "install a CUDA build of llama.cpp (or the libggml CUDA backend) and point "
+           "MOETUNE_LLAMA_DIR at it"});
+    }
   }
   for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                           "GGML_VK_VISIBLE_DEVICES"}) {

@@ -27,10 +27,15 @@ struct EngineProbe {
   std::string llama_bench;  // path used; "" when none was found
   bool ran = false;
   std::vector<std::string> devices;  // "CUDA0: NVIDIA ... (24080 MiB, 23000 MiB free)"
+  /// A device of that backend is listed (it is what will run the model).
   bool has_cuda = false;
   bool has_vulkan = false;
   bool has_rocm = false;
-  std::string note;  // why it did not run, or its error
+  /// The engine has the CUDA backend (loaded or linked in), device or not.
+  bool cuda_backend = false;
+  std::vector<std::string> backends;  // "CPU", "CUDA", ...
+  std::string backend_source;         // "linked in", "loaded at run time", ...
+  std::string note;                   // why it did not run, or its error
 };
 
 struct EngineTrapInputs {

@@ -77,6 +77,34 @@ TEST(EngineTraps, MissingCudaBackendOnNvidiaMachine) {
   EXPECT_EQ(Find(FindEngineTraps(in), "no_cuda_backend"), nullptr);
 }
 
+// A CUDA build that registers no device (driver older than its runtime, a
+// hidden GPU): the backend is there, so the fix is the driver, not a rebuild.
+TEST(EngineTraps, CudaBackendWithoutDeviceOnNvidiaMachine) {
+  EngineProbe probe;
+  probe.llama_bench = "/opt/llama/build/bin/llama-bench";
+  probe.ran = true;
+  probe.cuda_backend = true;
+  probe.backends = {"CPU", "CUDA"};
+  probe.backend_source = "linked in";
+  EngineTrapInputs in;
+  in.root = SysRoot("/nonexistent-moetune-root");
+  in.nvidia_gpus = 1;
+  in.engine = probe;
+  const auto traps = FindEngineTraps(in);
+  EXPECT_EQ(Find(traps, "no_cuda_backend"), nullptr);
+  const EngineTrap* t = Find(traps, "cuda_backend_no_device");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->impact, 100);
+  EXPECT_NE(t->detail.find("linked in"), std::string::npos) << t->detail;
+  EXPECT_NE(t->detail.find("no devices at all"), std::string::npos) << t->detail;
+  EXPECT_NE(t->fix.find("nvidia-smi"), std::string::npos) << t->fix;
+  // With its device listed there is nothing to say.
+  probe.devices = {"CUDA0: NVIDIA GeForce RTX 4070 (12282 MiB, 11000 MiB free)"};
+  probe.has_cuda = true;
+  in.engine = probe;
+  EXPECT_EQ(Find(FindEngineTraps(in), "cuda_backend_no_device"), nullptr);
+}
+
 TEST(EngineTraps, UnusableEngineIsAVerdictWithItsReason) {
   EngineProbe probe;
   probe.note = "MOETUNE_LLAMA_DIR='/nowhere' holds no executable llama-bench";

@@ -80,6 +80,10 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const ServerConfi
   }
   FitParamsReport report;
   report.argv = FitParamsArgv(engine, config, options);
+  // Flags this build lacks are named before it runs (versions differ: -kvu is
+  // a llama-server flag only, -fitp is new in 2026 builds).
+  MOETUNE_TRY(CheckEngineFlags(engine, EngineTool::kFitParams, report.argv,
+                               "the memory dry run (llama-fit-params)"));
   RunOptions o;
   o.spawn.argv = report.argv;
   o.timeout = std::chrono::milliseconds(120000);

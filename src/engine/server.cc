@@ -110,16 +110,16 @@ std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOption
   return argv;
 }
 
-Result<CompletionTimings> ParseCompletionResponse(const std::string& body) {
-  const auto j = ParseJsonOrDiscarded(body);
-  if (j.is_discarded() || !j.is_object()) {
-    return Error(
-        ErrorKind::kFormat,
-        fmt::format("llama-server answered something that is not JSON: '{}'", body.substr(0, 200)));
-  }
+namespace {
+
+// The timings (and text) of a finished /completion answer: the whole object,
+// or the last event of a streamed one.
+Result<CompletionTimings> TimingsOf(const nlohmann::json& j, std::string content) {
   if (j.contains("error")) {
-    return Error(ErrorKind::kEngine,
-                 fmt::format("llama-server returned an error: {}", j["error"].dump()));
+    return Error(
+        ErrorKind::kEngine,
+        fmt::format("llama-server returned an error: {}",
+                    j["error"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   }
   auto it = j.find("timings");
   if (it == j.end() || !it->is_object()) {
@@ -138,9 +138,50 @@ Result<CompletionTimings> ParseCompletionResponse(const std::string& body) {
   c.predicted_per_second = num("predicted_per_second");
   c.cache_n = static_cast<int>(num("cache_n"));
   c.ttft_ms = c.prompt_ms + (c.predicted_n > 0 ? c.predicted_ms / c.predicted_n : 0.0);
-  if (j.contains("content") && j["content"].is_string())
-    c.content = j["content"].get<std::string>();
+  c.content = std::move(content);
   return c;
+}
+
+// A streamed answer: "data: {...}" events, the text in pieces, the timings
+// in the last one ("stop": true).
+Result<CompletionTimings> ParseCompletionStream(std::string_view body) {
+  std::string content;
+  for (std::string_view line : SplitLines(body)) {
+    line = Trim(line);
+    constexpr std::string_view kData = "data:";
+    if (!line.starts_with(kData)) continue;  // blank separators, comments
+    const auto j = ParseJsonOrDiscarded(Trim(line.substr(kData.size())));
+    if (j.is_discarded() || !j.is_object()) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("llama-server streamed an event that is not a JSON object: '{}'",
+                               Truncate(line, 200)));
+    }
+    if (j.contains("content") && j["content"].is_string()) {
+      content += j["content"].get<std::string>();
+    }
+    if (j.contains("error") || (j.contains("stop") && j["stop"] == true)) {
+      return TimingsOf(j, std::move(content));
+    }
+  }
+  return Error(ErrorKind::kFormat,
+               "llama-server's streamed /completion answer ended without its final event");
+}
+
+}  // namespace
+
+Result<CompletionTimings> ParseCompletionResponse(const std::string& body) {
+  // A server-sent event stream starts with an event ("data:") or a comment (":").
+  const std::string_view start = Trim(body);
+  if (start.starts_with("data:") || start.starts_with(':')) return ParseCompletionStream(body);
+  const auto j = ParseJsonOrDiscarded(body);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error(
+        ErrorKind::kFormat,
+        fmt::format("llama-server answered something that is not JSON: '{}'", body.substr(0, 200)));
+  }
+  std::string content;
+  if (j.contains("content") && j["content"].is_string()) content = j["content"].get<std::string>();
+  return TimingsOf(j, std::move(content));
 }
 
 Result<std::unique_ptr<LlamaServer>> LlamaServer::Start(const EngineInfo& engine,
@@ -259,11 +300,14 @@ Result<CompletionTimings> LlamaServer::Complete(const std::string& prompt, int n
   // Milliseconds, not whole seconds: a 500 ms limit must not become "none" (0 s).
   client.set_read_timeout(std::max(timeout, std::chrono::milliseconds(1)));
   client.set_write_timeout(std::chrono::seconds(30));
-  const nlohmann::json req = {{"prompt", prompt},
-                              {"n_predict", n_predict},
-                              {"cache_prompt", false},
-                              {"temperature", 0.0},
-                              {"ignore_eos", true}};
+  // Streamed: llama.cpp 0.4.0 runs the whole answer through its chat parser
+  // and refuses text that is not valid UTF-8 with HTTP 500 ("does not match
+  // the expected Content-only format"). A plain answer cut inside a character
+  // at n_predict is such text; a streamed one leaves the cut bytes out. Both
+  // versions put the timings in the last event.
+  const nlohmann::json req = {{"prompt", prompt},      {"n_predict", n_predict},
+                              {"cache_prompt", false}, {"temperature", 0.0},
+                              {"ignore_eos", true},    {"stream", true}};
   const auto t0 = std::chrono::steady_clock::now();
   auto res = client.Post("/completion", req.dump(), "application/json");
   const double wall_ms =

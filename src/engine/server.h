@@ -112,7 +112,8 @@ Result<int> FindFreeLoopbackPort();
 std::vector<std::string> ServerArgv(const EngineInfo& engine, const ServerOptions& options,
                                     int port);
 
-/// Parses a /completion response body.
+/// Parses a /completion response body: one JSON object, or a streamed answer
+/// (server-sent "data:" events, the timings in the last one, "stop": true).
 Result<CompletionTimings> ParseCompletionResponse(const std::string& body);
 
 /// True when llama-server's log says it could not bind its listening socket

@@ -24,6 +24,15 @@ bool PlanCheck::agrees() const {
   return true;
 }
 
+bool PlanCheck::OnlyComputeOverPredicted() const {
+  if (agrees()) return false;
+  for (const auto& r : rows) {
+    if (!r.model_ok || !r.context_ok) return false;
+    if (!r.compute_ok && r.predicted_compute < r.engine_compute) return false;
+  }
+  return true;
+}
+
 Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
                                         const WeightMap& wm, const ServerConfig& config,
                                         const std::vector<EngineDeviceSizes>& devices) {

@@ -9,6 +9,7 @@
 /// converts the engine's report); plan never runs the engine itself.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/placement.h"
@@ -19,6 +20,11 @@ namespace moetune {
 inline constexpr double kCheckModelTolerance = 0.01;
 inline constexpr double kCheckContextTolerance = 0.01;
 inline constexpr double kCheckComputeTolerance = 0.15;
+
+/// The llama.cpp version whose compute-buffer sizes moetune's rules follow
+/// (docs/memory.md). Other versions reserve somewhat different compute
+/// buffers: 0.4.0's are mostly smaller (docs/engine.md, the compatibility table).
+inline constexpr std::string_view kComputeRulesEngineVersion = "0.7.0";
 
 /// One device line of the engine's dry run, in bytes (MiB precision).
 struct EngineDeviceSizes {
@@ -45,6 +51,10 @@ struct PlanCheck {
   std::vector<std::string> notes;
   std::vector<std::string> argv;
   bool agrees() const;
+  /// True when the check disagrees only on compute buffers, each one
+  /// predicted larger than the engine's (the safe side): what an engine whose
+  /// compute buffers are smaller than the ones the rules follow produces.
+  bool OnlyComputeOverPredicted() const;
 };
 
 /// Within `rel` of the engine's figure, allowing the engine's 1 MiB truncation.

@@ -88,6 +88,27 @@ TEST(ComparePlanWithEngine, NoDeviceMeansAllHostWithANote) {
   EXPECT_NE(c->notes[0].find("no GPU"), std::string::npos);
 }
 
+// What an engine whose compute buffers are smaller than the rules' (0.4.0)
+// produces, told apart from any other disagreement.
+TEST(PlanCheck, OnlyComputeOverPredictedIsTheSafeSideOfComputeAlone) {
+  CheckRow ok_row;
+  ok_row.model_ok = ok_row.context_ok = ok_row.compute_ok = true;
+  CheckRow over = ok_row;
+  over.compute_ok = false;
+  over.predicted_compute = 24 * kMiB;
+  over.engine_compute = 16 * kMiB;
+  PlanCheck c;
+  c.rows = {ok_row, over};
+  EXPECT_TRUE(c.OnlyComputeOverPredicted());
+  c.rows[1].predicted_compute = 10 * kMiB;  // under: the unsafe side
+  EXPECT_FALSE(c.OnlyComputeOverPredicted());
+  c.rows[1] = over;
+  c.rows[0].model_ok = false;  // a weight disagreement is never an engine's compute rule
+  EXPECT_FALSE(c.OnlyComputeOverPredicted());
+  c.rows = {ok_row};  // agreeing: nothing to explain
+  EXPECT_FALSE(c.OnlyComputeOverPredicted());
+}
+
 TEST(ComparePlanWithEngine, NoDevicesNeverAgrees) {
   Fix f = Make();
   auto c = ComparePlanWithEngine(f.gguf, f.arch, f.wm, *f.plan.config, {});

@@ -27,6 +27,9 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
                    {"has_cuda", r.engine->has_cuda},
                    {"has_vulkan", r.engine->has_vulkan},
                    {"has_rocm", r.engine->has_rocm},
+                   {"cuda_backend", r.engine->cuda_backend},
+                   {"backends", r.engine->backends},
+                   {"backend_source", r.engine->backend_source},
                    {"note", r.engine->note}};
   } else {
     j["engine"] = nullptr;

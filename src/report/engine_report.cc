@@ -10,11 +10,26 @@ namespace moetune {
 std::string FormatEngineInfo(const EngineInfo& info) {
   std::string s;
   s += fmt::format("engine:    {} ({})\n", info.dir, info.origin);
-  s += fmt::format("version:   {}\n", info.version_line.empty() ? "unknown" : info.version_line);
+  if (info.version_line.empty()) {
+    s += "version:   unknown (no tool printed a version line)\n";
+  } else if (info.version_tool == "llama-bench" || info.version_tool.empty()) {
+    s += fmt::format("version:   {}\n", info.version_line);
+  } else {
+    // Builds whose llama-bench has no --version (0.4.0): say where it came from.
+    s += fmt::format("version:   {} (from {} --version; this llama-bench has no --version)\n",
+                     info.version_line, info.version_tool);
+  }
   if (!info.built_with.empty()) s += fmt::format("built:     {}\n", info.built_with);
-  s += fmt::format("backends:  {}\n", info.backends.empty()
-                                          ? "unknown (no dynamic backends reported)"
-                                          : fmt::format("{}", fmt::join(info.backends, ", ")));
+  if (info.backends.empty()) {
+    s += "backends:  unknown (none loaded at start, none linked in, no device listed)\n";
+  } else if (info.backend_evidence.empty()) {
+    s += fmt::format("backends:  {} ({})\n", fmt::join(info.backends, ", "),
+                     BackendSourceName(info.backend_source));
+  } else {
+    s +=
+        fmt::format("backends:  {} ({}: {})\n", fmt::join(info.backends, ", "),
+                    BackendSourceName(info.backend_source), fmt::join(info.backend_evidence, ", "));
+  }
   if (info.devices.empty()) {
     s += "devices:   none (CPU only)\n";
   } else {
@@ -60,10 +75,15 @@ nlohmann::json EngineInfoToJson(const EngineInfo& info) {
           {"build_number", info.build_number},
           {"commit", info.commit},
           {"built_with", info.built_with},
+          {"version_tool", info.version_tool},
           {"backends", info.backends},
+          {"backend_source", BackendSourceName(info.backend_source)},
+          {"backend_evidence", info.backend_evidence},
           {"devices", devices},
           {"tools", tools},
           {"bench_flags", info.bench_flags},
+          {"server_flags", info.server_flags},
+          {"fit_params_flags", info.fit_params_flags},
           {"warnings", info.warnings}};
 }
 

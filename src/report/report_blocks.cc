@@ -147,6 +147,9 @@ KeyValues EngineSummary(const EngineInfo& e) {
   if (!e.built_with.empty()) kv.items.push_back({"built with", e.built_with});
   std::string backends;
   for (const auto& b : e.backends) backends += (backends.empty() ? "" : ", ") + b;
+  if (!backends.empty() && e.backend_source != BackendSource::kUnknown) {
+    backends += fmt::format(" ({})", BackendSourceName(e.backend_source));
+  }
   kv.items.push_back({"backends", backends.empty() ? "unknown" : backends});
   if (e.devices.empty()) {
     kv.items.push_back({"devices", "none besides the CPU (placement cannot change speed)"});

@@ -8,6 +8,7 @@
 
 #include "engine/run_config.h"
 #include "gguf/ggml_type.h"
+#include "speed/speed_model.h"
 #include "util/text.h"
 
 namespace moetune {

@@ -49,7 +49,7 @@ struct ServerPredictor {
 
 /// The speed model's view of a llama-server command: -ngl, --n-cpu-moe /
 /// --cpu-moe, -ot, -t, -ub, -b, -ctk, -ctv, -fa, -c (0 or absent: the model's
-/// training context), -np, -kvu, --no-mmap (pinned host weights),
+/// training context), -np, -kvu, --no-mmap or -lm none|dio|mlock (pinned host weights),
 /// --no-op-offload. kInvalidArgument, naming the flag, for what the model
 /// cannot take: a value that is not a number, an unknown cache type, or a
 /// placement left to --fit (no -ngl, --n-cpu-moe, --cpu-moe or -ot, and -fit

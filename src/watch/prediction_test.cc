@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "speed/test_speed.h"
 
 namespace moetune {
@@ -63,6 +67,21 @@ TEST(PredictionTest, RunSettingsFollowTheServersFlags) {
   EXPECT_EQ(r->threads, 6);
   EXPECT_TRUE(r->pinned);
   EXPECT_FALSE(r->op_offload);
+}
+
+// 0.7.0's -lm replaces --no-mmap: the modes that read weights into buffers
+// are pinned, the memory-mapped ones are not.
+TEST(PredictionTest, LoadModeSaysWhetherHostWeightsArePinned) {
+  for (const auto& [mode, pinned] : std::vector<std::pair<std::string, bool>>{
+           {"none", true}, {"dio", true}, {"mlock", true}, {"mmap", false}, {"auto", false}}) {
+    auto r = RunSettingsFromServer(
+        SettingsFromArgv({"llama-server", "-m", "x.gguf", "-ngl", "99", "--load-mode", mode}),
+        Qwen3());
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->pinned, pinned) << mode;
+  }
+  auto lm = SettingsFromArgv({"llama-server", "-m", "x.gguf", "-lm", "none"});
+  EXPECT_EQ(lm.config.load_mode, LoadMode::kNone);
 }
 
 TEST(PredictionTest, LlamaServersDefaultsFillTheRest) {

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "watch/trace_test_util.h"
 
@@ -117,6 +118,44 @@ TEST(ServerApiTest, ImpossiblePropsAreRefusedWithTheFieldNamed) {
   auto ok = ParseProps(R"({"model_path":"m.gguf","total_slots":4})");
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ(ok->total_slots, 4);
+}
+
+// The same endpoints of both recorded engines (tests/fixtures/engine): 0.4.0
+// and 0.7.0 expose the same /metrics names and the same /slots and /props
+// fields moetune reads; only the build in /props differs.
+TEST(ServerApiTest, BothRecordedEnginesAnswerAlike) {
+  const std::string root = std::string(MOETUNE_SOURCE_DIR) + "/tests/fixtures/engine/";
+  auto read = [&](const std::string& engine, const std::string& file) {
+    std::ifstream f(root + engine + "/" + file);
+    EXPECT_TRUE(f.good()) << engine << "/" << file;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  for (const auto& [engine, build] : {std::pair{"debian-0.7.0-b11669", "b11669-Debian"},
+                                      std::pair{"bundle-0.4.0-80fb11a", "b1-80fb11a"}}) {
+    SCOPED_TRACE(engine);
+    // After one request of 4 generated tokens.
+    auto m = ParseMetrics(read(engine, "server-metrics.txt"));
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    EXPECT_GT(*m->prompt_tokens_total, 0);
+    EXPECT_GT(*m->prompt_seconds_total, 0);
+    EXPECT_DOUBLE_EQ(*m->tokens_predicted_total, 4);
+    EXPECT_GT(*m->tokens_predicted_seconds_total, 0);
+    EXPECT_DOUBLE_EQ(*m->requests_processing, 0);
+    EXPECT_EQ(m->all.size(), 15u);
+    auto slots = ParseSlots(read(engine, "server-slots-idle.json"));
+    ASSERT_TRUE(slots.ok()) << slots.error().message();
+    ASSERT_EQ(slots->size(), 1u);
+    EXPECT_EQ((*slots)[0].n_ctx, 512);
+    EXPECT_FALSE((*slots)[0].is_processing);
+    auto p = ParseProps(read(engine, "server-props.json"));
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    EXPECT_EQ(p->build_info, build);
+    EXPECT_EQ(p->n_ctx_per_slot, 512);
+    EXPECT_EQ(p->total_slots, 1);
+    EXPECT_EQ(p->endpoint_metrics, true);
+  }
 }
 
 TEST(ServerApiTest, ErrorMessageOfA501) {

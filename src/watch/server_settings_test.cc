@@ -54,6 +54,17 @@ TEST(ServerSettingsTest, DifferencesThatMatter) {
   EXPECT_EQ(d[2].expected, "(default)");
 }
 
+TEST(ServerSettingsTest, LoadModeIsComparedUnderEitherSpelling) {
+  const auto tuned = SettingsFromArgv({"llama-server", "-m", "m.gguf", "-lm", "none"});
+  EXPECT_TRUE(CompareSettings(
+                  tuned, SettingsFromArgv({"llama-server", "-m", "m.gguf", "--load-mode", "none"}))
+                  .empty());
+  const auto d = CompareSettings(tuned, SettingsFromArgv({"llama-server", "-m", "m.gguf"}));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "load_mode");
+  EXPECT_EQ(d[0].expected, "none");
+}
+
 TEST(ServerSettingsTest, EnvironmentAppliesOnlyWithoutTheFlag) {
   auto s = SettingsFromArgv({"llama-server", "-m", "m.gguf", "-c", "4096"});
   ApplyLlamaEnv({{"LLAMA_ARG_CTX_SIZE", "8192"}, {"LLAMA_ARG_N_CPU_MOE", "7"}, {"OTHER", "1"}}, &s);

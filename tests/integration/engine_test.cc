@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "config/server_argv.h"
@@ -41,9 +42,41 @@ class EngineTest : public TinyModelSuite {
 TEST_F(EngineTest, DiscoveryReportsVersionBackendsAndFlags) {
   EXPECT_FALSE(info_->version_line.empty());
   EXPECT_GT(info_->build_number, 0);
+  // From llama-bench, or from another tool when llama-bench has no --version (0.4.0).
+  EXPECT_FALSE(info_->version_tool.empty());
+  for (const auto& w : info_->warnings) EXPECT_EQ(w.find("version"), std::string::npos) << w;
+  // Backends loaded at run time (Debian's build) or linked in (a plain cmake
+  // build): either way they are known, CPU and RPC among them.
   EXPECT_TRUE(info_->HasBackend("CPU")) << FormatEngineInfo(*info_);
+  EXPECT_TRUE(info_->HasBackend("RPC")) << FormatEngineInfo(*info_);
+  EXPECT_TRUE(info_->backend_source == BackendSource::kLoaded ||
+              info_->backend_source == BackendSource::kLinked)
+      << FormatEngineInfo(*info_);
   EXPECT_TRUE(info_->HasBenchFlag("-ngl"));
   EXPECT_TRUE(info_->HasBenchFlag("-o"));
+  // The other tools' flags are known too (the command builders consult them).
+  EXPECT_EQ(info_->Supports(EngineTool::kServer, "--n-cpu-moe"), true);
+  EXPECT_EQ(info_->Supports(EngineTool::kFitParams, "-fitp"), true);
+}
+
+// `moetune engine` names where the version came from and how the backends were found.
+TEST_F(EngineTest, EngineCommandSaysWhereVersionAndBackendsCameFrom) {
+  const auto r = RunCommand({MoetuneBinary(), "engine", "--llama-dir", info_->dir, "--json"}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["version_line"], info_->version_line);
+  EXPECT_EQ(j["version_tool"], info_->version_tool);
+  EXPECT_TRUE(j["backend_source"] == "loaded at run time" || j["backend_source"] == "linked in")
+      << j["backend_source"];
+  EXPECT_FALSE(j["server_flags"].empty());
+  EXPECT_FALSE(j["fit_params_flags"].empty());
+  const auto t = RunCommand({MoetuneBinary(), "engine", "--llama-dir", info_->dir}, 120);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(t.out.find("backends:  unknown"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("version:   unknown"), std::string::npos) << t.out;
+  if (info_->backend_source == BackendSource::kLinked) {
+    EXPECT_NE(t.out.find("(linked in: libggml-cpu.so"), std::string::npos) << t.out;
+  }
 }
 
 TEST_F(EngineTest, PrefillAndDecodeResultsParse) {

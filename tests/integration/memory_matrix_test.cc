@@ -271,11 +271,19 @@ void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
                               << row.engine_model / kMiB << " MiB";
     EXPECT_TRUE(row.context_ok) << where << ": context " << out.context.predicted_mib << " vs "
                                 << row.engine_context / kMiB << " MiB";
-    EXPECT_TRUE(row.compute_ok) << where << ": compute " << out.compute.predicted_mib << " vs "
-                                << row.engine_compute / kMiB << " MiB";
-    EXPECT_LT(std::abs(out.compute.error), 0.15)
-        << where << ": compute " << out.compute.predicted_mib << " vs " << out.compute.engine_mib
-        << " MiB";
+    if (engine->version == kComputeRulesEngineVersion) {
+      EXPECT_TRUE(row.compute_ok) << where << ": compute " << out.compute.predicted_mib << " vs "
+                                  << row.engine_compute / kMiB << " MiB";
+      EXPECT_LT(std::abs(out.compute.error), 0.15)
+          << where << ": compute " << out.compute.predicted_mib << " vs " << out.compute.engine_mib
+          << " MiB";
+    } else {
+      // Another version's compute buffers (0.4.0's are smaller, docs/engine.md):
+      // outside the band only on the safe side, moetune's the larger.
+      EXPECT_TRUE(row.compute_ok || row.predicted_compute > row.engine_compute)
+          << where << " (" << engine->Describe() << "): compute " << out.compute.predicted_mib
+          << " vs " << row.engine_compute / kMiB << " MiB";
+    }
     m->Add(std::move(out));
   }
 }

@@ -105,13 +105,19 @@ TEST(SynthServerTest, LlamaServerLoadsAndTokenizesText) {
   const json tj = json::parse(tok->body, nullptr, false);
   ASSERT_TRUE(tj.contains("tokens")) << tok->body;
   EXPECT_GE(tj["tokens"].size(), 3u);
+  // Asked as LlamaServer::Complete asks (streamed, greedy): llama.cpp 0.4.0
+  // runs the whole answer through its chat parser and refuses text that is
+  // not valid UTF-8 (HTTP 500, or an error event), which random weights
+  // produce when sampled; streaming drops a character cut at n_predict.
   auto comp =
-      cli.Post("/completion", R"({"prompt": "Hello world", "n_predict": 4})", "application/json");
+      cli.Post("/completion",
+               R"({"prompt": "Hello world", "n_predict": 4, "temperature": 0.0, "stream": true})",
+               "application/json");
   ASSERT_TRUE(comp && comp->status == 200) << (comp ? comp->body : "no response");
-  const json cj = json::parse(comp->body, nullptr, false);
-  ASSERT_FALSE(cj.is_discarded());
-  EXPECT_GT(cj["timings"].value("prompt_n", 0), 0) << comp->body;
-  EXPECT_EQ(cj["timings"].value("predicted_n", 0), 4) << comp->body;
+  auto timings = ParseCompletionResponse(comp->body);
+  ASSERT_TRUE(timings.ok()) << timings.error().message();
+  EXPECT_GT(timings->prompt_n, 0) << comp->body;
+  EXPECT_EQ(timings->predicted_n, 4) << comp->body;
 }
 
 TEST(SynthCliTest, BadInputGivesAClearErrorAndNoFile) {
