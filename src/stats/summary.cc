@@ -16,8 +16,7 @@ double BestRepetition(std::vector<double> samples) {
   if (samples.empty()) return 0;
   std::sort(samples.begin(), samples.end());
   std::size_t top = samples.size() - 1;
-  while (top >= kLoneOutlierMinOthers && samples[top] > samples[top - 1] * kLoneOutlierRatio)
-    --top;
+  while (top >= kLoneOutlierMinOthers && samples[top] > samples[top - 1] * kLoneOutlierRatio) --top;
   return samples[top];
 }
 

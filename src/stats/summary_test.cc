@@ -35,8 +35,7 @@ TEST(BestRepetitionTest, ALoneOutlierRepetitionIsNotTheBest) {
   EXPECT_DOUBLE_EQ(BestRepetition({1.5, 6.4, 7.4, 10.2}), 10.2);
   // The ratio is the threshold: just above it is dropped, at it kept.
   EXPECT_DOUBLE_EQ(BestRepetition({80, 90, 100, 100 * kLoneOutlierRatio * 1.01}), 100);
-  EXPECT_DOUBLE_EQ(BestRepetition({80, 90, 100, 100 * kLoneOutlierRatio}),
-                   100 * kLoneOutlierRatio);
+  EXPECT_DOUBLE_EQ(BestRepetition({80, 90, 100, 100 * kLoneOutlierRatio}), 100 * kLoneOutlierRatio);
 }
 
 TEST(BestRepetitionTest, TwoDisturbedRepetitionsDoNotMakeTheBestALoneOutlier) {

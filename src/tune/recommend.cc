@@ -102,7 +102,8 @@ Recommendation Recommend(const CurveAtDepth& base, const RejectionReading& rejec
   // the earliest tied with the best is the edge, the last the safest.
   std::vector<std::optional<Estimate>> candidates;
   for (const auto& p : base.points) {
-    candidates.push_back(FindRejection(rejections.rejected, p.n_cpu_moe) ? std::nullopt : p.objective);
+    candidates.push_back(FindRejection(rejections.rejected, p.n_cpu_moe) ? std::nullopt
+                                                                         : p.objective);
   }
   const Choice choice = Choose(candidates, o.rules.curve);
   if (!choice.best) {

@@ -197,7 +197,8 @@ TEST(TunerTest, NoLargerMicroBatchWhenNothingKeepsTheAllocation) {
   }
   bool said = false;
   for (const auto& d : r.decisions) {
-    said = said || (d.phase == TunePhase::kMicroBatch && d.evidence.find("-ub 1024: not tried") == 0);
+    said =
+        said || (d.phase == TunePhase::kMicroBatch && d.evidence.find("-ub 1024: not tried") == 0);
   }
   EXPECT_TRUE(said);
 }
