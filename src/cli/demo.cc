@@ -111,16 +111,28 @@ int Run(const DemoArgs& a) {
   sopt.spec = ScaleSynthSpec(*spec, *scale);
   // A cached model from an earlier run is reused only if it still reads as a
   // model; a corrupt or truncated one is written again (and said so).
+  bool rewrite = false;
   if (fs::exists(model)) {
     if (auto cached = LoadModelInfo(model); !cached.ok()) {
       Out(fmt::format("(the cached {} is unusable: {}; writing it again)\n", model,
                       cached.error().message()));
-      fs::remove(model, ec);
+      rewrite = true;
     }
   }
-  if (!fs::exists(model)) {
-    auto s = WriteSynthModel(sopt, model);
+  if (rewrite || !fs::exists(model)) {
+    // The cached file just read is an input of this command (util/command_files.h),
+    // never written over: the new model is written beside it, then takes its place.
+    const std::string fresh = rewrite ? model + ".new" : model;
+    auto s = WriteSynthModel(sopt, fresh);
     if (!s.ok()) return ReportError(s.error());
+    if (rewrite) {
+      fs::rename(fresh, model, ec);
+      if (ec) {
+        fs::remove(fresh, ec);
+        return ReportError(Error(
+            ErrorKind::kIo, fmt::format("cannot replace the cached {}: {}", model, ec.message())));
+      }
+    }
   }
   Out(fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model, sopt.spec.model_name,
                   sopt.spec.arch, sopt.spec.n_layer, sopt.spec.n_expert, sopt.spec.n_expert_used,
