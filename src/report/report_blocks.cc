@@ -3,52 +3,29 @@
 #include <fmt/format.h>
 
 #include <ctime>
-#include <map>
-#include <set>
-#include <tuple>
 
 #include "plan/placement.h"
 #include "report/verdict_text.h"
 #include "stats/interval.h"
 #include "tune/measurements.h"
+#include "tune/slice.h"
 
 namespace moetune {
 namespace {
 
-using CurveKey =
-    std::tuple<int, std::string, int, int, int, FlashAttn, uint32_t, uint32_t, LoadMode>;
-
-CurveKey KeyOf(const RunConfig& c) {
-  return {c.placement.n_gpu_layers,
-          c.placement.OverrideTensor(),
-          c.threads,
-          c.n_ubatch,
-          c.n_batch,
-          c.flash_attn,
-          c.type_k,
-          c.type_v,
-          c.load_mode};
-}
-
-// A result measured with the settings held fixed along the N curve: the
-// settings with the most distinct N, as the analysis chose them.
+// A result measured with the settings held fixed along the N curve, as the
+// analysis chose them (tune/slice.h CurveKey).
 const RunResult* CurveSample(const std::vector<RunResult>& results, const std::string& model) {
-  std::map<CurveKey, std::set<int>> ns;
-  std::map<CurveKey, const RunResult*> sample;
+  std::vector<const RunResult*> rs;
   for (const auto& r : results) {
-    if (!model.empty() && r.config.model != model) continue;
-    ns[KeyOf(r.config)].insert(r.config.placement.n_cpu_moe);
-    sample.emplace(KeyOf(r.config), &r);
+    if (model.empty() || r.config.model == model) rs.push_back(&r);
   }
-  const RunResult* best = nullptr;
-  size_t most = 0;
-  for (const auto& [k, set] : ns) {
-    if (set.size() > most) {
-      most = set.size();
-      best = sample[k];
-    }
+  if (rs.empty()) return nullptr;
+  const SettingsKey key = CurveKey(rs);
+  for (const RunResult* r : rs) {
+    if (KeyOf(r->config) == key) return r;
   }
-  return best;
+  return nullptr;
 }
 
 std::string Samples(const std::vector<double>& s) {

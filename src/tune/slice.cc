@@ -35,7 +35,20 @@ std::string PickModel(const std::vector<RunResult>& all, std::vector<std::string
   return model;
 }
 
-// The fixed settings with the most distinct N, then the most results.
+}  // namespace
+
+SettingsKey KeyOf(const RunConfig& c) {
+  return {c.placement.n_gpu_layers,
+          c.placement.OverrideTensor(),
+          c.threads,
+          c.n_ubatch,
+          c.n_batch,
+          c.flash_attn,
+          c.type_k,
+          c.type_v,
+          c.load_mode};
+}
+
 SettingsKey CurveKey(const std::vector<const RunResult*>& rs) {
   std::map<SettingsKey, std::set<int>> n_per_key;
   std::map<SettingsKey, int> count_per_key;
@@ -51,20 +64,6 @@ SettingsKey CurveKey(const std::vector<const RunResult*>& rs) {
     }
   }
   return *key;
-}
-
-}  // namespace
-
-SettingsKey KeyOf(const RunConfig& c) {
-  return {c.placement.n_gpu_layers,
-          c.placement.OverrideTensor(),
-          c.threads,
-          c.n_ubatch,
-          c.n_batch,
-          c.flash_attn,
-          c.type_k,
-          c.type_v,
-          c.load_mode};
 }
 
 bool IsPrefill(const RunConfig& c) { return c.n_prompt > 0 && c.n_gen == 0; }

@@ -19,6 +19,9 @@ namespace moetune {
 using SettingsKey =
     std::tuple<int, std::string, int, int, int, FlashAttn, uint32_t, uint32_t, LoadMode>;
 SettingsKey KeyOf(const RunConfig& config);
+/// The settings held fixed along the N curve of `results` (not empty): those
+/// with the most distinct N, then the most results.
+SettingsKey CurveKey(const std::vector<const RunResult*>& results);
 
 /// A prefill test (-p, no -n) or a decode test (-n, no -p).
 bool IsPrefill(const RunConfig& config);
