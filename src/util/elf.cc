@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "util/checked.h"
+#include "util/unique_fd.h"
 
 namespace moetune {
 namespace {
@@ -129,24 +130,9 @@ Status CollectSymbols(const ElfByteReader& read, const std::vector<Elf64_Shdr>& 
   return OkStatus();
 }
 
-// Closes the descriptor on every exit path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // A pread-based reader over an open regular file.
-Result<std::pair<std::shared_ptr<Fd>, ElfByteReader>> OpenElf(const std::string& path) {
-  auto fd = std::make_shared<Fd>(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+Result<std::pair<std::shared_ptr<UniqueFd>, ElfByteReader>> OpenElf(const std::string& path) {
+  auto fd = std::make_shared<UniqueFd>(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd->get() < 0) {
     const int e = errno;
     return Error(e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,

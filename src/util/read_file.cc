@@ -8,23 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/unique_fd.h"
+
 namespace moetune {
 namespace {
-
-// Closes the descriptor on every exit path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 const char* FileTypeName(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -39,7 +26,7 @@ const char* FileTypeName(mode_t mode) {
 
 Result<std::string> ReadRegularFile(const std::string& path, std::size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     const int e = errno;
     return Error(e == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
