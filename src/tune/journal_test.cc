@@ -115,7 +115,8 @@ TEST(JournalTest, AFileThatIsNotAJournalIsLeftExactlyAsItWas) {
   testing::TempDir dir;
   // A model-like binary file and a text without a newline: the torn-line
   // repair once cut both at their last newline before the header check.
-  std::string model = "GGUF\x03\x00\x00\x00binary\nstuff\x00\xff";
+  using namespace std::string_literals;
+  std::string model = "GGUF\x03\x00\x00\x00binary\nstuff\x00\xff"s;
   for (int i = 0; i < 1000; ++i) model += static_cast<char>(i * 7);
   for (const std::string& bytes : {model, std::string("precious text without a newline")}) {
     const std::string path = dir.File("precious.bin");

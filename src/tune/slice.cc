@@ -23,7 +23,7 @@ std::string Describe(const RunConfig& c) {
 std::string PickModel(const std::vector<RunResult>& all, std::vector<std::string>* notes) {
   std::map<std::string, int> per_model;
   for (const auto& r : all) ++per_model[r.config.model];
-  const std::string model =
+  std::string model =
       std::max_element(per_model.begin(), per_model.end(), [](const auto& x, const auto& y) {
         return x.second < y.second;
       })->first;

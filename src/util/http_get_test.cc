@@ -29,7 +29,7 @@ bool Send(int fd, std::string_view text) {
 class HostileServer {
  public:
   // `answer` gets the accepted connection after the request was read.
-  explicit HostileServer(std::function<void(int fd, const std::atomic<bool>& stop)> answer) {
+  explicit HostileServer(const std::function<void(int fd, const std::atomic<bool>& stop)>& answer) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
