@@ -18,7 +18,7 @@
 namespace moetune {
 namespace {
 
-constexpr std::size_t kMaxLine = 64 * 1024;
+constexpr std::size_t kMaxLine = std::size_t{64} * 1024;
 
 std::size_t SkipSpaces(std::string_view s, std::size_t i) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;

@@ -149,6 +149,7 @@ std::vector<uint64_t> ListeningSocketInodes(const SysRoot& root, int port) {
 
 bool HoldsSocket(const SysRoot& root, pid_t pid, const std::vector<uint64_t>& inodes) {
   std::vector<std::string> wanted;
+  wanted.reserve(inodes.size());
   for (uint64_t i : inodes) wanted.push_back("socket:[" + std::to_string(i) + "]");
   const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
   std::error_code ec;

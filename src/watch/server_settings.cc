@@ -70,6 +70,7 @@ std::vector<SettingDifference> CompareSettings(const ServerSettings& expected,
   const auto e = Written(expected);
   const auto a = Written(actual);
   std::vector<std::string> keys;
+  keys.reserve(e.size() + a.size());
   for (const auto& [k, v] : e) keys.push_back(k);
   for (const auto& [k, v] : a) keys.push_back(k);
   std::sort(keys.begin(), keys.end());

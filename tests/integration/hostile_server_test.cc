@@ -34,7 +34,7 @@ bool Send(int fd, std::string_view text) {
 // A TCP server that answers every connection (until stopped) in its own way.
 class RawServer {
  public:
-  explicit RawServer(std::function<void(int fd, const std::atomic<bool>& stop)> answer) {
+  explicit RawServer(const std::function<void(int fd, const std::atomic<bool>& stop)>& answer) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
