@@ -180,21 +180,6 @@ std::string CpuMoeOverride(int n_cpu_moe) {
   return Join(parts);
 }
 
-int BenchRun::TotalModelLoads() const {
-  int total = 0;
-  for (const auto& inv : invocations) {
-    if (inv.model_loads < 0) return -1;
-    total += inv.model_loads;
-  }
-  return total;
-}
-
-std::size_t BenchRun::FailureCount() const {
-  std::size_t n = 0;
-  for (const auto& r : results) n += r.ok() ? 0 : 1;
-  return n;
-}
-
 LlamaBenchEngine::LlamaBenchEngine(EngineInfo info, LlamaBenchOptions options)
     : info_(std::move(info)), options_(std::move(options)) {}
 

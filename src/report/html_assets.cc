@@ -1,10 +1,11 @@
-// The stylesheet and script every HTML report embeds (report/html_document.h).
+// The stylesheet and script every HTML report embeds (report/html_assets.h).
 // System fonts only; colours from the Okabe-Ito palette, which stays distinct
 // for the common colour-vision deficiencies; shapes (dashes, rings, crosses,
 // hollow points) carry the meaning as well, never colour alone.
+#include "report/html_assets.h"
+
 #include <string>
 
-#include "report/html_document.h"
 #include "util/sha256.h"
 
 namespace moetune {

@@ -18,15 +18,10 @@
 #include <string>
 
 #include "report/document.h"
+#include "report/html_assets.h"
 
 namespace moetune {
 
 std::string RenderHtml(const Report& report);
-
-/// The stylesheet and the script embedded in every report, and the
-/// Content-Security-Policy that allows exactly them.
-const std::string& ReportStylesheet();
-const std::string& ReportScript();
-std::string ReportContentSecurityPolicy();
 
 }  // namespace moetune
