@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "config/server_argv.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -174,7 +175,7 @@ void RamVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
           FitExperts(*in.model, p.TotalFreeVramBytes() -
                                     in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
       cpu_side += fit.cpu_expert_bytes;
-      split = fmt::format("--n-cpu-moe {}", fit.n_cpu_moe);
+      split = ShellJoin(SettingsArgv({{FlagId::kNCpuMoe, std::to_string(fit.n_cpu_moe)}}));
     }
     const double ratio = static_cast<double>(cpu_side) / static_cast<double>(m.available_bytes);
     if (ratio > 1.0) {

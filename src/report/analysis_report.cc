@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/server_argv.h"
 #include "report/verdict_text.h"
 #include "stats/interval.h"
 #include "util/table.h"
@@ -194,9 +195,11 @@ std::string AnalysisText(const AnalysisReport& r) {
   if (!a.settings.empty()) o += fmt::format("Settings along the N curve: {}\n", a.settings);
   o += "\n";
   if (rec.n_cpu_moe) {
-    std::string flags = fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe);
-    if (rec.threads) flags += fmt::format(" -t {}", *rec.threads);
-    if (rec.n_ubatch) flags += fmt::format(" -ub {}", *rec.n_ubatch);
+    // Written by the one writer of the flag vocabulary (config/server_argv.h).
+    std::vector<FlagSetting> settings = {{FlagId::kNCpuMoe, std::to_string(*rec.n_cpu_moe)}};
+    if (rec.threads) settings.push_back({FlagId::kThreads, std::to_string(*rec.threads)});
+    if (rec.n_ubatch) settings.push_back({FlagId::kUbatch, std::to_string(*rec.n_ubatch)});
+    const std::string flags = ShellJoin(SettingsArgv(settings));
     o += fmt::format("Recommendation: {}  ({}{})\n  {}\n", flags, RecommendationRuleName(rec.rule),
                      rec.measured ? "" : ", not measured", RecommendationReason(rec));
   } else {
