@@ -84,8 +84,13 @@ bool Apply(const FlagSpec& flag, const std::string& value, ParsedServerCommand* 
       return p.AddOverrideTensor(value).ok();
     case FlagId::kCtxSize:
       return ToInt<int64_t>(value, 0, int64_t{1} << 40, &c.ctx_size);
-    case FlagId::kParallel:
-      return ToInt(value, -1, kMaxInt, &c.n_parallel);
+    case FlagId::kParallel: {
+      // -1 is llama-server's "auto"; 0 slots is no server (ServerConfig::n_parallel).
+      int n = 0;
+      if (!ToInt(value, -1, kMaxInt, &n) || n == 0) return false;
+      c.n_parallel = n;
+      return true;
+    }
     case FlagId::kKvUnified:
       c.kv_unified = Switch::kOn;
       return true;

@@ -237,4 +237,16 @@ TEST(PlannedConfig, CarriesThePlansPlacementAndContext) {
 }
 
 }  // namespace
+// Zero slots is no server: "-np 0" is refused, so every accepted slot count
+// (-1: llama-server's auto, or 1 and more) writes back and reads back the same.
+TEST(ServerArgv, ZeroSlotsIsNotASlotCount) {
+  const ParsedServerCommand zero = ParseServerArgv({"llama-server", "-m", "q.gguf", "-np", "0"});
+  EXPECT_EQ(zero.invalid, (std::vector<FlagSetting>{{FlagId::kParallel, "0"}}));
+  EXPECT_EQ(zero.config.n_parallel, -1);
+  for (const char* n : {"-1", "1", "4"}) {
+    const ServerConfig c = ParseServerArgv({"llama-server", "-m", "q.gguf", "-np", n}).config;
+    EXPECT_EQ(ParseServerArgv(ServerArgv(c)).config, c) << n;
+  }
+}
+
 }  // namespace moetune

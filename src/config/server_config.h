@@ -105,7 +105,7 @@ struct ServerConfig {
   std::string model;  // -m (the first file of a split model; llama.cpp finds the others)
   Placement placement;
   int64_t ctx_size = 0;  // -c; 0: not given (the model's training context)
-  int n_parallel = -1;   // -np; -1: not given (llama-server: auto, 4 slots sharing one cache)
+  int n_parallel = -1;   // -np; -1: not given (llama-server: auto, 4 slots, one cache); never 0
   Switch kv_unified = Switch::kDefault;  // -kvu / -no-kvu
   int n_ubatch = 512;                    // -ub
   int n_batch = 2048;                    // -b

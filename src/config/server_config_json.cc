@@ -131,6 +131,7 @@ ServerConfig ServerConfigFromJson(JsonFields& f, const ServerConfig& base) {
   }
   c.ctx_size = f.Int("ctx_size", 0, kMaxContext, c.ctx_size);
   c.n_parallel = static_cast<int>(f.Int("n_parallel", -1, kMaxInt, c.n_parallel));
+  if (c.n_parallel == 0) f.Invalid("n_parallel", "-1 (llama-server's auto) or at least 1 slot");
   c.kv_unified = SwitchFrom(f, "kv_unified", c.kv_unified);
   c.fit = SwitchFrom(f, "fit", c.fit);
   if (f.Has("rpc")) c.rpc = f.Strings("rpc");

@@ -80,6 +80,7 @@ TEST(ServerConfigJson, BadFieldsAreNamed) {
       {{{"override_tensor", "no-equals-sign"}}, "pick.override_tensor"},
       {{{"rpc", "host:1"}}, "pick.rpc"},
       {{{"port", 70000}}, "pick.port"},
+      {{{"n_parallel", 0}}, "pick.n_parallel"},
       {{{"cpu_experts", "middle"}}, "pick.cpu_experts"},
       {{{"devices", json::array({{{"device", 3}}})}}, "pick.devices[0].device"},
       {json::array(), "pick"},
