@@ -18,12 +18,28 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 timings=()
+times_line() {
+  local line="time:" t
+  for t in "${timings[@]}"; do line+=" $t,"; done
+  echo "$line total $SECONDS s"
+}
+current="" current_start=0
 step() {  # step NAME COMMAND...: runs it and records its wall time
-  local name=$1 start=$SECONDS
+  current=$1 current_start=$SECONDS
   shift
   "$@"
-  timings+=("$name $((SECONDS - start)) s")
+  timings+=("$current $((SECONDS - current_start)) s")
+  current=""
 }
+# A failed step ends the run (set -e); say which, and where the time went until then.
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$current" ]; then
+    timings+=("$current (failed, exit $rc) $((SECONDS - current_start)) s")
+    times_line
+  fi
+}
+trap on_exit EXIT
 
 lint() {
   case "${LINT:-unrecorded}" in
@@ -100,6 +116,4 @@ if [ -f build/compat/bundle.log ] && scripts/build-engine-from-bundle.sh --locat
 else
   echo "second engine: skipped (not counted)"
 fi
-line="time:"
-for t in "${timings[@]}"; do line+=" $t,"; done
-echo "$line total $SECONDS s"
+times_line
