@@ -350,6 +350,11 @@ std::optional<ExitStatus> ChildProcess::TryReap(bool block) {
   while (::waitpid(pid_, &ws, 0) < 0 && errno == EINTR) {
   }
   status_ = FromWaitStatus(ws);
+  // SIGKILL takes effect when each member is next scheduled: on a busy machine a member can
+  // still run for a moment. Wait (bounded: one in uninterruptible sleep may take longer) so
+  // that whoever stopped this child finds nothing of it left. The group id stays reserved
+  // while any member lives, so the scan cannot mistake another program's group for it.
+  for (int i = 0; i < 200 && !LiveProcessesInGroup(pid_).empty(); ++i) SleepMs(5);
   return status_;
 }
 
