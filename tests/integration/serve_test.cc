@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "watch/trace_test_util.h"
 #include "watch_support.h"
@@ -345,6 +346,64 @@ TEST_F(ServeTest, APredictedBaselineJudgesFromTheFirstRequestThenTheSessionTakes
   EXPECT_EQ(kinds.front(), "predicted");  // judged from the first request
   EXPECT_EQ(kinds.back(), "session");     // measured wins once enough requests are in
   EXPECT_TRUE(Events(serve.out(), "alarm").empty());
+}
+
+// A plan file's command is untrusted: serve starts only the settings moetune
+// plans and tunes, says what it left out, and takes no path but the model from
+// it (--path would publish a folder, --log-file write where the file chose,
+// --api-key lock out serve's own watcher).
+TEST_F(ServeTest, AFilesCommandStartsOnlyTheSettingsMoetunePlans) {
+  TempDir tmp;
+  const std::string plan = tmp.File("plan.json");
+  const std::string published = tmp.File("published");
+  const std::string chosen_log = tmp.File("chosen.log");
+  std::ofstream(plan) << nlohmann::json{
+      {"command_argv",
+       {"LD_PRELOAD=/nonexistent/evil.so",
+        "-m",
+        model_,
+        "-ngl",
+        "99",
+        "-ncmoe",
+        "0",
+        "-c",
+        "8192",
+        "-ub",
+        "256",
+        "-t",
+        "1",
+        "-fit",
+        "off",
+        "--path",
+        published,
+        "--log-file",
+        chosen_log,
+        "--api-key",
+        "locked-out"}}}.dump();
+  const int port = FreePort();
+  Moetune serve({"serve", model_, "--from", plan, "--port", std::to_string(port), "--interval",
+                 "0.5", "--json", "--server-log", tmp.File("server.log"), "--no-predict"},
+                tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const pid_t server = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  const std::vector<std::string> cmdline = ReadCmdlineOf(server);
+  ASSERT_FALSE(cmdline.empty());
+  EXPECT_EQ(cmdline[0].find("LD_PRELOAD"), std::string::npos) << cmdline[0];
+  for (const char* flag : {"--path", "--log-file", "--api-key"}) {
+    EXPECT_EQ(std::find(cmdline.begin(), cmdline.end(), flag), cmdline.end()) << flag;
+    EXPECT_NE(serve.err().find(flag), std::string::npos) << "not said dropped: " << flag;
+  }
+  EXPECT_NE(serve.err().find("not started with"), std::string::npos) << serve.err();
+  // The settings moetune plans are the file's.
+  const auto ncmoe = std::find(cmdline.begin(), cmdline.end(), "--n-cpu-moe");
+  ASSERT_NE(ncmoe, cmdline.end());
+  EXPECT_EQ(*(ncmoe + 1), "0");
+  // No key locks out the watcher: a conversation turn is answered and sampled.
+  Conversation chat(port);
+  ASSERT_TRUE(chat.Turn(20, 8).has_value()) << serve.err();
+  EXPECT_TRUE(WaitFor([&] { return !Events(serve.out(), "sample").empty(); }, 30)) << serve.err();
+  EXPECT_FALSE(std::filesystem::exists(chosen_log));
+  InterruptAndCheck(serve, {server});
 }
 
 TEST_F(ServeTest, BadValuesAreUsageErrors) {
