@@ -91,10 +91,11 @@ function(moetune_define_paths target)
 endfunction()
 
 # moetune_needed_sources(OUT CANDIDATES ROOT...): the CANDIDATES (a list variable of library
-# sources) that the ROOT files need: every header they include brings the name.cc beside it,
-# and what that source includes brings more, transitively. This relies on the project's rule
-# that what a header declares is defined in the .cc of the same name; a definition found
-# elsewhere would be a link error that names the symbol.
+# sources) that the ROOT files need: every header they include brings the name.cc beside it
+# (and name_PART.cc, where one class is split across files, e.g. reserve_graph_builder_blocks.cc),
+# and what those sources include brings more, transitively. This relies on the project's rule
+# that what a header declares is defined in the .cc of the same name (or its parts); a
+# definition found elsewhere would be a link error that names the symbol.
 function(moetune_needed_sources out candidates)
   set(todo ${ARGN})
   set(seen ${ARGN})
@@ -108,12 +109,26 @@ function(moetune_needed_sources out candidates)
       endif()
       list(APPEND seen "${header}")
       list(APPEND todo "${header}")
-      string(REGEX REPLACE "\\.h$" ".cc" source "${header}")
-      if(NOT source STREQUAL header AND EXISTS "${source}" AND NOT source IN_LIST seen)
-        list(APPEND seen "${source}")
-        list(APPEND todo "${source}")
-        list(APPEND needed "${source}")
+      if(NOT header MATCHES "\\.h$")
+        continue()
       endif()
+      string(REGEX REPLACE "\\.h$" "" stem "${header}")
+      # A part has no header of its own (foo_bar.cc beside foo_bar.h is a unit of its own).
+      file(GLOB candidates_beside "${stem}_*.cc")
+      set(parts "")
+      foreach(part IN LISTS candidates_beside)
+        string(REGEX REPLACE "\\.cc$" ".h" part_header "${part}")
+        if(NOT part MATCHES "_test\\.cc$" AND NOT EXISTS "${part_header}")
+          list(APPEND parts "${part}")
+        endif()
+      endforeach()
+      foreach(source "${stem}.cc" ${parts})
+        if(EXISTS "${source}" AND NOT source IN_LIST seen)
+          list(APPEND seen "${source}")
+          list(APPEND todo "${source}")
+          list(APPEND needed "${source}")
+        endif()
+      endforeach()
     endforeach()
   endwhile()
   set(result "")

@@ -30,6 +30,7 @@ class ReserveGraphBuilder {
   Result<SimGraph> Build(const std::vector<int>& layers);
 
  private:
+  static constexpr int64_t kF32 = 4;  // bytes of an f32 element (the strides of views)
   enum class Gating { kSoftmax, kSigmoid, kSoftmaxWeight };
 
   // Weights (-1 when the file has no such tensor) and their devices.
