@@ -5,76 +5,23 @@
 // the limit or the problem; none is watched as if it were llama-server.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <functional>
 #include <thread>
 
 #include "support.h"
+#include "util/raw_server_test_util.h"
 
 namespace moetune::itest {
 namespace {
 
 using namespace std::chrono_literals;
 
-bool Send(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
+using moetune::testing::RawServer;
 
-// A TCP server that answers every connection (until stopped) in its own way.
-class RawServer {
- public:
-  explicit RawServer(const std::function<void(int fd, const std::atomic<bool>& stop)>& answer) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-    thread_ = std::thread([this, answer] {
-      while (!stop_) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        std::string req;
-        char buf[4096];
-        while (req.find("\r\n\r\n") == std::string::npos) {
-          const ssize_t n = ::recv(c, buf, sizeof buf, 0);
-          if (n <= 0) break;
-          req.append(buf, static_cast<std::size_t>(n));
-        }
-        answer(c, stop_);
-        ::close(c);
-      }
-    });
-  }
-  ~RawServer() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using moetune::testing::SendAll;
 
 CommandResult WatchOnce(const std::string& url) {
   return RunCommand({MoetuneBinary(), "watch", url, "--once", "--timeout", "2", "--no-gpu"}, 60);
@@ -82,10 +29,10 @@ CommandResult WatchOnce(const std::string& url) {
 
 TEST(HostileServer, AnEndlessHeaderLineIsCutAtTheHeaderLimit) {
   RawServer s([](int fd, const std::atomic<bool>& stop) {
-    if (!Send(fd, "HTTP/1.1 200 OK\r\nX-Flood: ")) return;
+    if (!SendAll(fd, "HTTP/1.1 200 OK\r\nX-Flood: ")) return;
     const std::string chunk(65536, 'a');
     for (int i = 0; i < 16384 && !stop; ++i) {
-      if (!Send(fd, chunk)) return;
+      if (!SendAll(fd, chunk)) return;
     }
   });
   const auto r = WatchOnce(s.url());
@@ -101,7 +48,7 @@ TEST(HostileServer, OneByteAtATimeMeetsTheDeadline) {
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n" +
         std::string(200, ' ');
     for (char c : answer) {
-      if (stop || !Send(fd, std::string_view(&c, 1))) return;
+      if (stop || !SendAll(fd, std::string_view(&c, 1))) return;
       std::this_thread::sleep_for(300ms);
     }
   });
@@ -115,7 +62,7 @@ TEST(HostileServer, OneByteAtATimeMeetsTheDeadline) {
 
 TEST(HostileServer, AnEarlyCloseIsNotATimeout) {
   RawServer s([](int fd, const auto&) {
-    Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"model_path\":");
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"model_path\":");
   });
   const auto r = WatchOnce(s.url());
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -125,9 +72,9 @@ TEST(HostileServer, AnEarlyCloseIsNotATimeout) {
 
 TEST(HostileServer, ARedirectIsNotFollowed) {
   RawServer s([](int fd, const auto&) {
-    Send(fd,
-         "HTTP/1.1 302 Found\r\nLocation: http://192.0.2.7:8080/props\r\nContent-Length: 0"
-         "\r\n\r\n");
+    SendAll(fd,
+            "HTTP/1.1 302 Found\r\nLocation: http://192.0.2.7:8080/props\r\nContent-Length: 0"
+            "\r\n\r\n");
   });
   const auto r = WatchOnce(s.url());
   EXPECT_EQ(r.exit_code, 1) << r.err;
