@@ -6,7 +6,11 @@
 // loudly (ADD_FAILURE) on anything else.
 
 #include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -160,31 +164,74 @@ inline std::vector<std::string> ArgvFromIni(std::string_view text, std::string* 
   return Ordered(pairs);
 }
 
-// `--emit compose`: the items of `command:`, YAML single-quoted, with compose's
-// `$$` for a literal `$`.
+// Runs `argv` (no shell), feeding nothing, and returns its stdout; a failure
+// to start or a non-zero exit is a test failure. For the real parsers the
+// emit tests read the formats back with (python3 with PyYAML, /bin/sh).
+inline std::string RunTool(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += ShellQuoteWord(a) + " ";
+  FILE* p = ::popen((cmd + "</dev/null").c_str(), "r");
+  if (p == nullptr) {
+    ADD_FAILURE() << "cannot run " << cmd;
+    return "";
+  }
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = ::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int rc = ::pclose(p);
+  EXPECT_EQ(rc, 0) << cmd << " failed (python3 and python3-yaml come with scripts/install-deps.sh)";
+  return out;
+}
+
+// `text` written to a temporary file that is removed with the object.
+struct TextFile {
+  explicit TextFile(std::string_view text) {
+    char tmpl[] = "/tmp/moetune_emit_XXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    path = tmpl;
+    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+      ADD_FAILURE() << "cannot write " << path;
+    if (fd >= 0) ::close(fd);
+  }
+  ~TextFile() { ::unlink(path.c_str()); }
+  TextFile(const TextFile&) = delete;
+  TextFile& operator=(const TextFile&) = delete;
+  std::string path;
+};
+
+// A YAML document read by PyYAML (a real YAML parser, YAML 1.1 line breaks
+// included), as JSON.
+inline nlohmann::json YamlLoad(std::string_view text) {
+  TextFile file(text);
+  const std::string out = RunTool({"python3", "-c",
+                                   "import json,sys,yaml\n"
+                                   "with open(sys.argv[1], 'rb') as f: doc = yaml.safe_load(f)\n"
+                                   "sys.stdout.write(json.dumps(doc))\n",
+                                   file.path});
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded()) ADD_FAILURE() << "PyYAML gave no JSON for:\n" << text;
+  return j;
+}
+
+// `--emit compose`: the items of `command:` as PyYAML reads them, with
+// compose's `$$` for a literal `$`.
 inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
   std::vector<std::string> argv = {"llama-server"};
-  const size_t at = text.find("\n    command:\n");
-  if (at == std::string_view::npos) {
-    ADD_FAILURE() << "no command: list";
+  const nlohmann::json doc = YamlLoad(text);
+  const auto* command = doc.is_object() && doc.contains("services") &&
+                                doc["services"].contains("llama-server") &&
+                                doc["services"]["llama-server"].contains("command")
+                            ? &doc["services"]["llama-server"]["command"]
+                            : nullptr;
+  if (command == nullptr || !command->is_array()) {
+    ADD_FAILURE() << "no services.llama-server.command list in:\n" << text;
     return argv;
   }
-  size_t start = at + 14;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(start, nl - start);
-    start = nl + 1;
-    if (line.substr(0, 8) != "      - ") break;
-    std::string_view v = line.substr(8);
-    if (v.size() < 2 || v.front() != '\'' || v.back() != '\'') {
-      ADD_FAILURE() << "not single-quoted: " << line;
-      continue;
-    }
-    v = v.substr(1, v.size() - 2);
+  for (const auto& item : *command) {
+    const std::string v = item.get<std::string>();
     std::string out;
     for (size_t i = 0; i < v.size(); ++i) {
-      if ((v[i] == '\'' || v[i] == '$') && i + 1 < v.size() && v[i + 1] == v[i]) ++i;
+      if (v[i] == '$' && i + 1 < v.size() && v[i + 1] == '$') ++i;
       out += v[i];
     }
     argv.push_back(out);
