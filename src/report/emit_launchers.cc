@@ -125,7 +125,7 @@ Result<std::string> EmitLlamaSwap(const ServerConfig& config, const EmitContext&
   inner.host.clear();
   inner.port = 1;
   std::string cmd = "llama-server";
-  for (auto s : ConfigSettings(inner)) {
+  for (const auto& s : ConfigSettings(inner)) {
     const FlagSpec& f = Flag(s.flag);
     cmd += " " + std::string(f.spelling);
     if (!f.takes_value()) continue;
