@@ -11,6 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "config/server_argv.h"
 #include "report/emit.h"
@@ -21,11 +24,11 @@
 namespace moetune {
 namespace {
 
-using testing::ArgvFromCompose;
+using testing::ArgvFromComposeDoc;
 using testing::ArgvFromIni;
+using testing::ReadText;
 using testing::RunTool;
-using testing::TextFile;
-using testing::YamlLoad;
+using testing::WriteText;
 
 // Every character under test, as UTF-8.
 std::vector<std::string> Characters() {
@@ -57,34 +60,81 @@ EmitContext Header(const std::string& c) {
   return ctx;
 }
 
-// /bin/sh runs the file with a `llama-server` that prints its arguments.
-std::vector<std::string> ArgvFromSh(const std::string& text) {
+// One --emit output, and what the real parsers read in it. Those fields are
+// filled for all cases at once (ReadBack): starting python3 or /bin/sh costs
+// far more than the reading, and there are hundreds of cases.
+struct Case {
+  std::string trace;
+  EmitFormat format;
+  ServerConfig config;
+  std::string text;
+  nlohmann::json yaml;  // compose, llama-swap: the text as PyYAML reads it
+  std::string shell;    // server: the arguments llama-server got; env: `env -0`
+};
+
+// One /bin/sh reads every server and env case, each in its own subshell and
+// with its own output file (every byte comes back, no delimiter to escape): a
+// server text runs with a `llama-server` first on PATH that prints its
+// arguments NUL-terminated; an env text is sourced under `set -a`, then the
+// environment is printed. A case the shell fails is a test failure.
+void RunShell(std::vector<Case>* cases) {
   testing::TempDir dir;
-  TextFile file(text);
-  const std::string out = RunTool(
-      {"/bin/sh", "-c",
-       "mkdir -p \"$1/bin\" && printf '#!/bin/sh\\nprintf \"%%s\\\\0\" llama-server \"$@\"\\n' "
-       "> \"$1/bin/llama-server\" && chmod +x \"$1/bin/llama-server\" && PATH=\"$1/bin:$PATH\" "
-       "&& . \"$2\"",
-       "sh", dir.path(), file.path});
-  std::vector<std::string> argv;
-  for (size_t start = 0, end; (end = out.find('\0', start)) != std::string::npos; start = end + 1)
-    argv.push_back(out.substr(start, end - start));
-  return argv;
+  std::string script =
+      "d=$1\n"
+      "mkdir -p \"$d/bin\" && printf '#!/bin/sh\\nprintf \"%%s\\\\0\" llama-server \"$@\"\\n' "
+      "> \"$d/bin/llama-server\" && chmod +x \"$d/bin/llama-server\" || exit 1\n";
+  for (size_t i = 0; i < cases->size(); ++i) {
+    const EmitFormat f = (*cases)[i].format;
+    if (f != EmitFormat::kServer && f != EmitFormat::kEnv) continue;
+    WriteText(dir.File(fmt::format("{}.sh", i)), (*cases)[i].text);
+    script += f == EmitFormat::kServer
+                  ? fmt::format("(PATH=\"$d/bin:$PATH\"; . \"$d/{0}.sh\")", i)
+                  : fmt::format("(set -a; . \"$d/{0}.sh\"; set +a; env -0)", i);
+    script += fmt::format(" >\"$d/{0}.out\" </dev/null; echo $? >\"$d/{0}.rc\"\n", i);
+  }
+  WriteText(dir.File("all.sh"), script);
+  RunTool({"/bin/sh", dir.File("all.sh"), dir.path()});
+  for (size_t i = 0; i < cases->size(); ++i) {
+    Case& k = (*cases)[i];
+    if (k.format != EmitFormat::kServer && k.format != EmitFormat::kEnv) continue;
+    EXPECT_EQ(ReadText(dir.File(fmt::format("{}.rc", i))), "0\n") << k.trace << ":\n" << k.text;
+    k.shell = ReadText(dir.File(fmt::format("{}.out", i)));
+  }
 }
 
-// /bin/sh sources the file with `set -a` and prints the LLAMA_ARG_* it exported.
-std::map<std::string, std::string> EnvFromSh(const std::string& text) {
-  TextFile file(text);
-  const std::string out =
-      RunTool({"/bin/sh", "-c", "set -a; . \"$1\"; set +a; env -0", "sh", file.path});
+// The NUL-terminated strings in `out`.
+std::vector<std::string> NulTerminated(const std::string& out) {
+  std::vector<std::string> words;
+  for (size_t start = 0, end; (end = out.find('\0', start)) != std::string::npos; start = end + 1)
+    words.push_back(out.substr(start, end - start));
+  return words;
+}
+
+// The LLAMA_ARG_* variables of an `env -0` listing.
+std::map<std::string, std::string> LlamaVariables(const std::string& out) {
   std::map<std::string, std::string> vars;
-  for (size_t start = 0, end; (end = out.find('\0', start)) != std::string::npos; start = end + 1) {
-    const std::string kv = out.substr(start, end - start);
+  for (const std::string& kv : NulTerminated(out)) {
     if (kv.rfind("LLAMA_ARG_", 0) == 0)
       vars[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
   }
   return vars;
+}
+
+// PyYAML (one python3 run) reads every compose and llama-swap case, /bin/sh
+// (one run) every server and env case.
+void ReadBack(std::vector<Case>* cases) {
+  std::vector<std::string> documents;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < cases->size(); ++i) {
+    const EmitFormat f = (*cases)[i].format;
+    if (f == EmitFormat::kCompose || f == EmitFormat::kLlamaSwap) {
+      documents.push_back((*cases)[i].text);
+      at.push_back(i);
+    }
+  }
+  const std::vector<nlohmann::json> docs = testing::YamlLoadAll(documents);
+  for (size_t j = 0; j < at.size(); ++j) (*cases)[at[j]].yaml = docs[j];
+  RunShell(cases);
 }
 
 std::map<std::string, std::string> Expected(const ServerConfig& config) {
@@ -249,29 +299,32 @@ std::vector<std::pair<std::string, std::string>> ReadModelfile(std::string_view 
   return out;
 }
 
-void CheckFormat(EmitFormat f, const ServerConfig& config, const std::string& text) {
+void CheckFormat(const Case& k) {
+  const EmitFormat f = k.format;
+  const ServerConfig& config = k.config;
+  const std::string& text = k.text;
   const std::vector<std::string> argv = ServerArgv(config);
   switch (f) {
     case EmitFormat::kServer:
-      EXPECT_EQ(ArgvFromSh(text), argv);
+      EXPECT_EQ(NulTerminated(k.shell), argv);
       break;
     case EmitFormat::kEnv:
-      EXPECT_EQ(EnvFromSh(text), Expected(config));
+      EXPECT_EQ(LlamaVariables(k.shell), Expected(config));
       break;
     case EmitFormat::kIni:
       EXPECT_EQ(ArgvFromIni(text), argv);
       break;
     case EmitFormat::kCompose: {
-      const auto doc = YamlLoad(text);
+      const auto& doc = k.yaml;
       ASSERT_TRUE(doc.is_object());
       EXPECT_EQ(doc.size(), 1u) << doc.dump();
       EXPECT_EQ(doc["services"].size(), 1u) << doc.dump();
       EXPECT_EQ(doc["services"]["llama-server"]["volumes"][0]["source"], "/models");
-      EXPECT_EQ(ArgvFromCompose(text), *ComposeServerArgv(config));
+      EXPECT_EQ(ArgvFromComposeDoc(doc), *ComposeServerArgv(config));
       break;
     }
     case EmitFormat::kLlamaSwap: {
-      const auto doc = YamlLoad(text);
+      const auto& doc = k.yaml;
       ASSERT_TRUE(doc.is_object());
       ASSERT_EQ(doc.size(), 1u) << doc.dump();
       ASSERT_EQ(doc["models"].size(), 1u) << doc.dump();
@@ -316,34 +369,46 @@ void CheckFormat(EmitFormat f, const ServerConfig& config, const std::string& te
   }
 }
 
-TEST(EmitInjection, EveryControlAndLineBreakInEveryFormat) {
+// Every format with `c` in the model path, then in a header line, is added to
+// `cases` to be read back; refusals and raw bytes are checked here.
+void EmitAll(const std::string& c, std::vector<Case>* cases) {
   const std::string plain = "/models/plain.gguf";
-  for (const std::string& c : Characters()) {
-    for (EmitFormat f : EmitFormats()) {
-      SCOPED_TRACE(std::string(EmitFormatName(f)) + " with \\x" +
-                   fmt::format("{:02x}", static_cast<unsigned char>(c.back())));
-      // In the model path.
-      const ServerConfig config = Config(c);
-      auto r = EmitServerConfig(f, config, Header("x"));
-      if (r.ok()) {
-        CheckFormat(f, config, *r);
-      } else {
-        EXPECT_NE(r.error().message().find("cannot carry"), std::string::npos)
-            << r.error().message();
-        EXPECT_NE(r.error().message().find("/models/a"), std::string::npos) << r.error().message();
-        EXPECT_EQ(r.error().message().find(c), std::string::npos) << "the value is shown raw";
-      }
-      // In a header line: never refused, never live.
-      ServerConfig clean = Config("");
-      clean.model = plain;
-      auto h = EmitServerConfig(f, clean, Header(c));
-      ASSERT_TRUE(h.ok()) << h.error().message();
-      CheckFormat(f, clean, *h);
-      // Split into comment lines at a line break; nothing else is written raw.
-      if (c != "\n") {
-        EXPECT_EQ(h->find(c), std::string::npos) << "written raw:\n" << *h;
-      }
+  for (EmitFormat f : EmitFormats()) {
+    const std::string trace = std::string(EmitFormatName(f)) + " with \\x" +
+                              fmt::format("{:02x}", static_cast<unsigned char>(c.back()));
+    SCOPED_TRACE(trace);
+    // In the model path.
+    const ServerConfig config = Config(c);
+    auto r = EmitServerConfig(f, config, Header("x"));
+    if (r.ok()) {
+      cases->push_back({trace + " in the model path", f, config, *r, {}, {}});
+    } else {
+      EXPECT_NE(r.error().message().find("cannot carry"), std::string::npos) << r.error().message();
+      EXPECT_NE(r.error().message().find("/models/a"), std::string::npos) << r.error().message();
+      EXPECT_EQ(r.error().message().find(c), std::string::npos) << "the value is shown raw";
     }
+    // In a header line: never refused, never live.
+    ServerConfig clean = Config("");
+    clean.model = plain;
+    auto h = EmitServerConfig(f, clean, Header(c));
+    ASSERT_TRUE(h.ok()) << h.error().message();
+    // Split into comment lines at a line break; nothing else is written raw.
+    if (c != "\n") {
+      EXPECT_EQ(h->find(c), std::string::npos) << "written raw:\n" << *h;
+    }
+    cases->push_back({trace + " in a header line", f, clean, *h, {}, {}});
+  }
+}
+
+TEST(EmitInjection, EveryControlAndLineBreakInEveryFormat) {
+  std::vector<Case> cases;
+  for (const std::string& c : Characters()) EmitAll(c, &cases);
+  // Every header case at least: the checks below are not vacuous.
+  ASSERT_GE(cases.size(), Characters().size() * EmitFormats().size());
+  ReadBack(&cases);
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.trace);
+    CheckFormat(k);
   }
 }
 

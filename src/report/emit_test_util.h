@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -17,6 +17,7 @@
 
 #include "config/flags.h"
 #include "report/emit.h"
+#include "util/test_temp_dir.h"
 
 namespace moetune::testing {
 
@@ -183,48 +184,73 @@ inline std::string RunTool(const std::vector<std::string>& argv) {
   return out;
 }
 
-// `text` written to a temporary file that is removed with the object.
-struct TextFile {
-  explicit TextFile(std::string_view text) {
-    char tmpl[] = "/tmp/moetune_emit_XXXXXX";
-    const int fd = ::mkstemp(tmpl);
-    path = tmpl;
-    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-      ADD_FAILURE() << "cannot write " << path;
-    if (fd >= 0) ::close(fd);
-  }
-  ~TextFile() { ::unlink(path.c_str()); }
-  TextFile(const TextFile&) = delete;
-  TextFile& operator=(const TextFile&) = delete;
-  std::string path;
-};
-
-// A YAML document read by PyYAML (a real YAML parser, YAML 1.1 line breaks
-// included), as JSON.
-inline nlohmann::json YamlLoad(std::string_view text) {
-  TextFile file(text);
-  const std::string out = RunTool({"python3", "-c",
-                                   "import json,sys,yaml\n"
-                                   "with open(sys.argv[1], 'rb') as f: doc = yaml.safe_load(f)\n"
-                                   "sys.stdout.write(json.dumps(doc))\n",
-                                   file.path});
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  if (j.is_discarded()) ADD_FAILURE() << "PyYAML gave no JSON for:\n" << text;
-  return j;
+// Writes `text` to `path` byte for byte; a failure is a test failure.
+inline void WriteText(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out.flush()) ADD_FAILURE() << "cannot write " << path;
 }
 
-// `--emit compose`: the items of `command:` as PyYAML reads them, with
+// The bytes of `path` ("" with a test failure if it cannot be read).
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ADD_FAILURE() << "cannot read " << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// YAML documents read by PyYAML (a real YAML parser, YAML 1.1 line breaks
+// included), as JSON, in one python3 run (starting it costs far more than
+// parsing): element i is documents[i]'s; a document PyYAML rejects, or one
+// JSON cannot hold, is a test failure and a discarded value.
+inline std::vector<nlohmann::json> YamlLoadAll(const std::vector<std::string>& documents) {
+  TempDir dir;
+  for (size_t i = 0; i < documents.size(); ++i)
+    WriteText(dir.File(std::to_string(i)), documents[i]);
+  const std::string out =
+      RunTool({"python3", "-c",
+               "import json,os,sys,yaml\n"
+               "docs = []\n"
+               "for i in range(int(sys.argv[2])):\n"
+               "    try:\n"
+               "        with open(os.path.join(sys.argv[1], str(i)), 'rb') as f:\n"
+               "            docs.append(json.dumps({'doc': yaml.safe_load(f)}))\n"
+               "    except Exception as e:\n"
+               "        docs.append(json.dumps({'error': repr(e)}))\n"
+               "sys.stdout.write('[' + ','.join(docs) + ']')\n",
+               dir.path(), std::to_string(documents.size())});
+  const auto all = nlohmann::json::parse(out, nullptr, false);
+  std::vector<nlohmann::json> docs(documents.size(), nlohmann::json::value_t::discarded);
+  if (!all.is_array() || all.size() != documents.size()) {
+    ADD_FAILURE() << "PyYAML gave no JSON list of " << documents.size() << " documents";
+    return docs;
+  }
+  for (size_t i = 0; i < documents.size(); ++i) {
+    if (all[i].contains("doc")) {
+      docs[i] = all[i]["doc"];
+    } else {
+      ADD_FAILURE() << "PyYAML cannot read (" << all[i].value("error", "") << "):\n"
+                    << documents[i];
+    }
+  }
+  return docs;
+}
+
+// One YAML document read by PyYAML, as JSON.
+inline nlohmann::json YamlLoad(std::string_view text) {
+  return YamlLoadAll({std::string(text)})[0];
+}
+
+// `--emit compose` read by PyYAML (`doc`): the items of `command:`, with
 // compose's `$$` for a literal `$`.
-inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
+inline std::vector<std::string> ArgvFromComposeDoc(const nlohmann::json& doc) {
   std::vector<std::string> argv = {"llama-server"};
-  const nlohmann::json doc = YamlLoad(text);
   const auto* command = doc.is_object() && doc.contains("services") &&
                                 doc["services"].contains("llama-server") &&
                                 doc["services"]["llama-server"].contains("command")
                             ? &doc["services"]["llama-server"]["command"]
                             : nullptr;
   if (command == nullptr || !command->is_array()) {
-    ADD_FAILURE() << "no services.llama-server.command list in:\n" << text;
+    ADD_FAILURE() << "no services.llama-server.command list in:\n" << doc.dump();
     return argv;
   }
   for (const auto& item : *command) {
@@ -237,6 +263,11 @@ inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
     argv.push_back(out);
   }
   return argv;
+}
+
+// `--emit compose`: the text read by PyYAML, then as ArgvFromComposeDoc.
+inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
+  return ArgvFromComposeDoc(YamlLoad(text));
 }
 
 }  // namespace moetune::testing
