@@ -14,7 +14,9 @@ PKGS=(build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-d
       clang-format clang-tidy
       # The report tests open the HTML reports in headless Chromium and read
       # its PNG screenshots with zlib; DejaVu gives the pages a font.
-      chromium zlib1g-dev fonts-dejavu-core)
+      chromium zlib1g-dev fonts-dejavu-core
+      # The --emit tests read the YAML formats back with a real parser (PyYAML).
+      python3 python3-yaml)
 
 missing=()
 for p in "${PKGS[@]}"; do

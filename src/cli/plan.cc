@@ -277,12 +277,10 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--report", o->report,
                   "Also write a report: FILE.html (self-contained, with charts) or FILE.md")
       ->check(ReportPathValidator());
-  auto* emit =
-      cmd->add_option("--emit", o->emit,
-                      "Print the llama-server configuration instead of the table: server (command "
-                      "line), env (LLAMA_ARG_* variables), ini (llama-server preset), compose "
-                      "(docker compose service)")
-          ->check(EmitFormatValidator());
+  auto* emit = cmd->add_option("--emit", o->emit,
+                               "Print the llama-server configuration instead of the table: " +
+                                   EmitFormatList())
+                   ->check(EmitFormatValidator());
   emit->excludes(cmd->get_option("--json"));
   cmd->callback([o, run] {
     *run = WithModel(&o->model, [o]() -> int {

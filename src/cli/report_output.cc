@@ -27,7 +27,12 @@ CLI::Validator EmitFormatValidator() {
         auto f = ParseEmitFormat(value);
         return f.ok() ? std::string() : f.error().message();
       },
-      "server|env|ini|compose");
+      [] {
+        std::string names;
+        for (EmitFormat f : EmitFormats())
+          names += std::string(names.empty() ? "" : "|") + EmitFormatName(f);
+        return names;
+      }());
 }
 
 std::vector<std::string> OwnCommandLine() {

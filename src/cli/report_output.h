@@ -14,7 +14,7 @@ namespace moetune {
 
 /// `--report` must end in .html/.htm or .md/.markdown.
 CLI::Validator ReportPathValidator();
-/// `--emit` must be server, env, ini or compose.
+/// `--emit` must be one of report/emit.h's formats (EmitFormats).
 CLI::Validator EmitFormatValidator();
 
 /// This process's command line (from /proc/self/cmdline; {"moetune"} when it

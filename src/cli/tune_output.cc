@@ -11,10 +11,9 @@ void AddTuneOutputOptions(CLI::App* cmd, std::string* report, std::string* emit)
   cmd->add_option("--report", *report,
                   "Also write a report: FILE.html (self-contained, with charts) or FILE.md")
       ->check(ReportPathValidator());
-  cmd->add_option("--emit", *emit,
-                  "Print the tuned llama-server configuration instead of the table: server "
-                  "(command line), env (LLAMA_ARG_* variables), ini (llama-server preset), "
-                  "compose (docker compose service)")
+  cmd->add_option(
+         "--emit", *emit,
+         "Print the tuned llama-server configuration instead of the table: " + EmitFormatList())
       ->check(EmitFormatValidator())
       ->excludes(cmd->get_option("--json"));
 }

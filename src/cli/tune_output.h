@@ -13,7 +13,7 @@ namespace moetune {
 
 struct TuneOutputOptions {
   std::string report;  // --report FILE.html|FILE.md ("" = none)
-  std::string emit;    // --emit server|env|ini|compose ("" = the text or JSON)
+  std::string emit;    // --emit FORMAT (report/emit.h; "" = the text or JSON)
   bool json = false;
   std::string output;  // -o FILE ("" or "-" = stdout)
 };

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <map>
 
 #include "config/server_argv.h"
+#include "report/emit_launchers.h"
+#include "report/emit_text.h"
+#include "report/emit_windows.h"
+#include "util/utf8.h"
 
 namespace moetune {
 namespace {
@@ -19,76 +22,35 @@ constexpr const char* kContainerPort = "8080";
 
 using Setting = FlagSetting;
 
-std::string Comments(const std::vector<std::string>& lines, std::string_view mark) {
-  std::string out;
-  for (const auto& l : lines) {
-    // One comment line per line of text: a newline in a header never starts live content.
-    std::string_view rest = l;
-    while (true) {
-      const auto nl = rest.find('\n');
-      out += std::string(mark) + " " + std::string(rest.substr(0, nl)) + "\n";
-      if (nl == std::string_view::npos) break;
-      rest = rest.substr(nl + 1);
-    }
-  }
-  return out;
-}
+struct FormatInfo {
+  EmitFormat format;
+  const char* name;
+  const char* what;
+};
 
-std::string ModelValue(const std::vector<Setting>& settings) {
-  for (const auto& s : settings) {
-    if (s.flag == FlagId::kModel) return s.value;
-  }
-  return "";
-}
-
-std::string PresetName(const EmitContext& ctx, const std::vector<Setting>& settings) {
-  std::string name = ctx.preset_name;
-  if (name.empty()) {
-    name = std::filesystem::path(ModelValue(settings)).filename().string();
-    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") name.resize(name.size() - 5);
-  }
-  if (name.empty()) name = "moetune";
-  for (char& c : name) {
-    // Section names end at ']' and a line; keep them to one plain line.
-    if (c == ']' || c == '[' || c == '\n' || c == '\r' || c == ';' || c == '#') c = '-';
-  }
-  return name;
-}
-
-// A YAML single-quoted scalar: quotes doubled; '$' doubled because compose
-// interpolates ${VAR} and $VAR in every value.
-std::string YamlQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "''";
-    } else if (c == '$') {
-      out += "$$";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-Status NoLineBreaks(std::string_view flag, std::string_view value, const char* format) {
-  if (value.find_first_of("\n\r") != std::string_view::npos) {
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("{} value of {} holds a line break, which a {} file cannot carry",
-                             flag, value, format));
-  }
-  return OkStatus();
-}
+constexpr FormatInfo kFormats[] = {
+    {EmitFormat::kServer, "server", "the command line"},
+    {EmitFormat::kEnv, "env", "LLAMA_ARG_* variables for a POSIX shell"},
+    {EmitFormat::kIni, "ini", "a llama-server preset"},
+    {EmitFormat::kCompose, "compose", "a docker compose service"},
+    {EmitFormat::kLlamaSwap, "llama-swap", "a llama-swap model entry"},
+    {EmitFormat::kPowerShell, "powershell", "the command as a PowerShell script"},
+    {EmitFormat::kPowerShellEnv, "powershell-env", "LLAMA_ARG_* variables in PowerShell"},
+    {EmitFormat::kCmd, "cmd", "the command as a cmd.exe batch file"},
+    {EmitFormat::kCmdEnv, "cmd-env", "LLAMA_ARG_* variables in a batch file"},
+    {EmitFormat::kOllama, "ollama", "an Ollama Modelfile, for what Ollama can express"},
+};
 
 // The value a setting takes in a NAME=value or key = value file.
 std::string FileValue(const Setting& s) {
   return Flag(s.flag).takes_value() ? s.value : kSwitchOnValue;
 }
 
-Result<std::string> Server(const std::string& program, const std::vector<Setting>& settings,
-                           const EmitContext& ctx) {
-  std::string out = Comments(ctx.header, "#");
-  out += ShellQuoteWord(program);
+Result<std::string> Server(const std::vector<Setting>& settings, const EmitContext& ctx) {
+  // Single quotes carry every byte but NUL (refused before) in a POSIX shell,
+  // line breaks and controls included: nothing inside them is live.
+  std::string out = CommentBlock(ctx.header, "#");
+  out += ShellQuoteWord("llama-server");
   for (const auto& s : settings) {
     const FlagSpec& f = Flag(s.flag);
     out += " \\\n  " + ShellQuoteWord(f.spelling);
@@ -97,28 +59,55 @@ Result<std::string> Server(const std::string& program, const std::vector<Setting
   return out + "\n";
 }
 
-Result<std::string> Env(const std::vector<Setting>& settings, const EmitContext& ctx) {
-  std::string out = Comments(ctx.header, "#");
+Result<std::string> Env(const ServerConfig& config, const EmitContext& ctx) {
+  MOETUNE_ASSIGN_OR_RETURN(auto vars, LlamaEnvironment(config));
+  std::string out = CommentBlock(ctx.header, "#");
   out += "# Load into a shell, then start the server without flags:\n";
   out += "#   set -a; . ./llama-server.env; set +a; llama-server\n";
-  for (const auto& s : settings) {
-    const FlagSpec& f = Flag(s.flag);
-    if (f.env == nullptr) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("{} has no LLAMA_ARG_* environment variable in llama.cpp; use "
-                               "--emit server or ini for this configuration",
-                               f.spelling));
+  for (const auto& [name, value] : vars) {
+    // A POSIX shell reads a line break inside single quotes as part of the
+    // value, but line-based readers of NAME=value files (docker --env-file,
+    // systemd EnvironmentFile) would start a new variable there.
+    if (value.find_first_of("\n\r") != std::string::npos) {
+      return CannotCarry(name, value, "holds a line break", "an environment file",
+                         "server or powershell-env");
     }
-    MOETUNE_TRY(NoLineBreaks(f.spelling, s.value, "environment"));
-    out += fmt::format("{}={}\n", f.env, ShellQuoteWord(FileValue(s)));
+    out += fmt::format("{}={}\n", name, ShellQuoteWord(value));
   }
   return out;
 }
 
-Result<std::string> Ini(const std::vector<Setting>& settings, const EmitContext& ctx) {
-  const std::string name = PresetName(ctx, settings);
-  std::string out = Comments(ctx.header, ";");
-  out += Comments(
+// llama.cpp's preset reader (common/preset.cpp parse_ini_from_file) has no
+// quoting: a value ends at ';' or '#' and at the end of the line, and loses
+// the blanks around it.
+Status IniValue(const Setting& s, std::string_view v) {
+  const char* flag = Flag(s.flag).spelling;
+  const char* instead = "server, env or compose";
+  if (v.empty() || v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t')
+    return CannotCarry(flag, v, "is empty or has blanks at either end", "a llama.cpp preset",
+                       instead);
+  if (v.find_first_of(";#") != std::string_view::npos)
+    return CannotCarry(flag, v, "holds ';' or '#' (comments in a preset)", "a llama.cpp preset",
+                       instead);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto b = static_cast<unsigned char>(v[i]);
+    // Controls and line breaks (U+0085 is C2 85, U+2028/U+2029 are E2 80 A8/A9):
+    // the reader would end the line or keep a character an editor shows as one.
+    const bool c1 = b == 0xC2 && i + 1 < v.size() && static_cast<unsigned char>(v[i + 1]) <= 0x9F;
+    const bool sep = b == 0xE2 && v.substr(i + 1, 1) == "\x80" && i + 2 < v.size() &&
+                     (v[i + 2] == '\xA8' || v[i + 2] == '\xA9');
+    if (b < 0x20 || b == 0x7F || c1 || sep)
+      return CannotCarry(flag, v, "holds a control character or line break", "a llama.cpp preset",
+                         instead);
+  }
+  return OkStatus();
+}
+
+Result<std::string> Ini(const ServerConfig& config, const std::vector<Setting>& settings,
+                        const EmitContext& ctx) {
+  const std::string name = EntryName(ctx.preset_name, config.model);
+  std::string out = CommentBlock(ctx.header, ";");
+  out += CommentBlock(
       {"A model preset for llama-server's router mode: llama-server --models-preset "
        "THIS_FILE.ini,",
        "then ask for the model \"" + name + "\". Presets exist in llama.cpp since December 2025",
@@ -127,39 +116,40 @@ Result<std::string> Ini(const std::vector<Setting>& settings, const EmitContext&
   out += "version = 1\n\n[" + name + "]\n";
   for (const auto& s : settings) {
     const std::string v = FileValue(s);
-    // llama.cpp's preset reader (common/preset.cpp parse_ini_from_file) ends a
-    // value at ';' or '#' and trims the blanks around it; there is no quoting.
-    if (v.empty() || v.find_first_of(";#\n\r") != std::string::npos || v.front() == ' ' ||
-        v.front() == '\t' || v.back() == ' ' || v.back() == '\t') {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("{} value '{}' cannot be written in a llama.cpp preset file (no "
-                               "';', '#', line breaks or blanks at either end); use --emit server "
-                               "or env",
-                               Flag(s.flag).spelling, v));
-    }
+    MOETUNE_TRY(IniValue(s, v));
     out += PresetKey(Flag(s.flag)) + " = " + v + "\n";
   }
   return out;
 }
 
+// A compose value: a YAML double-quoted scalar with '$' doubled, because
+// compose interpolates ${VAR} and $VAR in every value.
+Result<std::string> ComposeValue(std::string_view flag, std::string_view value) {
+  std::string dollars;
+  for (char c : value) dollars += c == '$' ? std::string("$$") : std::string(1, c);
+  auto q = YamlQuoted(dollars);
+  if (!q.ok()) return CannotCarry(flag, value, q.error().message(), "YAML", "server");
+  return q;
+}
+
 Result<std::string> Compose(const ServerConfig& config, const EmitContext& ctx) {
   MOETUNE_ASSIGN_OR_RETURN(auto inner, ComposeServerArgv(config));
   const std::filesystem::path model = std::filesystem::absolute(config.model);
-  const std::string host_dir = model.parent_path().string();
-  MOETUNE_TRY(NoLineBreaks("-m", host_dir, "compose"));
+  MOETUNE_ASSIGN_OR_RETURN(const std::string host_dir,
+                           ComposeValue("-m", model.parent_path().string()));
   const std::string port = config.port > 0 ? std::to_string(config.port) : kContainerPort;
-  std::string out = Comments(ctx.header, "#");
+  std::string out = CommentBlock(ctx.header, "#");
   out += "# docker compose up -d; the server answers on http://localhost:" + port + "\n";
   out += "services:\n  llama-server:\n";
   out += fmt::format("    image: {}\n", ctx.gpu ? kImageCuda : kImageCpu);
-  out += fmt::format("    ports:\n      - {}\n", YamlQuote(port + ":" + port));
+  out += fmt::format("    ports:\n      - \"{}:{}\"\n", port, port);
   out += "    volumes:\n      - type: bind\n";
-  out += "        source: " + YamlQuote(host_dir) + "\n";
+  out += "        source: " + host_dir + "\n";
   out += std::string("        target: ") + kContainerModels + "\n        read_only: true\n";
   out += "    command:\n";
   for (size_t i = 1; i < inner.size(); ++i) {
-    MOETUNE_TRY(NoLineBreaks(inner[i], inner[i], "compose"));
-    out += "      - " + YamlQuote(inner[i]) + "\n";
+    MOETUNE_ASSIGN_OR_RETURN(const std::string v, ComposeValue(inner[i], inner[i]));
+    out += "      - " + v + "\n";
   }
   if (ctx.gpu) {
     out +=
@@ -172,29 +162,53 @@ Result<std::string> Compose(const ServerConfig& config, const EmitContext& ctx) 
 
 }  // namespace
 
+const std::vector<EmitFormat>& EmitFormats() {
+  static const std::vector<EmitFormat> formats = [] {
+    std::vector<EmitFormat> v;
+    for (const auto& f : kFormats) v.push_back(f.format);
+    return v;
+  }();
+  return formats;
+}
+
+std::string EmitFormatList() {
+  std::string out;
+  for (size_t i = 0; i < std::size(kFormats); ++i) {
+    out += fmt::format("{}{} ({})", i == 0 ? "" : (i + 1 == std::size(kFormats) ? " or " : ", "),
+                       kFormats[i].name, kFormats[i].what);
+  }
+  return out;
+}
+
 Result<EmitFormat> ParseEmitFormat(std::string_view name) {
-  if (name == "server") return EmitFormat::kServer;
-  if (name == "env") return EmitFormat::kEnv;
-  if (name == "ini") return EmitFormat::kIni;
-  if (name == "compose") return EmitFormat::kCompose;
+  for (const auto& f : kFormats) {
+    if (name == f.name) return f.format;
+  }
   return Error(ErrorKind::kInvalidArgument,
-               fmt::format("--emit '{}': use server (the command line), env (LLAMA_ARG_* "
-                           "variables), ini (a llama-server preset) or compose (docker compose)",
-                           name));
+               fmt::format("--emit '{}': use {}", ForTerminalField(name), EmitFormatList()));
 }
 
 const char* EmitFormatName(EmitFormat format) {
-  switch (format) {
-    case EmitFormat::kServer:
-      return "server";
-    case EmitFormat::kEnv:
-      return "env";
-    case EmitFormat::kIni:
-      return "ini";
-    case EmitFormat::kCompose:
-      return "compose";
+  for (const auto& f : kFormats) {
+    if (f.format == format) return f.name;
   }
   return "server";
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> LlamaEnvironment(
+    const ServerConfig& config) {
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const auto& s : ConfigSettings(config)) {
+    const FlagSpec& f = Flag(s.flag);
+    if (f.env == nullptr) {
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("{} has no LLAMA_ARG_* environment variable in llama.cpp; use "
+                               "--emit server, ini or powershell for this configuration",
+                               f.spelling));
+    }
+    vars.emplace_back(f.env, FileValue(s));
+  }
+  return vars;
 }
 
 Result<std::vector<std::string>> ComposeServerArgv(const ServerConfig& config) {
@@ -212,17 +226,39 @@ Result<std::vector<std::string>> ComposeServerArgv(const ServerConfig& config) {
 Result<std::string> EmitServerConfig(EmitFormat format, const ServerConfig& config,
                                      const EmitContext& context) {
   const std::vector<Setting> settings = ConfigSettings(config);
+  // A NUL byte ends a C string: no command line, environment or file name
+  // holds one, so no format can carry it.
+  for (const auto& s : settings) {
+    if (s.value.find('\0') != std::string::npos) {
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("{} value '{}' holds a NUL byte, which no command line carries; "
+                               "rename the file",
+                               Flag(s.flag).spelling, ForTerminalField(s.value)));
+    }
+  }
   switch (format) {
     case EmitFormat::kServer:
-      return Server("llama-server", settings, context);
+      return Server(settings, context);
     case EmitFormat::kEnv:
-      return Env(settings, context);
+      return Env(config, context);
     case EmitFormat::kIni:
-      return Ini(settings, context);
+      return Ini(config, settings, context);
     case EmitFormat::kCompose:
       return Compose(config, context);
+    case EmitFormat::kLlamaSwap:
+      return EmitLlamaSwap(config, context);
+    case EmitFormat::kPowerShell:
+      return EmitPowerShell(settings, context);
+    case EmitFormat::kPowerShellEnv:
+      return EmitPowerShellEnv(config, context);
+    case EmitFormat::kCmd:
+      return EmitBatch(settings, context);
+    case EmitFormat::kCmdEnv:
+      return EmitBatchEnv(config, context);
+    case EmitFormat::kOllama:
+      return EmitOllama(config, context);
   }
-  return Server("llama-server", settings, context);
+  return Server(settings, context);
 }
 
 std::string ShellQuoteWord(std::string_view word) { return ShellJoin({std::string(word)}); }

@@ -1,13 +1,22 @@
 #pragma once
-/// Ready-to-paste llama-server configuration (`--emit server|env|ini|compose`)
-/// from the argument vector a plan or a tune produced:
+/// Ready-to-paste llama-server configuration (`--emit FORMAT`) from the
+/// argument vector a plan or a tune produced:
 ///
 /// - `server`:  the command line, one flag per line with `\` continuations;
 /// - `env`:     `LLAMA_ARG_*` variables, shell-quoted (`set -a; . ./FILE; set +a`);
 /// - `ini`:     a preset section for `llama-server --models-preset FILE` (router mode);
 /// - `compose`: a docker compose service for the official server image
 ///              (ghcr.io/ggml-org/llama.cpp:server, :server-cuda with a GPU),
-///              the model's folder mounted read-only at /models.
+///              the model's folder mounted read-only at /models;
+/// - `llama-swap`: a llama-swap model entry (YAML; `cmd` with `--port ${PORT}`);
+/// - `powershell`, `powershell-env`: the command, or `$env:LLAMA_ARG_*`
+///              assignments, as a PowerShell script (Windows);
+/// - `cmd`, `cmd-env`: the same as a cmd.exe batch file (Windows);
+/// - `ollama`:  an Ollama Modelfile with what Ollama can express (FROM and
+///              PARAMETER lines), and comments that say what it cannot.
+///
+/// Every writer escapes through report/emit_text.h, so that no file name or
+/// header text starts live content; a value a format cannot carry is an error.
 ///
 /// Each output starts with comments naming who made it and the llama.cpp
 /// version it was planned or tuned with. All four describe the same
@@ -28,9 +37,24 @@
 
 namespace moetune {
 
-enum class EmitFormat { kServer, kEnv, kIni, kCompose };
+enum class EmitFormat {
+  kServer,
+  kEnv,
+  kIni,
+  kCompose,
+  kLlamaSwap,
+  kPowerShell,
+  kPowerShellEnv,
+  kCmd,
+  kCmdEnv,
+  kOllama
+};
 
-/// "server", "env", "ini", "compose"; errors list the accepted names.
+/// Every format, in the order the help lists them.
+const std::vector<EmitFormat>& EmitFormats();
+
+/// "server", "env", "ini", "compose", "llama-swap", "powershell",
+/// "powershell-env", "cmd", "cmd-env", "ollama"; errors list every name.
 Result<EmitFormat> ParseEmitFormat(std::string_view name);
 const char* EmitFormatName(EmitFormat format);
 
@@ -44,9 +68,13 @@ struct EmitContext {
   bool gpu = true;
 };
 
+/// The accepted names with what each is, for help texts and errors.
+std::string EmitFormatList();
+
 /// `config` in `format`. Errors name the flag and value that the format
 /// cannot carry (e.g. a flag without a LLAMA_ARG_* variable, a preset value
-/// with ';' or '#', which start comments in llama.cpp's INI reader).
+/// with ';' or '#', which start comments in llama.cpp's INI reader, a NUL
+/// byte, which no command line carries).
 Result<std::string> EmitServerConfig(EmitFormat format, const ServerConfig& config,
                                      const EmitContext& context);
 
@@ -54,6 +82,12 @@ Result<std::string> EmitServerConfig(EmitFormat format, const ServerConfig& conf
 /// /models/<file name> and `--port 8080` when no port is given. Errors when
 /// the configuration has no model.
 Result<std::vector<std::string>> ComposeServerArgv(const ServerConfig& config);
+
+/// The LLAMA_ARG_* variables that say `config` (name, value; a switch is
+/// "true"), for env, powershell-env and cmd-env. Errors name a flag without a
+/// variable of its own (-no-kvu) and the formats that can carry it.
+Result<std::vector<std::pair<std::string, std::string>>> LlamaEnvironment(
+    const ServerConfig& config);
 
 /// POSIX shell quoting of one word (bare when it needs none).
 std::string ShellQuoteWord(std::string_view word);

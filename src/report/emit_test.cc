@@ -75,7 +75,14 @@ TEST(Emit, TheCommandIsTheOneWritersAndReadsBack) {
 }
 
 TEST(Emit, BadFormatNamesAreErrors) {
-  EXPECT_FALSE(ParseEmitFormat("yaml").ok());
+  auto bad = ParseEmitFormat("yaml");
+  ASSERT_FALSE(bad.ok());
+  for (EmitFormat f : EmitFormats()) {
+    EXPECT_NE(bad.error().message().find(EmitFormatName(f)), std::string::npos)
+        << EmitFormatName(f);
+    EXPECT_EQ(*ParseEmitFormat(EmitFormatName(f)), f);
+  }
+  EXPECT_EQ(EmitFormats().size(), 10u);
   EXPECT_EQ(*ParseEmitFormat("compose"), EmitFormat::kCompose);
 }
 
@@ -138,7 +145,7 @@ TEST(Emit, SwitchInEveryFormat) {
   EXPECT_NE(ini.find("\nkv-unified = true\n"), std::string::npos) << ini;
   EXPECT_EQ(ArgvFromIni(ini), argv);
   const std::string compose = Emit(EmitFormat::kCompose, config);
-  EXPECT_NE(compose.find("      - '-np'\n      - '4'\n      - '-kvu'\n      - '-ub'\n"),
+  EXPECT_NE(compose.find("      - \"-np\"\n      - \"4\"\n      - \"-kvu\"\n      - \"-ub\"\n"),
             std::string::npos)
       << compose;
   auto inner = ComposeServerArgv(config);
@@ -155,8 +162,9 @@ TEST(Emit, RegexIsQuotedInEveryFormat) {
             std::string::npos);
   // Presets have no quoting: the value is written as is.
   EXPECT_NE(Emit(EmitFormat::kIni, argv).find("override-tensor = " + re + "\n"), std::string::npos);
-  // YAML single quotes keep backslashes literal.
-  EXPECT_NE(Emit(EmitFormat::kCompose, argv).find("- '" + re + "'"), std::string::npos);
+  // YAML double quotes escape backslashes.
+  EXPECT_NE(Emit(EmitFormat::kCompose, argv).find("- \"blk\\\\.(1[0-9])\\\\.ffn_.*_exps=CPU\""),
+            std::string::npos);
 }
 
 TEST(Emit, DollarAndQuotesSurviveCompose) {
@@ -166,14 +174,14 @@ TEST(Emit, DollarAndQuotesSurviveCompose) {
   const auto argv = ServerArgv(config);
   const std::string yaml = Emit(EmitFormat::kCompose, config);
   EXPECT_NE(yaml.find("exps$$=CPU"), std::string::npos) << yaml;  // compose interpolation
-  EXPECT_NE(yaml.find("'/models/it''s.gguf'"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\"/models/it's.gguf\""), std::string::npos) << yaml;
   EXPECT_EQ(ArgvFromCompose(yaml), *ComposeServerArgv(config));
   EXPECT_EQ(ArgvFromEnv(Emit(EmitFormat::kEnv, config)), argv);
   EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, config)), argv);
 }
 
 TEST(Emit, EveryOutputNamesTheVersion) {
-  for (auto f : {EmitFormat::kServer, EmitFormat::kEnv, EmitFormat::kIni, EmitFormat::kCompose}) {
+  for (auto f : EmitFormats()) {
     EXPECT_NE(Emit(f, PlanConfig()).find("llama.cpp 0.7.0 (build 11669)"), std::string::npos)
         << EmitFormatName(f);
   }
@@ -185,7 +193,7 @@ TEST(Emit, ComposeImageFollowsTheGpu) {
   ASSERT_TRUE(gpu.ok());
   EXPECT_NE(gpu->find("image: ghcr.io/ggml-org/llama.cpp:server-cuda\n"), std::string::npos);
   EXPECT_NE(gpu->find("driver: nvidia"), std::string::npos);
-  EXPECT_NE(gpu->find("source: '/models dir'"), std::string::npos) << *gpu;
+  EXPECT_NE(gpu->find("source: \"/models dir\""), std::string::npos) << *gpu;
   c.gpu = false;
   auto cpu = EmitServerConfig(EmitFormat::kCompose, PlanConfig(), c);
   ASSERT_TRUE(cpu.ok());
@@ -196,7 +204,7 @@ TEST(Emit, ComposeImageFollowsTheGpu) {
   with.port = 9000;
   auto with_port = EmitServerConfig(EmitFormat::kCompose, with, c);
   ASSERT_TRUE(with_port.ok());
-  EXPECT_NE(with_port->find("- '9000:9000'"), std::string::npos) << *with_port;
+  EXPECT_NE(with_port->find("- \"9000:9000\""), std::string::npos) << *with_port;
   EXPECT_EQ(with_port->find("8080"), std::string::npos) << *with_port;
 }
 
@@ -222,7 +230,8 @@ TEST(Emit, ValuesAFormatCannotCarryAreErrors) {
   config.model = "/models/a\nLLAMA_ARG_PORT=1.gguf";
   EXPECT_FALSE(EmitServerConfig(EmitFormat::kEnv, config, Context()).ok());
   EXPECT_FALSE(EmitServerConfig(EmitFormat::kIni, config, Context()).ok());
-  EXPECT_FALSE(EmitServerConfig(EmitFormat::kCompose, config, Context()).ok());
+  // compose escapes it (\n in a YAML double-quoted scalar).
+  EXPECT_EQ(ArgvFromCompose(Emit(EmitFormat::kCompose, config)), *ComposeServerArgv(config));
   // Without a model there is nothing to mount.
   ServerConfig none;
   none.ctx_size = 1;

@@ -6,13 +6,18 @@
 // loudly (ADD_FAILURE) on anything else.
 
 #include <gtest/gtest.h>
+#include <stdio.h>
 
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config/flags.h"
 #include "report/emit.h"
+#include "util/test_temp_dir.h"
 
 namespace moetune::testing {
 
@@ -160,36 +165,109 @@ inline std::vector<std::string> ArgvFromIni(std::string_view text, std::string* 
   return Ordered(pairs);
 }
 
-// `--emit compose`: the items of `command:`, YAML single-quoted, with compose's
-// `$$` for a literal `$`.
-inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
+// Runs `argv` (no shell), feeding nothing, and returns its stdout; a failure
+// to start or a non-zero exit is a test failure. For the real parsers the
+// emit tests read the formats back with (python3 with PyYAML, /bin/sh).
+inline std::string RunTool(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += ShellQuoteWord(a) + " ";
+  FILE* p = ::popen((cmd + "</dev/null").c_str(), "r");
+  if (p == nullptr) {
+    ADD_FAILURE() << "cannot run " << cmd;
+    return "";
+  }
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = ::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int rc = ::pclose(p);
+  EXPECT_EQ(rc, 0) << cmd << " failed (python3 and python3-yaml come with scripts/install-deps.sh)";
+  return out;
+}
+
+// Writes `text` to `path` byte for byte; a failure is a test failure.
+inline void WriteText(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out.flush()) ADD_FAILURE() << "cannot write " << path;
+}
+
+// The bytes of `path` ("" with a test failure if it cannot be read).
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ADD_FAILURE() << "cannot read " << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// YAML documents read by PyYAML (a real YAML parser, YAML 1.1 line breaks
+// included), as JSON, in one python3 run (starting it costs far more than
+// parsing): element i is documents[i]'s; a document PyYAML rejects, or one
+// JSON cannot hold, is a test failure and a discarded value.
+inline std::vector<nlohmann::json> YamlLoadAll(const std::vector<std::string>& documents) {
+  TempDir dir;
+  for (size_t i = 0; i < documents.size(); ++i)
+    WriteText(dir.File(std::to_string(i)), documents[i]);
+  const std::string out =
+      RunTool({"python3", "-c",
+               "import json,os,sys,yaml\n"
+               "docs = []\n"
+               "for i in range(int(sys.argv[2])):\n"
+               "    try:\n"
+               "        with open(os.path.join(sys.argv[1], str(i)), 'rb') as f:\n"
+               "            docs.append(json.dumps({'doc': yaml.safe_load(f)}))\n"
+               "    except Exception as e:\n"
+               "        docs.append(json.dumps({'error': repr(e)}))\n"
+               "sys.stdout.write('[' + ','.join(docs) + ']')\n",
+               dir.path(), std::to_string(documents.size())});
+  const auto all = nlohmann::json::parse(out, nullptr, false);
+  std::vector<nlohmann::json> docs(documents.size(), nlohmann::json::value_t::discarded);
+  if (!all.is_array() || all.size() != documents.size()) {
+    ADD_FAILURE() << "PyYAML gave no JSON list of " << documents.size() << " documents";
+    return docs;
+  }
+  for (size_t i = 0; i < documents.size(); ++i) {
+    if (all[i].contains("doc")) {
+      docs[i] = all[i]["doc"];
+    } else {
+      ADD_FAILURE() << "PyYAML cannot read (" << all[i].value("error", "") << "):\n"
+                    << documents[i];
+    }
+  }
+  return docs;
+}
+
+// One YAML document read by PyYAML, as JSON.
+inline nlohmann::json YamlLoad(std::string_view text) {
+  return YamlLoadAll({std::string(text)})[0];
+}
+
+// `--emit compose` read by PyYAML (`doc`): the items of `command:`, with
+// compose's `$$` for a literal `$`.
+inline std::vector<std::string> ArgvFromComposeDoc(const nlohmann::json& doc) {
   std::vector<std::string> argv = {"llama-server"};
-  const size_t at = text.find("\n    command:\n");
-  if (at == std::string_view::npos) {
-    ADD_FAILURE() << "no command: list";
+  const auto* command = doc.is_object() && doc.contains("services") &&
+                                doc["services"].contains("llama-server") &&
+                                doc["services"]["llama-server"].contains("command")
+                            ? &doc["services"]["llama-server"]["command"]
+                            : nullptr;
+  if (command == nullptr || !command->is_array()) {
+    ADD_FAILURE() << "no services.llama-server.command list in:\n" << doc.dump();
     return argv;
   }
-  size_t start = at + 14;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(start, nl - start);
-    start = nl + 1;
-    if (line.substr(0, 8) != "      - ") break;
-    std::string_view v = line.substr(8);
-    if (v.size() < 2 || v.front() != '\'' || v.back() != '\'') {
-      ADD_FAILURE() << "not single-quoted: " << line;
-      continue;
-    }
-    v = v.substr(1, v.size() - 2);
+  for (const auto& item : *command) {
+    const std::string v = item.get<std::string>();
     std::string out;
     for (size_t i = 0; i < v.size(); ++i) {
-      if ((v[i] == '\'' || v[i] == '$') && i + 1 < v.size() && v[i + 1] == v[i]) ++i;
+      if (v[i] == '$' && i + 1 < v.size() && v[i + 1] == '$') ++i;
       out += v[i];
     }
     argv.push_back(out);
   }
   return argv;
+}
+
+// `--emit compose`: the text read by PyYAML, then as ArgvFromComposeDoc.
+inline std::vector<std::string> ArgvFromCompose(std::string_view text) {
+  return ArgvFromComposeDoc(YamlLoad(text));
 }
 
 }  // namespace moetune::testing

@@ -120,6 +120,14 @@ std::string Escaped(std::string_view text, bool one_line) {
 
 }  // namespace
 
+size_t DecodeUtf8(std::string_view text, uint32_t* code_point) {
+  if (text.empty()) return 0;
+  const size_t n = SequenceLength(text);
+  if (n == 0) return 0;
+  *code_point = n == 1 ? static_cast<uint8_t>(text[0]) : CodePoint(text, n);
+  return n;
+}
+
 std::string ForTerminal(std::string_view text) { return Escaped(text, /*one_line=*/false); }
 
 std::string ForTerminalField(std::string_view text) { return Escaped(text, /*one_line=*/true); }

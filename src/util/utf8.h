@@ -5,6 +5,8 @@
 /// a terminal never receives a raw control byte from such text (an ESC in a
 /// model name would otherwise clear the screen or worse).
 
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -14,6 +16,11 @@ namespace moetune {
 /// True when `text` is well-formed UTF-8 (no overlongs, surrogates or values
 /// above U+10FFFF).
 bool IsValidUtf8(std::string_view text);
+
+/// The code point of the UTF-8 sequence at the start of `text` in `*code_point`
+/// and its length in bytes; 0 when the sequence is ill-formed or `text` is
+/// empty (for writers that escape per character).
+size_t DecodeUtf8(std::string_view text, uint32_t* code_point);
 
 /// `text` with every ill-formed sequence replaced by U+FFFD; `*replaced` (when
 /// given) is set to whether anything was replaced.
