@@ -226,6 +226,7 @@ Analysis Tuner::AnalyzeNow(const Settings& fixed, bool with_ctx) const {
   AnalysisOptions o;
   o.workload = opt_.workload;
   o.rules = opt_.rules.analysis;
+  o.take_proven_edge = opt_.take_proven_edge;
   if (with_ctx) o.target_ctx = opt_.ctx;
   const auto rs = PlacementResults(fixed);
   if (space_.headroom) {
