@@ -82,12 +82,12 @@ std::string ProvenEdgeCost(const Recommendation& r) {
       r.read_on == ReadOn::kTimeToAnswer ? "on this workload" : "for " + ReadOnText(r);
   std::string cost;
   if (!e.gain) {
-    cost = fmt::format("N={}, measured healthy at the target context, is faster {}", e.n_cpu_moe,
-                       on);
+    cost =
+        fmt::format("N={}, measured healthy at the target context, is faster {}", e.n_cpu_moe, on);
   } else {
-    cost = fmt::format("N={}, measured healthy at the target context, would be {:.1f}% {} {}",
-                       e.n_cpu_moe, std::abs(*e.gain) * 100, *e.gain >= 0 ? "faster" : "slower",
-                       on);
+    cost =
+        fmt::format("N={}, measured healthy at the target context, would be {:.1f}% {} {}",
+                    e.n_cpu_moe, std::abs(*e.gain) * 100, *e.gain >= 0 ? "faster" : "slower", on);
   }
   return "; " + cost + " (--proven-edge takes it)";
 }

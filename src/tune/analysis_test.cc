@@ -160,8 +160,8 @@ TEST(AnalysisTest, CollapseWithDepthRejectsThePlacement) {
 // cliff between N=10 and N=11, the peak N=11 collapsing at the target depth,
 // its neighbour N=12 healthy there and N=13 within the noise of N=12.
 std::vector<RunResult> PeakCollapsesAtDepth() {
-  auto rs = Sweep({{10, {70, 27}}, {11, {400, 34}}, {12, {395, 33.8}}, {13, {390, 33.6}},
-                   {14, {360, 32}}});
+  auto rs = Sweep(
+      {{10, {70, 27}}, {11, {400, 34}}, {12, {395, 33.8}}, {13, {390, 33.6}}, {14, {360, 32}}});
   auto deep = Sweep({{11, {60, 30}}, {12, {300, 31}}, {13, {296, 31}}}, 8192);
   rs.insert(rs.end(), deep.begin(), deep.end());
   return rs;

@@ -11,9 +11,9 @@ namespace moetune {
 namespace {
 
 constexpr std::array kRules = {
-    RecommendationRule::kNothingUsable, RecommendationRule::kNoPlacementEffect,
+    RecommendationRule::kNothingUsable,       RecommendationRule::kNoPlacementEffect,
     RecommendationRule::kEverySplitOverflows, RecommendationRule::kEdgeProvenSafe,
-    RecommendationRule::kSafetyRule, RecommendationRule::kSafeNeighbour};
+    RecommendationRule::kSafetyRule,          RecommendationRule::kSafeNeighbour};
 constexpr std::array kReadOn = {ReadOn::kTimeToAnswer, ReadOn::kPrefill, ReadOn::kDecode};
 constexpr std::array kUnproven = {Unproven::kNotApplicable, Unproven::kNoHeadroom,
                                   Unproven::kNoTargetContextRun, Unproven::kNoTargetContextGiven};
@@ -51,9 +51,9 @@ std::optional<SteppedFrom> SteppedFromOf(const CurveAtDepth& base,
   if (below == nullptr) return std::nullopt;
   const Rejection* r = FindRejection(rejections.rejected, below->n_cpu_moe);
   if (r == nullptr || !r->measured_at_depth()) return std::nullopt;
-  return SteppedFrom{r->n_cpu_moe, r->depth,
-                     r->kind == RejectionKind::kCollapses ? DepthTrouble::kCollapses
-                                                          : DepthTrouble::kFails};
+  return SteppedFrom{
+      r->n_cpu_moe, r->depth,
+      r->kind == RejectionKind::kCollapses ? DepthTrouble::kCollapses : DepthTrouble::kFails};
 }
 
 // How much better placement `edge` is than `pick` on the curve's objective.

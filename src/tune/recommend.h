@@ -93,9 +93,9 @@ struct Recommendation {
 /// Recommends an N on the shallowest curve `base`, leaving out the rejected
 /// placements. The safety rule steps back once: from the peak, which is the
 /// edge unless a more aggressive placement is out for what it did at depth
-/// (then the edge, measured healthy at the target context, is the step). `read_on` names what the points' objective is. Adds a note when
-/// the recommended N was not measured, or is the largest N measured on a
-/// curve that only falls toward the GPU.
+/// (then the edge, measured healthy at the target context, is the step). `read_on` names what the
+/// points' objective is. Adds a note when the recommended N was not measured, or is the largest N
+/// measured on a curve that only falls toward the GPU.
 Recommendation Recommend(const CurveAtDepth& base, const RejectionReading& rejections,
                          ReadOn read_on, const AnalysisOptions& options,
                          std::vector<std::string>* notes);

@@ -296,7 +296,10 @@ TEST(TunerTest, NoGpuSkipsPlacementButTunesTheRest) {
   Tuner t(engine, s, o);
   const TuneResult r = t.Run();
   EXPECT_FALSE(r.placement_tuned);
-  EXPECT_EQ(r.best.placement.n_cpu_moe, 40);
+  // Every layer on the host, written as plan and serve write it.
+  EXPECT_EQ(r.best.placement.n_gpu_layers, 0);
+  EXPECT_EQ(r.best.placement.WrittenNCpuMoe(), -1);
+  EXPECT_EQ(r.decisions.front().choice, "-ngl 0");
   EXPECT_EQ(r.best.threads, 6);
   ASSERT_FALSE(r.decisions.empty());
   EXPECT_NE(r.decisions.front().evidence.find("does not change speed"), std::string::npos);
