@@ -21,6 +21,7 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run) {
     std::string output;
     std::string report;
     bool ascii = false;
+    bool proven_edge = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -37,6 +38,9 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run) {
                   "prefill and decode")
       ->check(WorkloadName())
       ->capture_default_str();
+  cmd->add_flag("--proven-edge", o->proven_edge,
+                "Take the edge when it was measured healthy at the target context (--ctx) instead "
+                "of one layer more conservative (the output says what the step back costs)");
   cmd->add_flag("--json", o->json, "Print JSON (fields in docs/cli.md)");
   cmd->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   cmd->add_option("--report", o->report,
@@ -49,6 +53,7 @@ void RegisterAnalyzeCommand(CLI::App& app, CommandRun* run) {
       AnalysisReport report;
       report.options.workload = *ParseWorkload(o->workload);  // validated
       if (!o->ctx.empty()) report.options.target_ctx = *ParseTokenCount(o->ctx);
+      report.options.take_proven_edge = o->proven_edge;
       auto loaded = LoadMeasurements(o->files);
       if (!loaded.ok()) return ReportError(loaded.error());
       report.files = loaded->files;

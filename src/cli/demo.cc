@@ -271,7 +271,9 @@ int Run(const DemoArgs& a) {
   };
   row("machine", [](const nlohmann::json& j) { return j.value("machine", std::string()); });
   row("--n-cpu-moe", [](const nlohmann::json& j) {
-    return std::to_string(j["pick"].value("n_cpu_moe", -1)) +
+    // Without a GPU the pick writes no --n-cpu-moe: every layer is on the host (-ngl 0).
+    const int n = j["pick"].value("n_cpu_moe", -1);
+    return (n >= 0 ? std::to_string(n) : std::string("none, -ngl 0")) +
            (j.value("placement_tuned", true) ? "" : " (no GPU: not measured)");
   });
   row("-t", [](const nlohmann::json& j) { return std::to_string(j["pick"].value("threads", 0)); });

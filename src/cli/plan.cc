@@ -61,20 +61,25 @@ struct PlanOpts {
   MachineFlags machine;
 };
 
-// Free VRAM of the first GPU in the profile `moetune doctor` saved.
+// Free VRAM of the first GPU in the profile `moetune doctor` saved; 0 (a
+// host-only plan) when the profile lists no GPU.
 Result<Bytes> VramFromProfile(const std::string& path_opt) {
   const std::string path = path_opt.empty() ? DefaultMachineProfilePath() : path_opt;
   auto no_vram = [](const std::string& why) {
     return Error(
         ErrorKind::kInvalidArgument,
-        fmt::format("no --vram given, and {}. Pass --vram SIZE (free VRAM, e.g. --vram 12GiB)",
+        fmt::format("no --vram given, and {}. Pass --vram SIZE (free VRAM, e.g. --vram 12GiB; "
+                    "--vram 0 for a machine without a GPU)",
                     why));
   };
   if (path.empty()) return no_vram("no machine profile path ($HOME is not set)");
   auto profile = LoadMachineProfile(path);
   if (!profile.ok()) return no_vram(profile.error().message());
-  if (profile->gpus.empty())
-    return no_vram(fmt::format("the machine profile {} lists no GPU", path));
+  if (profile->gpus.empty()) {
+    std::cerr << ForTerminal(fmt::format(
+        "moetune: --vram 0 from {} (it lists no GPU, measured {})\n", path, profile->created_at));
+    return Bytes(0);
+  }
   const GpuInfo& g = profile->gpus.front();
   std::cerr << ForTerminal(fmt::format("moetune: --vram from {} ({}, {} free, measured {})\n", path,
                                        g.name, FormatBytes(Bytes(g.free_bytes)),

@@ -54,6 +54,16 @@ struct ServeOpts {
   bool no_gpu = false;
 };
 
+// Whether the engine lists a GPU device (nullopt when it cannot be asked):
+// without --vram, an engine with none is planned host-only.
+std::optional<bool> EngineHasGpu(const std::string& llama_dir) {
+  DiscoveryOptions d;
+  d.llama_dir = llama_dir;
+  auto engine = DiscoverEngine(d);
+  if (!engine.ok()) return std::nullopt;
+  return !engine->devices.empty();
+}
+
 std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -96,6 +106,7 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
     p.n_batch = static_cast<int>(o.batch);
     p.n_parallel = static_cast<int>(o.parallel);
     p.flash_attn = o.fa == "on";
+    if (o.vram.empty()) p.engine_has_gpu = EngineHasGpu(o.llama_dir);
     auto cmd = PlannedServerConfig(o.model, p, &notes);
     if (!cmd.ok()) return ReportError(cmd.error());
     base = std::move(cmd).value();

@@ -47,6 +47,7 @@ struct TuneArgs {
   int repetitions = 3;
   bool progress = false;
   bool no_progress = false;
+  bool proven_edge = false;
   SimBenchOptions sim;  // --engine, --seed and the what-if machine flags
   std::string report;
   std::string emit;
@@ -269,6 +270,7 @@ int Run(const TuneArgs& a) {
   opt.workload = workload;
   opt.budget_seconds = a.budget_minutes * 60;
   opt.repetitions = a.repetitions;
+  opt.take_proven_edge = a.proven_edge;
   const bool live = !a.no_progress && (a.progress || ::isatty(2));
   Tuner::ProgressFn progress;
   if (live) {
@@ -288,9 +290,9 @@ int Run(const TuneArgs& a) {
   report.result = tuner.Run();
   if (live) std::cerr << "\n";
   report.result.notes.insert(report.result.notes.begin(), notes.begin(), notes.end());
-  report.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}{}", a.model, a.ctx,
-                                  a.workload, a.vram.empty() ? "" : " --vram " + a.vram,
-                                  te->reproduce)};
+  report.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}{}{}", a.model, a.ctx,
+                                  a.workload, a.proven_edge ? " --proven-edge" : "",
+                                  a.vram.empty() ? "" : " --vram " + a.vram, te->reproduce)};
   const int rc = WriteTuneOutputs(report, {a.report, a.emit, a.json, a.output}, {a.model});
   if (journal && journal->unsaved() > 0) {
     // The result stands, but a rerun would measure these again: the exit
@@ -341,6 +343,9 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
       ->check(CLI::Range(2, 50))
       ->capture_default_str();
   cmd->add_flag("--force", a->force, "Tune even when a critical check fails");
+  cmd->add_flag("--proven-edge", a->proven_edge,
+                "Take the edge when it was measured healthy at the target context instead of "
+                "one layer more conservative (the output says what the step back costs)");
   AddSimBenchFlags(cmd, &a->sim, /*with_vram=*/false);
   cmd->add_option("--llama-dir", a->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");

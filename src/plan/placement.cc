@@ -181,6 +181,43 @@ Status FineFill(Planner& planner, const PlacementOption& base, Plan* plan) {
   return OkStatus();
 }
 
+// Whether the host side of the chosen option fits the RAM available; a note
+// when it does not.
+void CheckHostRam(const PlanRequest& req, Plan* plan) {
+  plan->host_ram_needed = plan->chosen->host.total();
+  if (req.host_ram_available > 0 && plan->host_ram_needed > req.host_ram_available) {
+    plan->host_ram_fits = false;
+    plan->notes.push_back(fmt::format(
+        "host RAM: the CPU side needs {} but only {} is available; the page cache will thrash and "
+        "decode will drop several times: close programs, add RAM, or use a smaller quant",
+        FormatBytes(Bytes(plan->host_ram_needed)), FormatBytes(Bytes(req.host_ram_available))));
+  }
+}
+
+// No GPU: there is nothing to fit. Every layer, the KV cache and the compute
+// buffers stay in host memory, which llama-server says with -ngl 0 alone
+// (--n-cpu-moe keeps experts of GPU layers on the CPU: with no GPU layer it
+// has nothing to say, so it is not written, whatever the model).
+Status PlanHostOnly(Planner& planner, const PlanRequest& req, Plan* plan) {
+  WeightPlacement p;  // has_device = false: the CPU is the only device
+  p.n_gpu_layers = 0;
+  p.n_cpu_moe = plan->moe ? plan->n_layer : 0;
+  MOETUNE_ASSIGN_OR_RETURN(PlacementOption o, planner.Evaluate(p));
+  o.fits = true;
+  o.headroom = 0;
+  plan->host_only = true;
+  plan->options.push_back(o);
+  plan->smallest_fitting = 0;
+  plan->chosen = std::move(o);
+  plan->config = PlannedConfig(req.model_path, p, req.ctx, /*moe=*/false);
+  plan->compute_simulations = planner.simulations();
+  plan->notes.push_back(
+      "no GPU: every layer, the KV cache and the compute buffers stay in host memory (-ngl 0), "
+      "so there is nothing to fit");
+  CheckHostRam(req, plan);
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArch& arch,
@@ -221,6 +258,10 @@ Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const 
   MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
   plan.layout = cm.layout;
   Planner planner(model, arch, wm, req, cm);
+  if (req.vram_free <= 0) {
+    MOETUNE_TRY(PlanHostOnly(planner, req, &plan));
+    return plan;
+  }
   const int n = plan.n_layer;
   WeightPlacement p;
   p.has_device = true;
@@ -277,14 +318,7 @@ Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const 
   plan.compute_simulations = planner.simulations();
   plan.config = PlannedConfig(req.model_path, plan.chosen->placement, req.ctx, plan.moe);
 
-  plan.host_ram_needed = plan.chosen->host.total();
-  if (req.host_ram_available > 0 && plan.host_ram_needed > req.host_ram_available) {
-    plan.host_ram_fits = false;
-    plan.notes.push_back(fmt::format(
-        "host RAM: the CPU side needs {} but only {} is available; the page cache will thrash and "
-        "decode will drop several times: close programs, add RAM, or use a smaller quant",
-        FormatBytes(Bytes(plan.host_ram_needed)), FormatBytes(Bytes(req.host_ram_available))));
-  }
+  CheckHostRam(req, &plan);
   return plan;
 }
 

@@ -51,7 +51,7 @@ struct PlacementOption {
 
 struct PlanRequest {
   std::string model_path;          // -m of the planned command (CommandModelPath)
-  int64_t vram_free = 0;           // bytes the GPU has free for this model (before --reserve)
+  int64_t vram_free = 0;           // bytes the GPU has free (before --reserve); 0: no GPU
   int64_t reserve = 0;             // bytes other programs hold or will hold
   int64_t margin = 1024ll << 20;   // llama.cpp --fit's default target margin (-fitt 1024 MiB)
   int64_t host_ram_available = 0;  // 0 = unknown
@@ -78,6 +78,9 @@ struct Plan {
   int64_t host_ram_needed = 0;
   bool host_ram_fits = true;
   int compute_simulations = 0;  // distinct compute-buffer simulations run (bounded for deep models)
+  /// No GPU (no free VRAM: --vram 0, or a machine without one): nothing to
+  /// fit; the one option keeps every layer on the host (-ngl 0, no --n-cpu-moe).
+  bool host_only = false;
   std::vector<std::string> notes;
 
   const PlacementOption* best() const { return chosen ? &*chosen : nullptr; }
@@ -85,7 +88,8 @@ struct Plan {
 };
 
 /// Plans placements for a model, for llama-server (compute buffers reserved
-/// for one output per sequence, as llama-server does). Errors: an invalid
+/// for one output per sequence, as llama-server does). Without a GPU
+/// (request.vram_free 0) the plan is host-only: every layer on the CPU. Errors: an invalid
 /// context, or sizes that overflow (absurd headers or contexts).
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& weights,
                            const PlanRequest& request);

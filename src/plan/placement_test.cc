@@ -137,6 +137,36 @@ TEST(PlanPlacement, FineFillIsOneConsistentConfiguration) {
   EXPECT_NE(cmd.find("-ot 'blk\\." + std::to_string(n - 1) + "\\."), std::string::npos) << cmd;
 }
 
+TEST(PlanPlacement, NoGpuKeepsEveryLayerOnTheHost) {
+  // --vram 0 (or a machine without a GPU): nothing to fit, so no "nothing
+  // fits"; the command is -ngl 0 without --n-cpu-moe, for MoE and dense alike.
+  for (const char* preset : {"qwen35moe", "llama"}) {
+    Fixture f = Load(preset);
+    Plan p = MustPlan(f, Req(0, 32768));
+    ASSERT_TRUE(p.host_only) << preset;
+    ASSERT_TRUE(p.config.has_value()) << preset;
+    ASSERT_NE(p.best(), nullptr);
+    EXPECT_EQ(p.config->placement.n_gpu_layers, 0) << preset;
+    EXPECT_EQ(p.config->placement.WrittenNCpuMoe(), -1) << preset;
+    const std::string cmd = ShellJoin(ServerArgv(*p.config));
+    EXPECT_NE(cmd.find(" -ngl 0 "), std::string::npos) << cmd;
+    EXPECT_EQ(cmd.find("n-cpu-moe"), std::string::npos) << cmd;
+    EXPECT_EQ(cmd.find("-ot"), std::string::npos) << cmd;
+    EXPECT_TRUE(p.config->placement.fine_fill.empty());
+    ASSERT_EQ(p.options.size(), 1u);
+    EXPECT_TRUE(p.best()->fits);
+    EXPECT_EQ(p.best()->gpu.total(), 0) << preset;
+    EXPECT_EQ(p.best()->host.weights_total(), f.wm.total) << preset;
+    EXPECT_GT(p.best()->host.kv + p.best()->host.state, 0) << preset;
+    EXPECT_GT(p.best()->host.compute, 0) << preset;
+    EXPECT_EQ(p.shortfall, 0);
+    // Said once.
+    int said = 0;
+    for (const auto& n : p.notes) said += n.find("no GPU") != std::string::npos ? 1 : 0;
+    EXPECT_EQ(said, 1) << preset;
+  }
+}
+
 TEST(PlanPlacement, DenseModelPlansNgl) {
   Fixture f = Load("llama");
   ASSERT_FALSE(f.arch.is_moe());

@@ -84,6 +84,16 @@ json RecommendationJson(const Recommendation& rec) {
     j["unproven"] =
         rec.unproven == Unproven::kNotApplicable ? json(nullptr) : json(UnprovenName(rec.unproven));
     j["target_ctx"] = rec.target_ctx ? json(*rec.target_ctx) : json(nullptr);
+    j["stepped_from"] = rec.stepped_from
+                            ? json{{"n_cpu_moe", rec.stepped_from->n_cpu_moe},
+                                   {"depth", rec.stepped_from->depth},
+                                   {"trouble", DepthTroubleName(rec.stepped_from->trouble)}}
+                            : json(nullptr);
+    j["proven_edge"] =
+        rec.proven_edge
+            ? json{{"n_cpu_moe", rec.proven_edge->n_cpu_moe},
+                   {"gain", rec.proven_edge->gain ? json(*rec.proven_edge->gain) : json(nullptr)}}
+            : json(nullptr);
   }
   return j;
 }

@@ -263,6 +263,7 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
                   {"kv_unified", plan.layout.unified}, {"n_batch", plan.layout.n_batch},
                   {"n_ubatch", plan.layout.n_ubatch},  {"slots", SlotContextText(req.ctx)}};
   j["budget_bytes"] = plan.budget;
+  j["host_only"] = plan.host_only;
   const PlacementOption* best = plan.best();
   j["fits"] = best != nullptr;
   if (plan.moe) {
@@ -311,12 +312,11 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   return j;
 }
 
-std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
+namespace {
+
+// The GPU budget and every option's memory on each device.
+std::string OptionsTable(const Plan& plan, const PlanRequest& req) {
   std::string o;
-  o += fmt::format("model {} ({}, {} layers{}), context {}: {}, ubatch {}, KV {}/{}\n", m.path,
-                   m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
-                   SlotContextText(req.ctx), plan.layout.n_ubatch, GgmlTypeName(req.ctx.type_k),
-                   GgmlTypeName(req.ctx.type_v));
   o += fmt::format("GPU budget: {} free - {} reserved = {}; safety margin {}\n\n",
                    FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)),
                    FormatBytes(Bytes(plan.budget)), FormatBytes(Bytes(plan.margin)));
@@ -344,15 +344,29 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
     row(p, label, fit);
   }
   o += "All sizes in MiB.\n\n" + t.Render() + "\n";
+  return o;
+}
+
+}  // namespace
+
+std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
+  std::string o;
+  o += fmt::format("model {} ({}, {} layers{}), context {}: {}, ubatch {}, KV {}/{}\n", m.path,
+                   m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
+                   SlotContextText(req.ctx), plan.layout.n_ubatch, GgmlTypeName(req.ctx.type_k),
+                   GgmlTypeName(req.ctx.type_v));
+  if (!plan.host_only) o += OptionsTable(plan, req);
   if (const PlacementOption* best = plan.best()) {
     if (plan.config)
       o += fmt::format("Recommended: {}\n",
                        ShellJoin(SettingsArgv(PlacementSettings(plan.config->placement))));
-    o += fmt::format(
-        "  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the margin)\n",
-        FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
-        FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
-        FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
+    if (!plan.host_only)
+      o += fmt::format(
+          "  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the "
+          "margin)\n",
+          FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
+          FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
+          FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
     o += fmt::format(
         "  host: weights {} + KV {} + compute {} = {}{}\n",
         FormatBytes(Bytes(best->host.weights_total())),
@@ -362,7 +376,7 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
             ? fmt::format(" of {} available{}", FormatBytes(Bytes(req.host_ram_available)),
                           plan.host_ram_fits ? "" : "  (DOES NOT FIT)")
             : "");
-    if (plan.moe) {
+    if (plan.moe && !plan.host_only) {
       // One step toward the CPU: without the fine fill's -ot, or one more layer.
       const int n = plan.options[*plan.smallest_fitting].n_cpu_moe;
       const int safer = plan.fine_filled() ? n : n + 1;

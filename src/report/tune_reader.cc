@@ -215,6 +215,27 @@ CurveAtDepth CurveFrom(Fields& f, const json& j, const std::string& where) {
   return c;
 }
 
+// The figures of a step back at depth (stepped_from) and past a proven edge
+// (proven_edge); files written before them have neither.
+void ReadStepBack(Fields& f, const json& j, const std::string& where, Recommendation* r) {
+  if (const json* s = f.Object(j, "stepped_from", where)) {
+    const std::string w = where + "stepped_from.";
+    SteppedFrom from;
+    from.n_cpu_moe = f.Int(*s, "n_cpu_moe", w, 0);
+    from.depth = f.Int(*s, "depth", w, 0);
+    from.trouble = NameFrom(f, *s, "trouble", w, DepthTroubleFromName, "fails or collapses")
+                       .value_or(DepthTrouble::kCollapses);
+    r->stepped_from = from;
+  }
+  if (const json* e = f.Object(j, "proven_edge", where)) {
+    const std::string w = where + "proven_edge.";
+    ProvenEdge edge;
+    edge.n_cpu_moe = f.Int(*e, "n_cpu_moe", w, 0);
+    edge.gain = f.OptNum(*e, "gain", w);
+    r->proven_edge = edge;
+  }
+}
+
 Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& where) {
   Recommendation r;
   if (auto n = f.OptInt(j, "n_cpu_moe", where)) r.n_cpu_moe = static_cast<int>(*n);
@@ -222,7 +243,7 @@ Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& w
   r.edge = f.Int(j, "edge", where, -1);
   r.rule = NameFrom(f, j, "rule", where, RecommendationRuleFromName,
                     "nothing usable, no placement effect, every split overflows, edge proven "
-                    "safe or safety rule")
+                    "safe, safety rule or safe neighbour")
                .value_or(RecommendationRule::kNothingUsable);
   if (f.Get(j, "read_on") == nullptr) {
     // Written before the figures were recorded: the reason as it was written.
@@ -238,6 +259,7 @@ Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& w
                           "no_headroom, no_target_context_run or no_target_context")
                      .value_or(Unproven::kNotApplicable);
     if (auto c = f.OptInt(j, "target_ctx", where, 0, int64_t{1} << 40)) r.target_ctx = *c;
+    ReadStepBack(f, j, where, &r);
   }
   if (auto t = f.OptInt(j, "threads", where)) r.threads = static_cast<int>(*t);
   if (auto u = f.OptInt(j, "n_ubatch", where)) r.n_ubatch = static_cast<int>(*u);

@@ -161,6 +161,28 @@ TEST(TuneReader, OlderFilesKeepTheirReasonsAsWritten) {
   EXPECT_EQ(TuneJson(*read)["analysis"]["rejected"][0]["kind"], "recorded");
 }
 
+// The figures of the step back (safe neighbour, a proven edge stepped past)
+// come back typed, so the reason renders the same.
+TEST(TuneReader, StepBackFiguresRoundTrip) {
+  TuneReport t = Tune();
+  Recommendation& r = t.result.analysis.recommendation;
+  r.stepped_from = SteppedFrom{19, 31744, DepthTrouble::kFails};
+  r.proven_edge = ProvenEdge{20, 0.034};
+  const json written = TuneJson(t);
+  auto read = TuneReportFromJson(written);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  const Recommendation& back = read->result.analysis.recommendation;
+  ASSERT_TRUE(back.stepped_from);
+  EXPECT_EQ(back.stepped_from->n_cpu_moe, 19);
+  EXPECT_EQ(back.stepped_from->depth, 31744);
+  EXPECT_EQ(back.stepped_from->trouble, DepthTrouble::kFails);
+  ASSERT_TRUE(back.proven_edge && back.proven_edge->gain);
+  EXPECT_EQ(back.proven_edge->n_cpu_moe, 20);
+  EXPECT_DOUBLE_EQ(*back.proven_edge->gain, 0.034);
+  EXPECT_EQ(RecommendationReason(back), RecommendationReason(r));
+  EXPECT_EQ(TuneJson(*read), written);
+}
+
 TEST(TuneReader, DecisionsAndComparisonsComeBackTyped) {
   auto read = TuneReportFromJson(TuneJson(Tune()));
   ASSERT_TRUE(read.ok()) << read.error().message();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <vector>
 
 namespace moetune {
@@ -48,6 +49,49 @@ std::string SafetyRuleReason(const Recommendation& r) {
       r.edge, ReadOnText(r), UnprovenText(r));
 }
 
+std::string SafeNeighbourReason(const Recommendation& r) {
+  const SteppedFrom from = r.stepped_from.value_or(SteppedFrom{});
+  return fmt::format(
+      "N={} is one layer more conservative than N={}, which {} at depth {}, and was measured "
+      "healthy at the target context ({} tokens): the safety rule's step is taken",
+      r.n_cpu_moe.value_or(r.edge), from.n_cpu_moe,
+      from.trouble == DepthTrouble::kFails ? "fails to run" : "collapses", from.depth,
+      r.target_ctx.value_or(0));
+}
+
+std::string EdgeProvenReason(const Recommendation& r) {
+  const int pick = r.n_cpu_moe.value_or(r.safest_tie);
+  if (r.unproven != Unproven::kNotApplicable) {  // taken on request
+    return fmt::format(
+        "N={} is best for {} and was measured at the target context without collapse; taken as "
+        "asked (--proven-edge) although there is {}",
+        pick, ReadOnText(r), UnprovenText(r));
+  }
+  return fmt::format(
+      "N={} is best for {} and was measured at the target context without collapse, with GPU "
+      "headroom left",
+      pick, ReadOnText(r));
+}
+
+// What stepping back past an edge measured healthy at the target context
+// costs, and how to take it instead.
+std::string ProvenEdgeCost(const Recommendation& r) {
+  if (!r.proven_edge) return "";
+  const ProvenEdge& e = *r.proven_edge;
+  const std::string on =
+      r.read_on == ReadOn::kTimeToAnswer ? "on this workload" : "for " + ReadOnText(r);
+  std::string cost;
+  if (!e.gain) {
+    cost =
+        fmt::format("N={}, measured healthy at the target context, is faster {}", e.n_cpu_moe, on);
+  } else {
+    cost =
+        fmt::format("N={}, measured healthy at the target context, would be {:.1f}% {} {}",
+                    e.n_cpu_moe, std::abs(*e.gain) * 100, *e.gain >= 0 ? "faster" : "slower", on);
+  }
+  return "; " + cost + " (--proven-edge takes it)";
+}
+
 }  // namespace
 
 std::string RejectionReason(const Rejection& r) {
@@ -90,14 +134,13 @@ std::string RecommendationReason(const Recommendation& r) {
           "{} only falls as experts move to the GPU: keep the experts on the CPU (N={})",
           ReadOnText(r), r.safest_tie);
     case RecommendationRule::kEdgeProvenSafe:
-      return fmt::format(
-          "N={} is best for {} and was measured at the target context without collapse, with "
-          "GPU headroom left",
-          r.safest_tie, ReadOnText(r));
+      return EdgeProvenReason(r) + ProvenEdgeCost(r);
+    case RecommendationRule::kSafeNeighbour:
+      return SafeNeighbourReason(r);
     case RecommendationRule::kSafetyRule:
       break;
   }
-  return SafetyRuleReason(r);
+  return SafetyRuleReason(r) + ProvenEdgeCost(r);
 }
 
 std::string ComparisonReason(const DimensionComparison& c) {

@@ -93,6 +93,43 @@ TEST(VerdictText, RecommendationReasonsFollowTheRule) {
   EXPECT_EQ(RecommendationReason(flat), "kept as written");
 }
 
+TEST(VerdictText, SafeNeighbourAndTheCostOfAStepBack) {
+  Recommendation r;
+  r.rule = RecommendationRule::kSafeNeighbour;
+  r.n_cpu_moe = 12;
+  r.edge = 12;
+  r.target_ctx = 8192;
+  r.stepped_from = SteppedFrom{11, 8192, DepthTrouble::kCollapses};
+  EXPECT_EQ(RecommendationReason(r),
+            "N=12 is one layer more conservative than N=11, which collapses at depth 8192, and "
+            "was measured healthy at the target context (8192 tokens): the safety rule's step is "
+            "taken");
+  // The safety rule stepping back past an edge measured healthy at the target
+  // context says what it costs and how to take the edge.
+  Recommendation s;
+  s.rule = RecommendationRule::kSafetyRule;
+  s.n_cpu_moe = 12;
+  s.edge = 11;
+  s.best_n = 11;
+  s.safest_tie = 11;
+  s.workload = "chat";
+  s.unproven = Unproven::kNoHeadroom;
+  s.proven_edge = ProvenEdge{11, 0.061};
+  EXPECT_NE(RecommendationReason(s).find("; N=11, measured healthy at the target context, would "
+                                         "be 6.1% faster on this workload (--proven-edge takes "
+                                         "it)"),
+            std::string::npos)
+      << RecommendationReason(s);
+  // Taken on request: the reason says so and what was not proven.
+  s.rule = RecommendationRule::kEdgeProvenSafe;
+  s.n_cpu_moe = 11;
+  s.proven_edge.reset();
+  EXPECT_EQ(RecommendationReason(s),
+            "N=11 is best for time to answer (chat workload) and was measured at the target "
+            "context without collapse; taken as asked (--proven-edge) although there is no "
+            "measured GPU memory headroom for it");
+}
+
 TEST(VerdictText, ComparisonReasonFromTheStandings) {
   DimensionComparison c;
   c.dimension = Dimension::kThreads;

@@ -149,8 +149,97 @@ TEST(AnalysisTest, CollapseWithDepthRejectsThePlacement) {
   EXPECT_EQ(n12->depth, 32768);
   EXPECT_NEAR(n12->ratio, 60.0 / 400.0, 0.01);
   EXPECT_EQ(n12->reference_n, 16);  // the healthiest at depth: 240/370 against 250/390
+  // N=13 is one layer safer than the collapsing N=12 and measured healthy at
+  // the target context: the safety rule's layer is taken already.
   ASSERT_TRUE(a.recommendation.n_cpu_moe);
-  EXPECT_GE(*a.recommendation.n_cpu_moe, 14);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 13);
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kSafeNeighbour);
+}
+
+// The shape of issue "the safety rule steps back once": a fine sweep with a
+// cliff between N=10 and N=11, the peak N=11 collapsing at the target depth,
+// its neighbour N=12 healthy there and N=13 within the noise of N=12.
+std::vector<RunResult> PeakCollapsesAtDepth() {
+  auto rs = Sweep(
+      {{10, {70, 27}}, {11, {400, 34}}, {12, {395, 33.8}}, {13, {390, 33.6}}, {14, {360, 32}}});
+  auto deep = Sweep({{11, {60, 30}}, {12, {300, 31}}, {13, {296, 31}}}, 8192);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  return rs;
+}
+
+TEST(AnalysisTest, PeakCollapsingAtDepthLeavesItsHealthyNeighbour) {
+  AnalysisOptions o;  // analyze: llama-bench output has no GPU headroom
+  o.target_ctx = 8192;
+  const Analysis a = Analyze(PeakCollapsesAtDepth(), o);
+  ASSERT_NE(a.RejectionOf(11), nullptr);
+  EXPECT_EQ(a.RejectionOf(11)->kind, RejectionKind::kCollapses);
+  const Recommendation& r = a.recommendation;
+  ASSERT_TRUE(r.n_cpu_moe);
+  EXPECT_EQ(*r.n_cpu_moe, 12);  // not 13, which only ties with it
+  EXPECT_TRUE(r.measured);
+  EXPECT_EQ(r.rule, RecommendationRule::kSafeNeighbour);
+  ASSERT_TRUE(r.stepped_from);
+  EXPECT_EQ(r.stepped_from->n_cpu_moe, 11);
+  EXPECT_EQ(r.stepped_from->depth, 8192);
+  EXPECT_EQ(r.stepped_from->trouble, DepthTrouble::kCollapses);
+  EXPECT_FALSE(r.proven_edge);  // nothing proven was stepped over
+  // Without the target context nothing is proven there: the safety rule.
+  o.target_ctx.reset();
+  EXPECT_EQ(Analyze(PeakCollapsesAtDepth(), o).recommendation.rule,
+            RecommendationRule::kSafetyRule);
+}
+
+TEST(AnalysisTest, PeakCollapsingAtDepthWithTunesInputs) {
+  // Tune reads its placements through the same Analyze, with the plan's GPU
+  // headroom for every N it measured (Tuner::AnalyzeNow): whether the plan
+  // gives the neighbour headroom or not, the measurement at the target
+  // context decides, and a tie does not pull the pick past it.
+  for (int64_t neighbour_headroom : {int64_t{-200} << 20, int64_t{300} << 20}) {
+    AnalysisOptions o;
+    o.workload = Workload{"agent", 8192, 256};
+    o.target_ctx = 8192;
+    o.gpu_headroom = {{10, int64_t{-900} << 20},
+                      {11, int64_t{-100} << 20},
+                      {12, neighbour_headroom},
+                      {13, int64_t{500} << 20},
+                      {14, int64_t{900} << 20}};
+    const Analysis a = Analyze(PeakCollapsesAtDepth(), o);
+    ASSERT_TRUE(a.recommendation.n_cpu_moe) << neighbour_headroom;
+    EXPECT_EQ(*a.recommendation.n_cpu_moe, 12) << neighbour_headroom;
+    EXPECT_EQ(a.recommendation.rule, RecommendationRule::kSafeNeighbour) << neighbour_headroom;
+  }
+}
+
+TEST(AnalysisTest, SteppingBackPastAProvenEdgeSaysWhatItCosts) {
+  // The cliff is at depth 0 and nothing collapses at depth: the safety rule
+  // steps back from N=11 although it was measured healthy at the target
+  // context (llama-bench output has no headroom). The reading says what N=11
+  // would give, and take_proven_edge takes it.
+  auto rs = Sweep({{10, {70, 27}}, {11, {400, 34}}, {12, {380, 32}}, {13, {370, 31.5}}});
+  auto deep = Sweep({{11, {300, 31}}, {12, {285, 29}}}, 8192);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  AnalysisOptions o;
+  o.target_ctx = 8192;
+  const Analysis a = Analyze(rs, o);
+  const Recommendation& r = a.recommendation;
+  EXPECT_EQ(r.rule, RecommendationRule::kSafetyRule);
+  ASSERT_TRUE(r.n_cpu_moe);
+  EXPECT_EQ(*r.n_cpu_moe, 12);
+  ASSERT_TRUE(r.proven_edge);
+  EXPECT_EQ(r.proven_edge->n_cpu_moe, 11);
+  ASSERT_TRUE(r.proven_edge->gain);
+  // Time to answer of the chat workload: 1024/pp + 384/tg.
+  const double t11 = 1024.0 / 400 + 384.0 / 34, t12 = 1024.0 / 380 + 384.0 / 32;
+  EXPECT_NEAR(*r.proven_edge->gain, t12 / t11 - 1, 0.01);
+  o.take_proven_edge = true;
+  const Recommendation taken = Analyze(rs, o).recommendation;
+  ASSERT_TRUE(taken.n_cpu_moe);
+  EXPECT_EQ(*taken.n_cpu_moe, 11);
+  EXPECT_EQ(taken.rule, RecommendationRule::kEdgeProvenSafe);
+  EXPECT_FALSE(taken.proven_edge);
+  // A placement not measured at the target context is never taken as proven.
+  o.target_ctx = 32768;
+  EXPECT_EQ(*Analyze(rs, o).recommendation.n_cpu_moe, 12);
 }
 
 TEST(AnalysisTest, AttentionCostOfAFastPlacementIsNotACollapse) {

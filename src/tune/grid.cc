@@ -135,6 +135,7 @@ GridResult RunExhaustiveGrid(Engine& engine, const TuneSpace& space, const TuneO
     ao.workload = g.options.workload;
     ao.rules = g.options.rules.analysis;
     ao.target_ctx = g.options.ctx;
+    ao.take_proven_edge = g.options.take_proven_edge;
     if (space.headroom) {
       for (int n : ns) ao.gpu_headroom.push_back({n, space.headroom(n)});
     }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
 
 #include "util/enum_names.h"
 
@@ -12,27 +11,96 @@ namespace moetune {
 namespace {
 
 constexpr std::array kRules = {
-    RecommendationRule::kNothingUsable, RecommendationRule::kNoPlacementEffect,
+    RecommendationRule::kNothingUsable,       RecommendationRule::kNoPlacementEffect,
     RecommendationRule::kEverySplitOverflows, RecommendationRule::kEdgeProvenSafe,
-    RecommendationRule::kSafetyRule};
+    RecommendationRule::kSafetyRule,          RecommendationRule::kSafeNeighbour};
 constexpr std::array kReadOn = {ReadOn::kTimeToAnswer, ReadOn::kPrefill, ReadOn::kDecode};
 constexpr std::array kUnproven = {Unproven::kNotApplicable, Unproven::kNoHeadroom,
                                   Unproven::kNoTargetContextRun, Unproven::kNoTargetContextGiven};
 
+// Whether `n` was measured at the target context without collapse.
+bool HealthyAtTarget(int n, const RejectionReading& rejections, const AnalysisOptions& o) {
+  if (!o.target_ctx) return false;
+  return std::any_of(rejections.depth_checks.begin(), rejections.depth_checks.end(),
+                     [&](const DepthCheck& c) {
+                       return c.n_cpu_moe == n && !c.collapsed && c.context >= *o.target_ctx;
+                     });
+}
+
 // Whether the edge is proven safe: measured GPU headroom, and a measurement at
 // the target context without collapse; else why not.
-Unproven ProveEdge(int edge, const RejectionReading& rejections, const AnalysisOptions& o) {
+Unproven ProveEdge(int edge, bool healthy, const AnalysisOptions& o) {
   auto headroom = std::find_if(o.gpu_headroom.begin(), o.gpu_headroom.end(),
                                [&](const auto& h) { return h.first == edge; });
-  bool deep_ok = false;
-  for (const auto& c : rejections.depth_checks) {
-    if (c.n_cpu_moe == edge && !c.collapsed && o.target_ctx && c.context >= *o.target_ctx)
-      deep_ok = true;
-  }
-  if (headroom != o.gpu_headroom.end() && headroom->second > 0 && deep_ok)
-    return Unproven::kNotApplicable;
-  if (headroom == o.gpu_headroom.end() || headroom->second <= 0) return Unproven::kNoHeadroom;
+  const bool has_headroom = headroom != o.gpu_headroom.end() && headroom->second > 0;
+  if (has_headroom && healthy) return Unproven::kNotApplicable;
+  if (!has_headroom) return Unproven::kNoHeadroom;
   return o.target_ctx ? Unproven::kNoTargetContextRun : Unproven::kNoTargetContextGiven;
+}
+
+// The safety rule's layer taken at depth: the nearest placement measured more
+// aggressive than the edge is out for what it did at a depth within the target
+// context (it fails or collapses there), so the edge is already one layer more
+// conservative than the peak.
+std::optional<SteppedFrom> SteppedFromOf(const CurveAtDepth& base,
+                                         const RejectionReading& rejections, int edge) {
+  const CurvePoint* below = nullptr;
+  for (const auto& p : base.points) {
+    if (p.n_cpu_moe < edge) below = &p;
+  }
+  if (below == nullptr) return std::nullopt;
+  const Rejection* r = FindRejection(rejections.rejected, below->n_cpu_moe);
+  if (r == nullptr || !r->measured_at_depth()) return std::nullopt;
+  return SteppedFrom{
+      r->n_cpu_moe, r->depth,
+      r->kind == RejectionKind::kCollapses ? DepthTrouble::kCollapses : DepthTrouble::kFails};
+}
+
+// How much better placement `edge` is than `pick` on the curve's objective.
+std::optional<double> GainOver(const CurveAtDepth& base, int edge, int pick) {
+  std::optional<Estimate> e, p;
+  for (const auto& pt : base.points) {
+    if (pt.n_cpu_moe == edge) e = pt.objective;
+    if (pt.n_cpu_moe == pick) p = pt.objective;
+  }
+  if (!e || !p || p->mean <= 0) return std::nullopt;
+  return e->mean / p->mean - 1;
+}
+
+// The rules near the edge of a curve with a real optimum: the edge when one
+// layer was stepped back at depth already (kSafeNeighbour) or it is proven
+// safe, else one layer more conservative (kSafetyRule). Says what a step
+// past an edge measured healthy at the target context costs.
+void RecommendNearTheEdge(const CurveAtDepth& base, const RejectionReading& rejections,
+                          const AnalysisOptions& o, Recommendation* rec,
+                          std::vector<std::string>* notes) {
+  const bool healthy = HealthyAtTarget(rec->edge, rejections, o);
+  rec->unproven = ProveEdge(rec->edge, healthy, o);
+  if (healthy) rec->stepped_from = SteppedFromOf(base, rejections, rec->edge);
+  if (rec->stepped_from) {
+    rec->n_cpu_moe = rec->edge;
+    rec->rule = RecommendationRule::kSafeNeighbour;
+    rec->unproven = Unproven::kNotApplicable;
+    return;
+  }
+  if (rec->unproven == Unproven::kNotApplicable || (healthy && o.take_proven_edge)) {
+    rec->n_cpu_moe = o.take_proven_edge ? rec->edge : rec->safest_tie;
+    rec->rule = RecommendationRule::kEdgeProvenSafe;
+  } else {
+    const int pick = std::max(rec->safest_tie, rec->edge + 1);
+    rec->n_cpu_moe = pick;
+    rec->rule = RecommendationRule::kSafetyRule;
+    rec->measured = std::any_of(base.points.begin(), base.points.end(),
+                                [&](const CurvePoint& p) { return p.n_cpu_moe == pick; });
+    if (!rec->measured) {
+      notes->push_back(fmt::format(
+          "the recommended N={} was not measured: the safety rule implies it (one layer more "
+          "conservative than N={})",
+          pick, rec->edge));
+    }
+  }
+  if (healthy && *rec->n_cpu_moe > rec->edge)
+    rec->proven_edge = ProvenEdge{rec->edge, GainOver(base, rec->edge, *rec->n_cpu_moe)};
 }
 
 }  // namespace
@@ -48,9 +116,11 @@ const char* RecommendationRuleName(RecommendationRule rule) {
     case RecommendationRule::kEdgeProvenSafe:
       return "edge proven safe";
     case RecommendationRule::kSafetyRule:
+      return "safety rule";
+    case RecommendationRule::kSafeNeighbour:
       break;
   }
-  return "safety rule";
+  return "safe neighbour";
 }
 
 std::optional<RecommendationRule> RecommendationRuleFromName(std::string_view name) {
@@ -133,26 +203,7 @@ Recommendation Recommend(const CurveAtDepth& base, const RejectionReading& rejec
     }
     return rec;
   }
-  // Safety rule: one layer more conservative than the edge, unless the edge
-  // is proven safe at the target context with measured GPU headroom.
-  rec.unproven = ProveEdge(rec.edge, rejections, o);
-  if (rec.unproven == Unproven::kNotApplicable) {
-    rec.n_cpu_moe = rec.safest_tie;
-    rec.rule = RecommendationRule::kEdgeProvenSafe;
-    return rec;
-  }
-  const int pick = std::max(rec.safest_tie, rec.edge + 1);
-  rec.n_cpu_moe = pick;
-  rec.rule = RecommendationRule::kSafetyRule;
-  std::set<int> measured_n;
-  for (const auto& p : base.points) measured_n.insert(p.n_cpu_moe);
-  rec.measured = measured_n.count(pick) > 0;
-  if (!rec.measured) {
-    notes->push_back(fmt::format(
-        "the recommended N={} was not measured: the safety rule implies it (one layer more "
-        "conservative than N={})",
-        pick, rec.edge));
-  }
+  RecommendNearTheEdge(base, rejections, o, &rec, notes);
   return rec;
 }
 

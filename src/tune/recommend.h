@@ -21,9 +21,11 @@ enum class RecommendationRule {
   kEverySplitOverflows,  // a monotonic curve: experts stay on the CPU
   kEdgeProvenSafe,       // the edge, measured at the target context with GPU headroom
   kSafetyRule,           // one layer more conservative than the edge
+  kSafeNeighbour,        // the edge, one layer safer than a placement out at depth, and
+                         // measured healthy at the target context
 };
 /// "nothing usable", "no placement effect", "every split overflows", "edge
-/// proven safe", "safety rule" (stable names, used in JSON).
+/// proven safe", "safety rule", "safe neighbour" (stable names, used in JSON).
 const char* RecommendationRuleName(RecommendationRule rule);
 std::optional<RecommendationRule> RecommendationRuleFromName(std::string_view name);
 
@@ -48,6 +50,25 @@ enum class Unproven {
 const char* UnprovenName(Unproven unproven);
 std::optional<Unproven> UnprovenFromName(std::string_view name);
 
+/// The placement the safety rule's layer was taken from (kSafeNeighbour): the
+/// nearest more aggressive one measured, out for what it did at a depth within
+/// the target context.
+struct SteppedFrom {
+  int n_cpu_moe = 0;
+  int depth = 0;
+  DepthTrouble trouble = DepthTrouble::kCollapses;
+};
+
+/// An edge measured healthy at the target context that the pick is more
+/// conservative than (the safety rule's step, or a tie going to the safer N):
+/// what taking it instead would give.
+struct ProvenEdge {
+  int n_cpu_moe = 0;
+  /// How much better the edge is than the pick on what "best" was read on
+  /// (0.05: 5% faster); nullopt when the pick was not measured.
+  std::optional<double> gain;
+};
+
 struct Recommendation {
   std::optional<int> n_cpu_moe;
   bool measured = true;         // false: a rule implies a value that was not measured
@@ -62,15 +83,19 @@ struct Recommendation {
   std::string workload;  // the workload's name, when read on its time to answer
   Unproven unproven = Unproven::kNotApplicable;
   std::optional<int64_t> target_ctx;
+  std::optional<SteppedFrom> stepped_from;  // kSafeNeighbour
+  std::optional<ProvenEdge> proven_edge;    // when the pick steps back past a proven edge
   /// Read from a file written before the figures were recorded: its reason as
   /// the file gave it (rendered as it is; empty otherwise).
   std::string recorded_reason;
 };
 
 /// Recommends an N on the shallowest curve `base`, leaving out the rejected
-/// placements. `read_on` names what the points' objective is. Adds a note when
-/// the recommended N was not measured, or is the largest N measured on a
-/// curve that only falls toward the GPU.
+/// placements. The safety rule steps back once: from the peak, which is the
+/// edge unless a more aggressive placement is out for what it did at depth
+/// (then the edge, measured healthy at the target context, is the step). `read_on` names what the
+/// points' objective is. Adds a note when the recommended N was not measured, or is the largest N
+/// measured on a curve that only falls toward the GPU.
 Recommendation Recommend(const CurveAtDepth& base, const RejectionReading& rejections,
                          ReadOn read_on, const AnalysisOptions& options,
                          std::vector<std::string>* notes);

@@ -90,6 +90,10 @@ struct AnalysisOptions {
   /// Memory headroom measured on the GPU for each N (tune knows it; llama-bench
   /// output does not). The edge may be recommended only with positive headroom.
   std::vector<std::pair<int, int64_t>> gpu_headroom;
+  /// Take the edge when it was measured healthy at the target context, instead
+  /// of stepping back from it (the safety rule's layer, or a tie going to a
+  /// safer N): `--proven-edge`.
+  bool take_proven_edge = false;
   AnalysisRules rules;
 };
 

@@ -101,7 +101,9 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   s.n_layer = static_cast<int>(m.weights.layers.size());
   s.moe = m.arch.is_moe() && m.weights.expert_total() > 0;
   s.placement_matters = in.engine_has_gpu;
-  s.base.placement.n_gpu_layers = 99;
+  // Without a GPU every layer runs on the host: measured as plan and serve
+  // write it (-ngl 0).
+  s.base.placement.n_gpu_layers = in.engine_has_gpu ? 99 : 0;
   s.base.n_ubatch = 512;
   s.base.n_batch = 2048;
   s.base.flash_attn = FlashAttn::kOn;
@@ -152,7 +154,9 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   } else {
     s.predicted_boundary = 0;
     s.fixed_n = s.moe ? s.n_layer : 0;
-    if (notes != nullptr) {
+    // Without a GPU there is no figure to ask for: the placement decision
+    // says once that every layer runs on the CPU.
+    if (notes != nullptr && in.engine_has_gpu) {
       notes->push_back(fmt::format(
           "no GPU memory figure (give --vram, or run moetune doctor on a GPU machine): the "
           "command keeps every expert on the CPU (--n-cpu-moe {})",

@@ -226,6 +226,7 @@ Analysis Tuner::AnalyzeNow(const Settings& fixed, bool with_ctx) const {
   AnalysisOptions o;
   o.workload = opt_.workload;
   o.rules = opt_.rules.analysis;
+  o.take_proven_edge = opt_.take_proven_edge;
   if (with_ctx) o.target_ctx = opt_.ctx;
   const auto rs = PlacementResults(fixed);
   if (space_.headroom) {
@@ -250,9 +251,9 @@ void Tuner::SearchPlacement() {
     cur_.n = space_.fixed_n;
     result_.placement_tuned = false;
     result_.decisions.push_back(MakeDecision(
-        phase_, fmt::format("--n-cpu-moe {}", cur_.n), "no GPU in the engine",
+        phase_, "-ngl 0", "no GPU in the engine",
         "the engine has no GPU device, so where the experts live does not change speed: "
-        "placement was not measured; N comes from the memory plan"));
+        "placement was not measured; every layer runs on the CPU (-ngl 0, no --n-cpu-moe)"));
     return;
   }
   const int b0 = std::clamp(space_.predicted_boundary, 0, L);
@@ -829,6 +830,12 @@ TuneResult Tuner::Run() {
   result_.best.n_parallel = 1;
   result_.best.fit = Switch::kOff;
   if (!space_.moe) result_.best.placement.n_cpu_moe = -1;  // dense: no --n-cpu-moe, as plan
+  if (!space_.placement_matters) {
+    // No GPU: every layer on the host, written as plan writes it (-ngl 0;
+    // --n-cpu-moe only moves the experts of GPU layers).
+    result_.best.placement.n_gpu_layers = 0;
+    result_.best.placement.n_cpu_moe = -1;
+  }
   if (space_.memory_of) result_.memory = space_.memory_of(result_.best);
   result_.measurements = all_;
   result_.comparisons =

@@ -85,6 +85,9 @@ struct TuneOptions {
   int repetitions = 3;
   int max_repetitions = 9;
   int depth_repetitions = 2;
+  /// Take an edge measured healthy at the target context instead of stepping
+  /// back from it (AnalysisOptions::take_proven_edge, `--proven-edge`).
+  bool take_proven_edge = false;
   /// The constants of the search and the rules of its readings.
   TuneRules rules;
 };

@@ -127,6 +127,29 @@ TEST(TunerTest, FindsTheBoundaryValidatesDepthAndTunesThreads) {
   EXPECT_TRUE(long_context);
 }
 
+// The case of the "safety rule steps back once" through tune's decision path:
+// the depth-0 peak's side of the boundary (N=18, 19) collapses at the target
+// context, N=20 holds there; N=20 is the one layer more conservative, proven,
+// and tune takes it rather than N=21 (within the noise of it, and safer).
+TEST(TunerTest, PeakCollapsingAtTheTargetContextGivesItsHealthyNeighbour) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  Tuner t(engine, Space(engine, o.ctx), o);
+  const TuneResult r = t.Run();
+  EXPECT_EQ(r.best.placement.n_cpu_moe, 20);
+  const Decision* validation = nullptr;
+  for (const auto& d : r.decisions) {
+    if (d.phase == TunePhase::kLongContext) validation = &d;
+  }
+  ASSERT_NE(validation, nullptr);
+  ASSERT_TRUE(validation->reading);
+  EXPECT_EQ(validation->reading->rule, RecommendationRule::kSafeNeighbour) << validation->rule;
+  ASSERT_TRUE(validation->reading->stepped_from);
+  EXPECT_EQ(validation->reading->stepped_from->n_cpu_moe, 19);
+  EXPECT_EQ(validation->rule, "safe neighbour");
+}
+
 // A plan whose margin is two layers wider than the machine needs cannot judge
 // the placement validated at the target context. A larger micro-batch is then
 // tried only where the memory map puts no more bytes on the GPU than the
@@ -296,7 +319,10 @@ TEST(TunerTest, NoGpuSkipsPlacementButTunesTheRest) {
   Tuner t(engine, s, o);
   const TuneResult r = t.Run();
   EXPECT_FALSE(r.placement_tuned);
-  EXPECT_EQ(r.best.placement.n_cpu_moe, 40);
+  // Every layer on the host, written as plan and serve write it.
+  EXPECT_EQ(r.best.placement.n_gpu_layers, 0);
+  EXPECT_EQ(r.best.placement.WrittenNCpuMoe(), -1);
+  EXPECT_EQ(r.decisions.front().choice, "-ngl 0");
   EXPECT_EQ(r.best.threads, 6);
   ASSERT_FALSE(r.decisions.empty());
   EXPECT_NE(r.decisions.front().evidence.find("does not change speed"), std::string::npos);

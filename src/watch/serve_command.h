@@ -38,8 +38,12 @@ ServerConfig ConfigFromCommand(const std::vector<std::string>& argv,
 /// (the same meaning as `moetune plan`'s options).
 struct ServePlanOptions {
   int64_t n_ctx = 4096;
-  std::optional<int64_t> vram_free;  // nullopt: the doctor's machine profile
+  std::optional<int64_t> vram_free;  // nullopt: the doctor's machine profile; 0: no GPU
   std::string profile;               // its path ("" = the default)
+  /// Whether the engine lists a GPU device (nullopt: not asked). Without
+  /// --vram and without a GPU in the profile, an engine without one plans
+  /// host-only, as a profile that lists no GPU does.
+  std::optional<bool> engine_has_gpu;
   int64_t reserve = 0;
   int64_t margin = 1024ll << 20;
   std::string type_k = "f16", type_v = "f16";
@@ -48,8 +52,9 @@ struct ServePlanOptions {
 };
 
 /// Plans the model like `moetune plan` and returns its configuration (that of
-/// plan's `command_argv`). Errors name the problem (no VRAM figure, bad cache
-/// type, nothing fits).
+/// plan's `command_argv`); with no GPU, every layer on the host (-ngl 0).
+/// Errors name the problem (no VRAM figure on a machine that may have a GPU,
+/// bad cache type, nothing fits).
 Result<ServerConfig> PlannedServerConfig(const std::string& model, const ServePlanOptions& options,
                                          std::vector<std::string>* notes);
 

@@ -32,6 +32,77 @@ TEST(AnalyzeCli, CliffSweepGivesTheMethodsPick) {
   EXPECT_NE(text.out.find("--n-cpu-moe 25"), std::string::npos) << text.out;
 }
 
+// A fine sweep with a cliff (N=23/24) plus depth runs at 8K: the peak N=24
+// collapses at the target depth, its one-layer-safer neighbour N=25 stays
+// healthy there, and N=26 is within the noise of N=25.
+TEST(AnalyzeCli, PeakCollapsingAtDepthGivesItsHealthyNeighbour) {
+  const std::string sweep = Fixture("peak_collapses_at_depth.jsonl");
+  auto r = RunCommand({MoetuneBinary(), "analyze", sweep, "--ctx", "8K", "--json"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const json& rec = j["recommendation"];
+  EXPECT_EQ(rec["n_cpu_moe"], 25) << rec.dump();
+  EXPECT_EQ(rec["rule"], "safe neighbour");
+  EXPECT_EQ(rec["stepped_from"]["n_cpu_moe"], 24);
+  EXPECT_EQ(rec["stepped_from"]["trouble"], "collapses");
+  EXPECT_EQ(rec["stepped_from"]["depth"], 8192);
+  EXPECT_TRUE(rec["proven_edge"].is_null());
+  auto text = RunCommand({MoetuneBinary(), "analyze", sweep, "--ctx", "8K"}, 60);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("--n-cpu-moe 25"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("safe neighbour"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("one layer more conservative than N=24, which collapses at depth 8192"),
+            std::string::npos)
+      << text.out;
+}
+
+// The depth-0 cliff sweep with depth runs of N=24 and N=25 only, neither
+// collapsing: the safety rule steps back from N=24 (llama-bench output has no
+// memory figures), says what that costs, and --proven-edge takes N=24.
+TEST(AnalyzeCli, SteppingBackPastAProvenEdgeSaysTheCostAndTheOption) {
+  TempDir dir;
+  const std::string sweep = dir.File("healthy_at_depth.jsonl");
+  {
+    std::ifstream in(Fixture("peak_collapses_at_depth.jsonl"));
+    std::ofstream out(sweep);
+    std::string line;
+    while (std::getline(in, line)) {
+      json l = json::parse(line);
+      if (l["n_depth"] == 8192 && l["n_cpu_moe"] == 24) {
+        for (auto& v : l["samples_ts"]) v = v.get<double>() * 5.2;  // healthy: ~465 t/s
+        l["avg_ts"] = l["avg_ts"].get<double>() * 5.2;
+        l["stddev_ts"] = l["stddev_ts"].get<double>() * 5.2;
+      }
+      out << l.dump() << "\n";
+    }
+  }
+  auto r = RunCommand({MoetuneBinary(), "analyze", sweep, "--ctx", "8K", "--json"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json rec = json::parse(r.out)["recommendation"];
+  EXPECT_EQ(rec["rule"], "safety rule") << rec.dump();
+  EXPECT_EQ(rec["edge"], 24);
+  ASSERT_TRUE(rec["proven_edge"].is_object()) << rec.dump();
+  EXPECT_EQ(rec["proven_edge"]["n_cpu_moe"], 24);
+  const int pick = rec["n_cpu_moe"].get<int>();
+  EXPECT_GT(pick, 24);
+  const std::string reason = rec["reason"].get<std::string>();
+  EXPECT_NE(reason.find("N=24, measured healthy at the target context, would be"),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("--proven-edge"), std::string::npos) << reason;
+  auto taken =
+      RunCommand({MoetuneBinary(), "analyze", sweep, "--ctx", "8K", "--proven-edge", "--json"}, 60);
+  ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  rec = json::parse(taken.out)["recommendation"];
+  EXPECT_EQ(rec["n_cpu_moe"], 24) << rec.dump();
+  EXPECT_EQ(rec["rule"], "edge proven safe");
+  // Without a measurement at the target context nothing is proven.
+  auto deeper = RunCommand(
+      {MoetuneBinary(), "analyze", sweep, "--ctx", "32K", "--proven-edge", "--json"}, 60);
+  ASSERT_EQ(deeper.exit_code, 0) << deeper.err;
+  EXPECT_GT(json::parse(deeper.out)["recommendation"]["n_cpu_moe"].get<int>(), 24);
+}
+
 TEST(AnalyzeCli, RealLlamaBenchOutputFromThisMachine) {
   auto engine = EngineDir();
   ASSERT_TRUE(engine.has_value()) << "llama.cpp not found: run scripts/setup-engine.sh";

@@ -53,7 +53,8 @@ TEST(DemoTest, CompletesWithEveryStepChecked) {
   EXPECT_GT(tune_at, r.out.find("## 6. Summary"));
   EXPECT_NE(r.out.find("--engine sim --machine rtx4070-12g"), std::string::npos) << r.out;
   // The tiny model fits the simulated 12 GB card; the CPU engine has no GPU,
-  // so the real tune keeps the plan's N (every expert on the CPU: 8 layers).
+  // so the real tune keeps every layer on the host: -ngl 0 and no --n-cpu-moe
+  // (printed as -1 on the tune step line).
   int sim_n = -1, sim_t = -1, real_n = -1, real_t = -1;
   const auto line = r.out.find("tune step: ");
   ASSERT_NE(line, std::string::npos) << r.out;
@@ -63,7 +64,14 @@ TEST(DemoTest, CompletesWithEveryStepChecked) {
             4)
       << r.out.substr(line, 120);
   EXPECT_LE(sim_n, 1);
-  EXPECT_EQ(real_n, 8);
+  EXPECT_EQ(real_n, -1);
+  EXPECT_NE(r.out.find("none, -ngl 0 (no GPU: not measured)"), std::string::npos) << r.out;
+  const auto real_pick = r.out.find("real CPU pick:\n    llama-server -m ");
+  ASSERT_NE(real_pick, std::string::npos) << r.out;
+  const std::string real_cmd =
+      r.out.substr(real_pick, r.out.find('\n', real_pick + 20) - real_pick);
+  EXPECT_NE(real_cmd.find(" -ngl 0 "), std::string::npos) << real_cmd;
+  EXPECT_EQ(real_cmd.find("n-cpu-moe"), std::string::npos) << real_cmd;
   EXPECT_GE(real_t, 1);
   EXPECT_NE(r.out.find("SIMULATED NVIDIA GeForce RTX 4070 12 GB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("real CPU pick:\n    llama-server -m "), std::string::npos) << r.out;

@@ -74,6 +74,36 @@ TEST_F(PlanCliTest, NothingFitsPrintsNoCommandAndExits3) {
   EXPECT_NE(d.out.find("layers"), std::string::npos) << d.out;
 }
 
+// No GPU (--vram 0) is a normal case, not "nothing fits": every layer on the
+// host, -ngl 0 and no --n-cpu-moe, said once; llama.cpp's own dry run of that
+// command agrees (this machine's engine has no GPU either).
+TEST_F(PlanCliTest, NoGpuPlansEveryLayerOnTheHost) {
+  const std::string m = Model("qwen3moe", "tiny");
+  auto r = Plan({m, "--vram", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = Json(r);
+  EXPECT_TRUE(j["host_only"].get<bool>());
+  EXPECT_TRUE(j["fits"].get<bool>());
+  EXPECT_EQ(j["gpu"]["total_bytes"], 0) << j["gpu"].dump();
+  const auto cmd = j["command_argv"].get<std::vector<std::string>>();
+  auto ngl = std::find(cmd.begin(), cmd.end(), "-ngl");
+  ASSERT_NE(ngl, cmd.end()) << j["command"];
+  ASSERT_NE(ngl + 1, cmd.end());
+  EXPECT_EQ(*(ngl + 1), "0");
+  EXPECT_EQ(std::find(cmd.begin(), cmd.end(), "--n-cpu-moe"), cmd.end()) << j["command"];
+  auto t = Plan({m, "--vram", "0"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("-ngl 0"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("n-cpu-moe"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("GPU budget"), std::string::npos) << t.out;
+  size_t said = 0;
+  for (size_t at = t.out.find("no GPU"); at != std::string::npos; at = t.out.find("no GPU", at + 1))
+    ++said;
+  EXPECT_EQ(said, 1u) << t.out;
+  auto c = Plan({m, "--vram", "0", "--check", "--json"});
+  EXPECT_EQ(c.exit_code, 0) << c.err << c.out;
+}
+
 // The command and the dry run come from one set of memory-shaping flags.
 TEST_F(PlanCliTest, CheckPassesExactlyTheCommandsMemoryFlags) {
   const std::string m = Model("qwen35moe");

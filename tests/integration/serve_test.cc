@@ -445,11 +445,46 @@ TEST_F(ServeTest, BadValuesAreUsageErrors) {
   const auto missing = RunCommand({MoetuneBinary(), "serve", tmp.File("absent.gguf")}, 60);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("absent.gguf"), std::string::npos) << missing.err;
-  // No VRAM figure and no profile: a failed command, with the flag to add.
-  const auto novram =
-      RunCommand({MoetuneBinary(), "serve", model_, "--profile", tmp.File("none.json")}, 60);
-  EXPECT_EQ(novram.exit_code, 1);
-  EXPECT_NE(novram.err.find("--vram"), std::string::npos) << novram.err;
+}
+
+// Whether the engine lists a GPU device (`moetune engine --json`).
+bool EngineHasGpu() {
+  const auto e = RunCommand({MoetuneBinary(), "engine", "--json"}, 120);
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  const nlohmann::json j = nlohmann::json::parse(e.out, nullptr, false);
+  return j.is_object() && j.contains("devices") && !j["devices"].empty();
+}
+
+// No VRAM figure and no profile: an engine with a GPU gets a failed command
+// with the flag to add; a machine without a GPU (this one: the engine lists
+// only the CPU) is a normal case and serves every layer from the host, with
+// -ngl 0 and no --n-cpu-moe, and says so.
+TEST_F(ServeTest, WithoutAVramFigureAMachineWithoutAGpuServesFromTheHost) {
+  TempDir tmp;
+  if (EngineHasGpu()) {
+    const auto novram =
+        RunCommand({MoetuneBinary(), "serve", model_, "--profile", tmp.File("none.json")}, 60);
+    EXPECT_EQ(novram.exit_code, 1);
+    EXPECT_NE(novram.err.find("--vram"), std::string::npos) << novram.err;
+    return;
+  }
+  const int port = FreePort();
+  Moetune serve({"serve", model_, "--profile", tmp.File("none.json"), "--ctx", "8192", "--ubatch",
+                 "256", "--threads", "1", "--port", std::to_string(port), "--interval", "0.5",
+                 "--json", "--server-log", tmp.File("server.log"), "--no-predict"},
+                tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const pid_t server = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  const std::vector<std::string> cmdline = ReadCmdlineOf(server);
+  auto ngl = std::find(cmdline.begin(), cmdline.end(), "-ngl");
+  ASSERT_NE(ngl, cmdline.end());
+  ASSERT_NE(ngl + 1, cmdline.end());
+  EXPECT_EQ(*(ngl + 1), "0");
+  EXPECT_EQ(std::find(cmdline.begin(), cmdline.end(), "--n-cpu-moe"), cmdline.end());
+  EXPECT_NE(serve.err().find("no GPU"), std::string::npos) << serve.err();
+  Conversation chat(port);
+  EXPECT_TRUE(chat.Turn(10, 4).has_value());
+  InterruptAndCheck(serve, {server});
 }
 
 }  // namespace
