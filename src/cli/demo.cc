@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -15,17 +16,21 @@
 
 #include "cli/command.h"
 #include "cli/machine_flags.h"
+#include "cli/tune_engine.h"
 #include "cli/validators.h"
 #include "config/server_config.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
+#include "hw/system_memory.h"
 #include "model/model_info.h"
 #include "model/synth.h"
+#include "plan/placement.h"
 #include "report/bench_report.h"
 #include "report/engine_report.h"
-#include "util/json_parse.h"
-#include "util/subprocess.h"
+#include "report/model_report.h"
+#include "tune/tune_job.h"
+#include "util/command_files.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -40,42 +45,17 @@ struct DemoArgs {
   double tune_budget = 2;  // minutes for the real-engine tune
 };
 
-// One `moetune tune --json` run of the demo's last step.
+// One tune of the demo's last step.
 struct DemoTune {
   std::string label;
-  std::vector<std::string> argv;  // after `moetune`
-  nlohmann::json result;
+  TuneEngine engine;
+  TuneJobRequest request;
+  TuneReport report;
 };
 
-// Runs `moetune tune` (this binary) as a user would; its failure is the demo's.
-Status RunDemoTune(const std::string& self, DemoTune* t) {
-  RunOptions o;
-  o.spawn.argv = {self};
-  o.spawn.argv.insert(o.spawn.argv.end(), t->argv.begin(), t->argv.end());
-  o.timeout = std::chrono::milliseconds(900000);
-  auto out = RunProcess(o);
-  if (!out.ok()) return out.error().Context("demo: the " + t->label + " tune");
-  t->result = ParseJsonOrDiscarded(out->stdout_text);
-  if (!out->status.success() || t->result.is_discarded() || !t->result.contains("pick") ||
-      !t->result["pick"].is_object() || !t->result.contains("command")) {
-    // The tune's own words: its last line that is not CLI11's "--help" hint.
-    std::string why = out->status.Describe();
-    for (auto it = out->stderr_tail.rbegin(); it != out->stderr_tail.rend(); ++it) {
-      if (!it->empty() && it->find("Run with --help") == std::string::npos) {
-        why = *it;
-        break;
-      }
-    }
-    return Error(ErrorKind::kInternal, fmt::format("demo: the {} tune failed ({}): {}", t->label,
-                                                   out->status.Describe(), why));
-  }
-  return OkStatus();
-}
-
-std::string Speedup(const nlohmann::json& v, const char* key) {
-  return v.is_object() && v.contains(key) && v[key].is_number()
-             ? fmt::format("{:.2f}x", v[key].get<double>())
-             : std::string("-");
+std::string Speedup(const std::optional<double>& tuned, const std::optional<double>& defaults) {
+  return tuned && defaults && *tuned > 0 ? fmt::format("{:.2f}x", *defaults / *tuned)
+                                         : std::string("-");
 }
 
 // Everything the demo prints passes ForTerminal: model names, engine output
@@ -83,6 +63,93 @@ std::string Speedup(const nlohmann::json& v, const char* key) {
 void Out(const std::string& text) { std::cout << ForTerminal(text) << std::flush; }
 
 void Step(int n, const std::string& what) { Out(fmt::format("\n## {}. {}\n\n", n, what)); }
+
+// The same model and workload twice: on a what-if GPU machine through the
+// speed model (seconds), and with the real llama.cpp on this CPU (a tight
+// budget), each through the tune job as `moetune tune` runs it. Each keeps a
+// journal in the demo folder, so a second demo resumes.
+Result<std::array<DemoTune, 2>> RunDemoTunes(const DemoArgs& a, const std::string& model,
+                                             const ModelInfo& info) {
+  namespace fs = std::filesystem;
+  SimBenchOptions sim_options;
+  sim_options.engine = "sim";
+  sim_options.machine.machine = a.sim_machine;
+  std::array<DemoTune, 2> tunes;
+  tunes[0].label = "simulated";
+  MOETUNE_ASSIGN_OR_RETURN(tunes[0].engine, SimTuneEngine(sim_options, "", ""));
+  tunes[1].label = "real CPU";
+  MOETUNE_ASSIGN_OR_RETURN(tunes[1].engine, RealTuneEngine(a.llama_dir, /*force=*/false));
+  for (DemoTune& t : tunes) {
+    const bool simulated = t.engine.machine.simulated;
+    TuneJobRequest& q = t.request;
+    q.model_path = model;
+    q.model = &info;
+    q.ctx = 1024;
+    q.workload = *ParseWorkload("256:64");
+    q.budget_seconds = simulated ? 20 * 60 : a.tune_budget * 60;
+    q.repetitions = simulated ? 3 : 2;
+    q.journal_path =
+        (fs::path(a.dir) / (simulated ? "tune-sim.journal" : "tune-cpu.journal")).string();
+    std::string line = fmt::format("moetune tune {} --ctx 1024 --workload 256:64 --journal {}",
+                                   model, q.journal_path);
+    if (simulated) {
+      line += t.engine.reproduce;
+    } else {
+      line += fmt::format(" --budget {} -r 2", a.tune_budget);
+      if (!a.llama_dir.empty()) line += " --llama-dir " + a.llama_dir;
+    }
+    q.reproduce = {line};
+    Out("$ " + line + "\n");
+    auto job = RunTuneJob(q, t.engine.machine, *t.engine.engine);
+    if (!job.ok()) return job.error().Context("demo: the " + t.label + " tune");
+    t.report = std::move(job->report);
+  }
+  return tunes;
+}
+
+// The two picks side by side, then their commands.
+void PrintDemoTunes(const std::array<DemoTune, 2>& tunes) {
+  const TuneReport& sim = tunes[0].report;
+  const TuneReport& real = tunes[1].report;
+  Out("\n| | simulated GPU machine | real llama.cpp on this CPU |\n|---|---|---|\n");
+  auto row = [&](const std::string& name, auto&& cell) {
+    Out(fmt::format("| {} | {} | {} |\n", name, cell(sim), cell(real)));
+  };
+  row("machine", [](const TuneReport& r) { return r.machine; });
+  row("--n-cpu-moe", [](const TuneReport& r) {
+    // Without a GPU the pick writes no --n-cpu-moe: every layer is on the host (-ngl 0).
+    const int n = r.result.best.placement.WrittenNCpuMoe();
+    return (n >= 0 ? std::to_string(n) : std::string("none, -ngl 0")) +
+           (r.result.placement_tuned ? "" : " (no GPU: not measured)");
+  });
+  row("-t", [](const TuneReport& r) { return std::to_string(r.result.best.threads); });
+  row("-ub", [](const TuneReport& r) { return std::to_string(r.result.best.n_ubatch); });
+  row("-fa",
+      [](const TuneReport& r) { return std::string(FlashAttnName(r.result.best.flash_attn)); });
+  row("load mode", [](const TuneReport& r) {
+    return r.result.best.load_mode == LoadMode::kNone ? std::string("read into RAM (-lm none)")
+                                                      : std::string("memory-mapped");
+  });
+  row("vs llama.cpp defaults (empty context)", [](const TuneReport& r) {
+    const auto& v = r.result.versus_defaults;
+    return v ? Speedup(v->tuned_seconds_depth0, v->default_seconds_depth0) : std::string("-");
+  });
+  row("vs llama.cpp defaults (full context)", [](const TuneReport& r) {
+    const auto& v = r.result.versus_defaults;
+    return v ? Speedup(v->tuned_seconds_ctx, v->default_seconds_ctx) : std::string("-");
+  });
+  row("measured (resumed)", [](const TuneReport& r) {
+    return fmt::format("{} ({})", r.result.measured, r.result.resumed);
+  });
+  for (const DemoTune& t : tunes) {
+    Out(fmt::format("\n{} pick:\n    {}\n", t.label, fmt::join(t.report.Command(), " ")));
+  }
+  const auto n_and_t = [](const TuneReport& r) {
+    return fmt::format("--n-cpu-moe {} -t {}", r.result.best.placement.WrittenNCpuMoe(),
+                       r.result.best.threads);
+  };
+  Out(fmt::format("\ntune step: simulated {}; real {}\n", n_and_t(sim), n_and_t(real)));
+}
 
 int Run(const DemoArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -138,34 +205,33 @@ int Run(const DemoArgs& a) {
                   sopt.spec.arch, sopt.spec.n_layer, sopt.spec.n_expert, sopt.spec.n_expert_used,
                   FormatBytes(Bytes(static_cast<int64_t>(fs::file_size(model, ec))))));
 
+  // The model is complete: the plan and the tunes below read it.
+  ReleaseOutputFile(model);
+  auto loaded = LoadModelInfo(model);
+  if (!loaded.ok()) return ReportError(loaded.error());
+
   Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
-  std::error_code exe_ec;
-  const std::string self = fs::read_symlink("/proc/self/exe", exe_ec).string();
   int planned_n = 0;
   {
-    // `moetune plan` itself (this binary), as a user would run it; a failing
-    // plan ends the demo with the plan's own message.
-    RunOptions o;
-    o.spawn.argv = {self, "plan", model, "--vram", "72MiB", "--margin", "16MiB", "--json"};
-    o.timeout = std::chrono::milliseconds(120000);
-    auto out = RunProcess(o);
-    if (!out.ok()) return ReportError(out.error().Context("demo: the plan step"));
-    const auto j = ParseJsonOrDiscarded(out->stdout_text);
-    if (!out->status.success() || j.is_discarded() || !j.contains("n_cpu_moe") ||
-        !j["n_cpu_moe"].is_number_integer()) {
-      std::string why = out->stderr_tail.empty() ? out->status.Describe() : out->stderr_tail.back();
+    // The plan `moetune plan MODEL --vram 72MiB --margin 16MiB` prints.
+    PlanRequest req;
+    req.model_path = CommandModelPath(*loaded);
+    req.vram_free = int64_t{72} << 20;
+    req.margin = int64_t{16} << 20;
+    req.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
+    auto plan = PlanPlacement(loaded->gguf, loaded->arch, loaded->weights, req);
+    if (!plan.ok()) return ReportError(plan.error().Context("demo: the plan step"));
+    const PlacementOption* best = plan->best();
+    if (best == nullptr) {
       return ReportError(
-          Error(ErrorKind::kInternal,
-                fmt::format("demo: `moetune plan` failed ({}): {}", out->status.Describe(), why)));
+          Error(ErrorKind::kInternal, "demo: the plan step found no placement that fits 72 MiB"));
     }
-    // The plan's recommended N (top-level "n_cpu_moe" of `plan --json`).
-    planned_n = j["n_cpu_moe"].get<int>();
-    RunOptions t = o;
-    t.spawn.argv.pop_back();  // the same plan as a table for the reader
-    if (auto table = RunProcess(t); table.ok() && table->status.success()) {
-      Out(table->stdout_text);
-    }
-    Out(fmt::format("\nplan step: --n-cpu-moe {} (from `moetune plan --json`)\n", planned_n));
+    planned_n = best->n_cpu_moe;
+    Out(PlanText(*loaded, *plan, req));
+    Out(
+        fmt::format("\nplan step: --n-cpu-moe {} (the plan `moetune plan {} --vram 72MiB --margin "
+                    "16MiB` prints)\n",
+                    planned_n, model));
   }
 
   Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
@@ -247,63 +313,9 @@ int Run(const DemoArgs& a) {
   }
 
   Step(7, "Tune: a simulated GPU machine and the real CPU engine, side by side");
-  // The same model and workload twice: on a what-if GPU machine through the
-  // speed model (seconds), and with the real llama.cpp on this CPU (a tight
-  // budget). Each keeps a journal in the demo folder, so a second demo resumes.
-  const std::vector<std::string> common = {"tune",       model,    "--ctx",  "1024",
-                                           "--workload", "256:64", "--json", "--no-progress"};
-  DemoTune sim{"simulated", common, {}};
-  sim.argv.insert(sim.argv.end(), {"--engine", "sim", "--machine", a.sim_machine, "--journal",
-                                   (fs::path(a.dir) / "tune-sim.journal").string()});
-  DemoTune real{"real CPU", common, {}};
-  real.argv.insert(real.argv.end(), {"--budget", fmt::format("{}", a.tune_budget), "-r", "2",
-                                     "--journal", (fs::path(a.dir) / "tune-cpu.journal").string()});
-  if (!a.llama_dir.empty()) real.argv.insert(real.argv.end(), {"--llama-dir", a.llama_dir});
-  for (DemoTune* t : {&sim, &real}) {
-    std::string line = "$ moetune";
-    for (const auto& x : t->argv) line += " " + x;
-    Out(line + "\n");
-    if (auto st = RunDemoTune(self, t); !st.ok()) return ReportError(st.error());
-  }
-  std::cout << "\n| | simulated GPU machine | real llama.cpp on this CPU |\n|---|---|---|\n";
-  auto row = [&](const std::string& name, auto&& cell) {
-    Out(fmt::format("| {} | {} | {} |\n", name, cell(sim.result), cell(real.result)));
-  };
-  row("machine", [](const nlohmann::json& j) { return j.value("machine", std::string()); });
-  row("--n-cpu-moe", [](const nlohmann::json& j) {
-    // Without a GPU the pick writes no --n-cpu-moe: every layer is on the host (-ngl 0).
-    const int n = j["pick"].value("n_cpu_moe", -1);
-    return (n >= 0 ? std::to_string(n) : std::string("none, -ngl 0")) +
-           (j.value("placement_tuned", true) ? "" : " (no GPU: not measured)");
-  });
-  row("-t", [](const nlohmann::json& j) { return std::to_string(j["pick"].value("threads", 0)); });
-  row("-ub",
-      [](const nlohmann::json& j) { return std::to_string(j["pick"].value("n_ubatch", 0)); });
-  row("-fa", [](const nlohmann::json& j) { return j["pick"].value("flash_attn", std::string()); });
-  row("load mode", [](const nlohmann::json& j) {
-    return j["pick"].value("load_mode", std::string()) == "none"
-               ? std::string("read into RAM (-lm none)")
-               : std::string("memory-mapped");
-  });
-  row("vs llama.cpp defaults (empty context)", [](const nlohmann::json& j) {
-    return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_depth0");
-  });
-  row("vs llama.cpp defaults (full context)", [](const nlohmann::json& j) {
-    return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_at_ctx");
-  });
-  row("measured (resumed)", [](const nlohmann::json& j) {
-    return fmt::format("{} ({})", j.value("measured", 0), j.value("resumed", 0));
-  });
-  for (const DemoTune* t : {&sim, &real}) {
-    std::string cmd;
-    for (const auto& x : t->result["command"])
-      cmd += (cmd.empty() ? "" : " ") + x.get<std::string>();
-    Out(fmt::format("\n{} pick:\n    {}\n", t->label, cmd));
-  }
-  std::cout << fmt::format(
-      "\ntune step: simulated --n-cpu-moe {} -t {}; real --n-cpu-moe {} -t {}\n",
-      sim.result["pick"].value("n_cpu_moe", -1), sim.result["pick"].value("threads", -1),
-      real.result["pick"].value("n_cpu_moe", -1), real.result["pick"].value("threads", -1));
+  auto tunes = RunDemoTunes(a, model, *loaded);
+  if (!tunes.ok()) return ReportError(tunes.error());
+  PrintDemoTunes(*tunes);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("- demo finished in {:.1f} s\n", total);
   return kExitOk;
