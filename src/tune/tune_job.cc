@@ -49,9 +49,19 @@ TuneReport ReportHeader(const TuneJobRequest& q, const TuneMachine& machine) {
   return r;
 }
 
-// What is known before measuring: the memory plan for the machine's GPU (when
-// its free memory is known) and the CPU.
-SpaceInputs SpaceFor(const TuneJobRequest& q, const TuneMachine& machine, TuneReport* report) {
+Result<std::unique_ptr<Journal>> OpenJournal(const TuneJobRequest& q, const TuneMachine& machine,
+                                             std::vector<std::string>* notes) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(q.journal_path).parent_path(), ec);
+  JournalIdentity id = machine.identity;
+  id.model = ModelFingerprint(*q.model);
+  return Journal::Open(q.journal_path, id, notes);
+}
+
+}  // namespace
+
+TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
+                       std::vector<std::string>* notes) {
   SpaceInputs in;
   in.model = q.model;
   in.engine_has_gpu = machine.has_gpu;
@@ -64,22 +74,9 @@ SpaceInputs SpaceFor(const TuneJobRequest& q, const TuneMachine& machine, TuneRe
     req.device_kind = machine.device_kind;
     req.ctx.n_ctx = q.ctx;
     in.plan = req;
-    report->vram_budget = machine.vram_free - machine.reserve;
-    report->reserve = machine.reserve;
   }
-  return in;
+  return BuildTuneSpace(in, notes);
 }
-
-Result<std::unique_ptr<Journal>> OpenJournal(const TuneJobRequest& q, const TuneMachine& machine,
-                                             std::vector<std::string>* notes) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(q.journal_path).parent_path(), ec);
-  JournalIdentity id = machine.identity;
-  id.model = ModelFingerprint(*q.model);
-  return Journal::Open(q.journal_path, id, notes);
-}
-
-}  // namespace
 
 Result<TuneJobResult> RunTuneJob(const TuneJobRequest& q, const TuneMachine& machine,
                                  Engine& engine, const TuneJobHooks& hooks) {
@@ -90,7 +87,11 @@ Result<TuneJobResult> RunTuneJob(const TuneJobRequest& q, const TuneMachine& mac
   out.report = ReportHeader(q, machine);
   TuneReport& report = out.report;
   std::vector<std::string> notes = machine.notes;
-  const TuneSpace space = BuildTuneSpace(SpaceFor(q, machine, &report), &notes);
+  const TuneSpace space = TuneJobSpace(q, machine, &notes);
+  if (machine.vram_free > 0) {
+    report.vram_budget = machine.vram_free - machine.reserve;
+    report.reserve = machine.reserve;
+  }
 
   // The journal: resume what an earlier run measured.
   std::unique_ptr<Journal> journal;

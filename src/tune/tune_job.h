@@ -113,6 +113,12 @@ struct TuneJobResult {
 Result<TuneJobResult> RunTuneJob(const TuneJobRequest& request, const TuneMachine& machine,
                                  Engine& engine, const TuneJobHooks& hooks = {});
 
+/// The search space the job measures in: the model's, with the memory plan of
+/// the machine's GPU when its free memory is known, and its CPU's thread
+/// counts (or the request's). `notes` says what was assumed.
+TuneSpace TuneJobSpace(const TuneJobRequest& request, const TuneMachine& machine,
+                       std::vector<std::string>* notes);
+
 /// The journal a tune keeps by default:
 /// $XDG_CACHE_HOME/moetune/tune/<model>-<ctx>-<workload><suffix>.journal (or
 /// ~/.cache/...); empty when neither variable is set. `suffix` tells the

@@ -38,17 +38,28 @@ SimMachine SmallGpu() {
   return s;
 }
 
-TEST(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
+// A small MoE model in a temporary folder, the machine, and a request for it.
+class TuneJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path = WriteSparsePreset("qwen3moe", dir.File("qwen3moe.gguf"));
+    auto m = LoadModelInfo(path);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    model = std::move(m).value();
+    sim = SmallGpu();
+    so.machine = sim.spec;
+    q.model_path = path;
+    q.model = &model;
+  }
   TempDir dir;
-  const std::string path = WriteSparsePreset("qwen3moe", dir.File("qwen3moe.gguf"));
-  auto model = LoadModelInfo(path);
-  ASSERT_TRUE(model.ok()) << model.error().message();
-  SimMachine sim = SmallGpu();
+  std::string path;
+  ModelInfo model;
+  SimMachine sim;
   SimEngineOptions so;
-  so.machine = sim.spec;
   TuneJobRequest q;
-  q.model_path = path;
-  q.model = &*model;
+};
+
+TEST_F(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
   q.ctx = 8192;
   q.journal_path = dir.File("cache/tune.journal");  // its folder is created
   q.reproduce = {"moetune tune qwen3moe.gguf --ctx 8192"};
@@ -62,7 +73,7 @@ TEST(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
   const TuneReport& r = first->report;
   EXPECT_FALSE(first->journal_error);
   EXPECT_EQ(r.model_path, path);
-  EXPECT_EQ(r.model_name, model->arch.hp.name);
+  EXPECT_EQ(r.model_name, model.arch.hp.name);
   EXPECT_EQ(r.ctx, 8192);
   EXPECT_TRUE(r.simulated);
   EXPECT_EQ(r.machine, sim.machine.machine_line);
@@ -89,17 +100,7 @@ TEST(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
   EXPECT_EQ(second->report.result.best, r.result.best);
 }
 
-TEST(TuneJobTest, AJournalOfAnotherMachineIsRefusedAndNoModelIsAnError) {
-  TempDir dir;
-  const std::string path = WriteSparsePreset("qwen3moe", dir.File("qwen3moe.gguf"));
-  auto model = LoadModelInfo(path);
-  ASSERT_TRUE(model.ok()) << model.error().message();
-  SimMachine sim = SmallGpu();
-  SimEngineOptions so;
-  so.machine = sim.spec;
-  TuneJobRequest q;
-  q.model_path = path;
-  q.model = &*model;
+TEST_F(TuneJobTest, AJournalOfAnotherMachineIsRefusedAndNoModelIsAnError) {
   q.ctx = 4096;
   q.budget_seconds = 1;  // a first placement round is enough to write the journal
   q.journal_path = dir.File("tune.journal");
@@ -116,7 +117,7 @@ TEST(TuneJobTest, AJournalOfAnotherMachineIsRefusedAndNoModelIsAnError) {
   EXPECT_FALSE(RunTuneJob(q, sim.machine, engine).ok());
 }
 
-TEST(TuneJobTest, DefaultJournalPathFollowsTheCacheFolder) {
+TEST(TuneJobPathTest, DefaultJournalPathFollowsTheCacheFolder) {
   const char* old = std::getenv("XDG_CACHE_HOME");
   const std::string saved = old != nullptr ? old : "";
   ::setenv("XDG_CACHE_HOME", "/tmp/cache", 1);
