@@ -151,33 +151,15 @@ void PrintDemoTunes(const std::array<DemoTune, 2>& tunes) {
   Out(fmt::format("\ntune step: simulated {}; real {}\n", n_and_t(sim), n_and_t(real)));
 }
 
-int Run(const DemoArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
+// Step 2: the demo's model, written once and reused while it still reads as
+// a model; a corrupt or truncated one is written again (and said so).
+Result<std::string> DemoModel(const DemoArgs& a) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(a.dir, ec);
-  if (ec)
-    return ReportError(
-        Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
-
-  Out("# moetune demo\n");
-  Step(1, "Engine");
-  DiscoveryOptions dopt;
-  dopt.llama_dir = a.llama_dir;
-  auto info = DiscoverEngine(dopt);
-  if (!info.ok()) return ReportError(info.error());
-  Out(FormatEngineInfo(*info));
-
-  Step(2, "A small synthetic MoE model");
   const std::string model = (fs::path(a.dir) / fmt::format("{}-tiny.gguf", a.preset)).string();
-  auto spec = SynthPreset(a.preset);
-  if (!spec.ok()) return ReportError(spec.error());
-  auto scale = ParseSynthScale("tiny");
-  if (!scale.ok()) return ReportError(scale.error());
+  MOETUNE_ASSIGN_OR_RETURN(SynthSpec spec, SynthPreset(a.preset));
+  MOETUNE_ASSIGN_OR_RETURN(auto scale, ParseSynthScale("tiny"));
   SynthOptions sopt;
-  sopt.spec = ScaleSynthSpec(*spec, *scale);
-  // A cached model from an earlier run is reused only if it still reads as a
-  // model; a corrupt or truncated one is written again (and said so).
+  sopt.spec = ScaleSynthSpec(spec, scale);
   bool rewrite = false;
   if (fs::exists(model)) {
     if (auto cached = LoadModelInfo(model); !cached.ok()) {
@@ -186,55 +168,52 @@ int Run(const DemoArgs& a) {
       rewrite = true;
     }
   }
+  std::error_code ec;
   if (rewrite || !fs::exists(model)) {
     // The cached file just read is an input of this command (util/command_files.h),
     // never written over: the new model is written beside it, then takes its place.
     const std::string fresh = rewrite ? model + ".new" : model;
-    auto s = WriteSynthModel(sopt, fresh);
-    if (!s.ok()) return ReportError(s.error());
+    MOETUNE_TRY(WriteSynthModel(sopt, fresh));
     if (rewrite) {
       fs::rename(fresh, model, ec);
       if (ec) {
         fs::remove(fresh, ec);
-        return ReportError(Error(
-            ErrorKind::kIo, fmt::format("cannot replace the cached {}: {}", model, ec.message())));
+        return Error(ErrorKind::kIo,
+                     fmt::format("cannot replace the cached {}: {}", model, ec.message()));
       }
     }
   }
   Out(fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model, sopt.spec.model_name,
                   sopt.spec.arch, sopt.spec.n_layer, sopt.spec.n_expert, sopt.spec.n_expert_used,
                   FormatBytes(Bytes(static_cast<int64_t>(fs::file_size(model, ec))))));
-
-  // The model is complete: the plan and the tunes below read it.
+  // The model is complete: the plan and the tunes read it.
   ReleaseOutputFile(model);
-  auto loaded = LoadModelInfo(model);
-  if (!loaded.ok()) return ReportError(loaded.error());
+  return model;
+}
 
-  Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
-  int planned_n = 0;
-  {
-    // The plan `moetune plan MODEL --vram 72MiB --margin 16MiB` prints.
-    PlanRequest req;
-    req.model_path = CommandModelPath(*loaded);
-    req.vram_free = int64_t{72} << 20;
-    req.margin = int64_t{16} << 20;
-    req.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
-    auto plan = PlanPlacement(loaded->gguf, loaded->arch, loaded->weights, req);
-    if (!plan.ok()) return ReportError(plan.error().Context("demo: the plan step"));
-    const PlacementOption* best = plan->best();
-    if (best == nullptr) {
-      return ReportError(
-          Error(ErrorKind::kInternal, "demo: the plan step found no placement that fits 72 MiB"));
-    }
-    planned_n = best->n_cpu_moe;
-    Out(PlanText(*loaded, *plan, req));
-    Out(
-        fmt::format("\nplan step: --n-cpu-moe {} (the plan `moetune plan {} --vram 72MiB --margin "
-                    "16MiB` prints)\n",
-                    planned_n, model));
+// Step 3: the plan `moetune plan MODEL --vram 72MiB --margin 16MiB` prints; its N.
+Result<int> DemoPlan(const ModelInfo& m, const std::string& model) {
+  PlanRequest req;
+  req.model_path = CommandModelPath(m);
+  req.vram_free = int64_t{72} << 20;
+  req.margin = int64_t{16} << 20;
+  req.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
+  auto plan = PlanPlacement(m.gguf, m.arch, m.weights, req);
+  if (!plan.ok()) return plan.error().Context("demo: the plan step");
+  const PlacementOption* best = plan->best();
+  if (best == nullptr) {
+    return Error(ErrorKind::kInternal, "demo: the plan step found no placement that fits 72 MiB");
   }
+  Out(PlanText(m, *plan, req));
+  Out(
+      fmt::format("\nplan step: --n-cpu-moe {} (the plan `moetune plan {} --vram 72MiB --margin "
+                  "16MiB` prints)\n",
+                  best->n_cpu_moe, model));
+  return best->n_cpu_moe;
+}
 
-  Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
+// Step 4: llama.cpp's own memory dry run, everything on the GPU and at the plan's N.
+void DemoFit(const EngineInfo& info, const std::string& model, int planned_n) {
   for (int n : {0, planned_n}) {
     WeightPlacement placement;
     placement.has_device = true;
@@ -242,7 +221,7 @@ int Run(const DemoArgs& a) {
     placement.n_cpu_moe = n;
     ContextParams ctx;
     ctx.n_ctx = 4096;
-    auto fit = RunFitParams(*info, PlannedConfig(model, placement, ctx, /*moe=*/true));
+    auto fit = RunFitParams(info, PlannedConfig(model, placement, ctx, /*moe=*/true));
     if (!fit.ok()) {
       Out(fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message()));
       continue;
@@ -253,8 +232,11 @@ int Run(const DemoArgs& a) {
                       FormatBytes(d.compute_bytes)));
     }
   }
+}
 
-  Step(5, "Benchmark with the real llama-bench");
+// Step 5: prefill and decode at both N with one and a few threads, with the real llama-bench.
+BenchRun DemoBench(const DemoArgs& a, const EngineInfo& info, const std::string& model,
+                   int planned_n) {
   std::vector<RunConfig> configs;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<int> threads = {1};
@@ -273,17 +255,20 @@ int Run(const DemoArgs& a) {
       }
     }
   }
-  LlamaBenchEngine engine(*info);
+  LlamaBenchEngine engine(info);
   ProgressCallback progress;
   if (::isatty(2))
     progress = [](const BenchProgress& p) {
       std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
     };
-  const BenchRun run = engine.Run(configs, progress);
+  BenchRun run = engine.Run(configs, progress);
   if (progress) std::cerr << "\n";
   Out(FormatBenchMarkdown(run));
+  return run;
+}
 
-  Step(6, "Summary");
+// Step 6: what the benchmark found.
+void DemoSummary(const EngineInfo& info, const BenchRun& run) {
   const RunResult* best_pp = nullptr;
   const RunResult* best_tg = nullptr;
   for (const auto& r : run.results) {
@@ -291,10 +276,9 @@ int Run(const DemoArgs& a) {
     const RunResult*& best = r.config.kind() == TestKind::kPrefill ? best_pp : best_tg;
     if (best == nullptr || ResultSummary(r).median > ResultSummary(*best).median) best = &r;
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Out(fmt::format("- engine: {} ({}), backends {}\n", info->version_line, info->origin,
+  Out(fmt::format("- engine: {} ({}), backends {}\n", info.version_line, info.origin,
                   run.backends.empty() ? "unknown" : run.backends));
-  for (const auto& w : info->warnings) Out("- WARNING: " + w + "\n");
+  for (const auto& w : info.warnings) Out("- WARNING: " + w + "\n");
   for (const RunResult* b : {best_pp, best_tg}) {
     if (b == nullptr) continue;
     Out(fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n",
@@ -307,17 +291,56 @@ int Run(const DemoArgs& a) {
   Out("- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where "
       "the\n"
       "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n");
+}
+
+int Run(const DemoArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto finished = [&t0] {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Out(fmt::format("- demo finished in {:.1f} s\n", s));
+  };
+  std::error_code ec;
+  std::filesystem::create_directories(a.dir, ec);
+  if (ec)
+    return ReportError(
+        Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
+
+  Out("# moetune demo\n");
+  Step(1, "Engine");
+  DiscoveryOptions dopt;
+  dopt.llama_dir = a.llama_dir;
+  auto info = DiscoverEngine(dopt);
+  if (!info.ok()) return ReportError(info.error());
+  Out(FormatEngineInfo(*info));
+
+  Step(2, "A small synthetic MoE model");
+  auto model = DemoModel(a);
+  if (!model.ok()) return ReportError(model.error());
+  auto loaded = LoadModelInfo(*model);
+  if (!loaded.ok()) return ReportError(loaded.error());
+
+  Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
+  auto planned_n = DemoPlan(*loaded, *model);
+  if (!planned_n.ok()) return ReportError(planned_n.error());
+
+  Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
+  DemoFit(*info, *model, *planned_n);
+
+  Step(5, "Benchmark with the real llama-bench");
+  const BenchRun run = DemoBench(a, *info, *model, *planned_n);
+
+  Step(6, "Summary");
+  DemoSummary(*info, run);
   if (run.FailureCount() > 0) {
-    Out(fmt::format("- demo finished in {:.1f} s\n", wall));
+    finished();
     return kExitError;
   }
 
   Step(7, "Tune: a simulated GPU machine and the real CPU engine, side by side");
-  auto tunes = RunDemoTunes(a, model, *loaded);
+  auto tunes = RunDemoTunes(a, *model, *loaded);
   if (!tunes.ok()) return ReportError(tunes.error());
   PrintDemoTunes(*tunes);
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("- demo finished in {:.1f} s\n", total);
+  finished();
   return kExitOk;
 }
 
