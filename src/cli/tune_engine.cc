@@ -16,11 +16,6 @@
 namespace moetune {
 namespace {
 
-std::string MachineFingerprint(const CpuTopology& cpu) {
-  return fmt::format("{} ({} logical CPUs, {} physical cores)", cpu.model_name, cpu.logical_cpus,
-                     cpu.allowed_physical_cores);
-}
-
 // Every figure of a what-if machine that changes a simulated result, so that a
 // journal of one machine never resumes a tune of another.
 std::string MachineFingerprint(const MachineSpec& m) {
@@ -113,7 +108,7 @@ Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force) {
   TuneEngine t;
   TuneMachine& m = t.machine;
   m.engine_line = info.version_line.empty() ? info.dir : info.version_line + " at " + info.dir;
-  m.machine_line = MachineFingerprint(doctor.profile.cpu);
+  m.machine_line = CpuFingerprint(doctor.profile.cpu);
   bool critical = false;
   for (const auto& v : doctor.verdicts) {
     if (v.severity == "info") continue;

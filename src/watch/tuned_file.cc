@@ -49,6 +49,42 @@ Status ReadPlanCommand(const nlohmann::json& j, const std::string& path, TunedFi
 
 }  // namespace
 
+std::string ForeignTune::Describe() const {
+  switch (kind) {
+    case ForeignTuneKind::kSimulated:
+      return fmt::format(
+          "its pick was measured on the simulated engine ({}), never on this "
+          "machine's GPU",
+          recorded);
+    case ForeignTuneKind::kOtherMachine:
+      return fmt::format("it was measured on another machine ({}; this one is {})", recorded, here);
+    case ForeignTuneKind::kOtherEngine:
+      return fmt::format("it was measured with another llama.cpp ({}; this one is {})", recorded,
+                         here);
+  }
+  return "";
+}
+
+std::vector<ForeignTune> ForeignTuneChecks(const TuneOrigin& origin,
+                                           const std::string& machine_here,
+                                           const std::string& engine_version_here) {
+  std::vector<ForeignTune> out;
+  if (origin.simulated) {
+    out.push_back({ForeignTuneKind::kSimulated, origin.machine, ""});
+    return out;  // the engine and machine lines are the what-if machine's
+  }
+  if (!origin.machine.empty() && !machine_here.empty() && origin.machine != machine_here) {
+    out.push_back({ForeignTuneKind::kOtherMachine, origin.machine, machine_here});
+  }
+  // The tune wrote "VERSION_LINE at DIR": the same version from another folder is the same engine.
+  if (!origin.engine.empty() && !engine_version_here.empty() &&
+      origin.engine != engine_version_here &&
+      origin.engine.rfind(engine_version_here + " at ", 0) != 0) {
+    out.push_back({ForeignTuneKind::kOtherEngine, origin.engine, engine_version_here});
+  }
+  return out;
+}
+
 Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& path) {
   auto parsed = ParseJson(text, path);
   if (!parsed.ok()) return parsed.take_error();
@@ -67,6 +103,7 @@ Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& pat
     if (!tune.ok()) return InFile(tune.error(), path);
     if (auto argv = tune->Command(); !argv.empty()) f.command_argv = std::move(argv);
     if (!tune->result.analysis.curves.empty()) f.analysis = std::move(tune->result.analysis);
+    f.origin = TuneOrigin{tune->simulated, tune->engine, tune->machine};
     f.kind = "tune";
   } else if (HasCurves(j)) {
     auto analysis = AnalysisFromJson(j);

@@ -93,3 +93,48 @@ TEST(TunedFileTest, BadFilesSayWhatIsExpected) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+TEST(ForeignTuneTest, SimulatedOtherMachineAndOtherEngineAreNamed) {
+  const std::string here = "AMD Ryzen 7 (16 logical CPUs, 8 physical cores)";
+  const std::string version = "version: 0.7.0 (build 11669, commit Debian)";
+  TuneOrigin made_here{false, version + " at /opt/llama", here};
+  EXPECT_TRUE(ForeignTuneChecks(made_here, here, version).empty());
+  // Unknown here: nothing to compare with.
+  EXPECT_TRUE(ForeignTuneChecks(made_here, "", "").empty());
+
+  TuneOrigin sim{true, "moetune simulated engine", "SIMULATED RTX 4070"};
+  auto s = ForeignTuneChecks(sim, here, version);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].kind, ForeignTuneKind::kSimulated);
+  EXPECT_NE(s[0].Describe().find("simulated engine (SIMULATED RTX 4070)"), std::string::npos)
+      << s[0].Describe();
+
+  TuneOrigin other{false, "version: 0.4.0 (build 1, commit x) at /usr/bin", "Intel i9 (32, 24)"};
+  auto o = ForeignTuneChecks(other, here, version);
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].kind, ForeignTuneKind::kOtherMachine);
+  EXPECT_EQ(o[1].kind, ForeignTuneKind::kOtherEngine);
+  EXPECT_NE(o[1].Describe().find("0.4.0"), std::string::npos) << o[1].Describe();
+  EXPECT_NE(o[1].Describe().find("0.7.0"), std::string::npos) << o[1].Describe();
+}
+
+TEST(ForeignTuneTest, ATuneFileCarriesItsOrigin) {
+  auto f = ParseTunedFile(
+      R"({"command":["llama-server","-m","m.gguf"],"simulated":true,
+          "engine":"moetune simulated engine","machine":"SIMULATED RTX 4070"})",
+      "t.json");
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  ASSERT_TRUE(f->origin);
+  EXPECT_TRUE(f->origin->simulated);
+  EXPECT_EQ(f->origin->machine, "SIMULATED RTX 4070");
+  // A plan file has none: it was never measured.
+  auto plan = ParseTunedFile(R"({"command_argv":["llama-server","-m","m.gguf"]})", "p.json");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->origin);
+}
+
+}  // namespace
+}  // namespace moetune
