@@ -26,9 +26,9 @@ namespace {
 
 // The in-use signal on every platform (docs/watch.md, docs/method.md).
 constexpr const char* kWatchRule =
-    "in use, `moetune watch http://HOST:PORT` applies the rule that shows an overflow on any "
-    "platform: time to first token growing with the conversation while generation speed stays "
-    "normal";
+    "in use, `moetune watch http://HOST:PORT` applies the rule that shows an overflow that does "
+    "not fail, on any platform: time to first token growing with the conversation while "
+    "generation speed stays normal";
 
 std::string WslWhere(const Platform& p) {
   std::string where = p.evidence;
