@@ -4,6 +4,7 @@
 // need no demo files run, in order, in one folder, and print the sample
 // output the README quotes; every model reference the README shows resolves
 // against a store laid out as the tool that fills it does.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -224,15 +225,16 @@ TEST(Readme, ModelReferencesResolveAsWritten) {
       std::string name = repo.substr(repo.find('/') + 1);
       if (name.size() > 5 && name.compare(name.size() - 5, 5, "-GGUF") == 0)
         name.resize(name.size() - 5);
-      moetune::testing::AddHubFiles(hub, repo, "0123456789abcdef0123456789abcdef01234567",
-                                    {{name + (quant.empty() ? "" : "-" + quant) + ".gguf", model}});
+      moetune::testing::AddHubFiles(
+          hub, repo, "0123456789abcdef0123456789abcdef01234567",
+          {{fmt::format("{}{}{}.gguf", name, quant.empty() ? "" : "-", quant), model}});
     } else if (kind == "ollama") {
       const size_t q = rest.find(':');
       const std::string name = rest.substr(0, q);
       const std::string tag = q == std::string::npos ? "latest" : rest.substr(q + 1);
-      const std::string path = name.find('/') == std::string::npos
-                                   ? "registry.ollama.ai/library/" + name + "/" + tag
-                                   : "registry.ollama.ai/" + name + "/" + tag;
+      const std::string path =
+          fmt::format("registry.ollama.ai/{}{}/{}",
+                      name.find('/') == std::string::npos ? "library/" : "", name, tag);
       moetune::testing::AddOllamaModel(ollama, path,
                                        moetune::testing::Hex(static_cast<char>('a' + n++)), model);
     } else {
