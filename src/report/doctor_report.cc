@@ -20,6 +20,14 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
                         {"fix", v.fix}});
   }
   j["verdicts"] = verdicts;
+  const Platform& pf = r.platform;
+  j["platform"] = {{"kernel", std::string(HostKernelName(pf.kernel))},
+                   {"evidence", pf.evidence},
+                   {"wsl_distro", pf.wsl_distro},
+                   {"engine_path", pf.engine_path},
+                   {"windows_engine", pf.windows_engine},
+                   {"shared_memory_gpu", pf.shared_memory_gpu},
+                   {"shared_memory_evidence", pf.shared_memory_evidence}};
   if (r.engine) {
     j["engine"] = {{"llama_bench", r.engine->llama_bench},
                    {"probed", r.engine->ran},
@@ -78,9 +86,25 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
   return j;
 }
 
+namespace {
+
+// One line under the header when the platform is more than plain Linux.
+std::string PlatformLine(const Platform& p) {
+  std::string line;
+  if (p.kernel == HostKernel::kWsl1) line = "WSL 1 (" + p.evidence + ")";
+  if (p.kernel == HostKernel::kWsl2) line = "WSL 2 (" + p.evidence + ")";
+  if (!p.wsl_distro.empty()) line += ", distribution " + ForTerminalField(p.wsl_distro);
+  if (p.shared_memory_gpu)
+    line += (line.empty() ? "" : "; ") + ("GPU sharing RAM (" + p.shared_memory_evidence + ")");
+  return line.empty() ? "" : "platform: " + ForTerminalField(line) + "\n";
+}
+
+}  // namespace
+
 std::string FormatDoctorText(const DoctorReport& r) {
   const MachineProfile& p = r.profile;
-  std::string out = fmt::format("moetune doctor: {} ({})\n\nGPUs\n", p.hostname, p.created_at);
+  std::string out = fmt::format("moetune doctor: {} ({})\n{}\nGPUs\n", p.hostname, p.created_at,
+                                PlatformLine(r.platform));
   if (p.gpus.empty()) out += "  none found\n";
   for (const auto& n : p.gpu_notes) out += fmt::format("  {}\n", n);
   for (const auto& g : p.gpus) {
