@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -258,6 +259,149 @@ Result<SynthSpec> SynthPreset(std::string_view name) {
   return Error(ErrorKind::kNotFound, fmt::format("unknown preset '{}'; presets: {}", name, known));
 }
 
+namespace {
+
+// The shape every family has: layers, widths, heads, vocabulary, context,
+// norm epsilon and RoPE.
+Status ReadShape(const json& c, SynthSpec* s) {
+  MOETUNE_ASSIGN_OR_RETURN(s->n_layer, GetInt(c, {"num_hidden_layers", "n_layer"}));
+  MOETUNE_ASSIGN_OR_RETURN(s->n_embd, GetInt(c, {"hidden_size", "n_embd"}));
+  MOETUNE_ASSIGN_OR_RETURN(s->n_head, GetInt(c, {"num_attention_heads"}));
+  MOETUNE_ASSIGN_OR_RETURN(s->n_head_kv, GetIntOr(c, {"num_key_value_heads"}, s->n_head));
+  if (s->n_head == 0) return Error(ErrorKind::kFormat, "config.json num_attention_heads is 0");
+  MOETUNE_ASSIGN_OR_RETURN(s->head_dim, GetIntOr(c, {"head_dim"}, s->n_embd / s->n_head));
+  MOETUNE_ASSIGN_OR_RETURN(s->n_vocab, GetInt(c, {"vocab_size"}));
+  MOETUNE_ASSIGN_OR_RETURN(s->n_ctx_train, GetIntOr(c, {"max_position_embeddings"}, 4096));
+  const double eps = GetFloatOr(c, {"rms_norm_eps"}, 1e-6);
+  double theta = GetFloatOr(c, {"rope_theta"}, 10000.0);
+  if (const json* rp = Find(c, {"rope_parameters"}); rp != nullptr && rp->is_object()) {
+    theta = GetFloatOr(*rp, {"rope_theta"}, theta);
+  }
+  // GGUF stores both as f32: a value outside float's range cannot be converted.
+  constexpr double kMaxF32 = 3.4e38;
+  if (!(eps > 0 && eps < 1) || !(theta > 0 && theta < kMaxF32)) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("config.json rms_norm_eps {} or rope_theta {} is out of range (need "
+                             "0 < rms_norm_eps < 1 and a positive rope_theta)",
+                             eps, theta));
+  }
+  s->rms_eps = static_cast<float>(eps);
+  s->rope_theta = static_cast<float>(theta);
+  const double partial = GetFloatOr(c, {"partial_rotary_factor"}, 1.0);
+  if (!(partial > 0.0 && partial <= 1.0)) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("config.json partial_rotary_factor {} is outside (0, 1]", partial));
+  }
+  // head_dim is checked against its range by ValidateSynthSpec below; here it
+  // may still be any non-negative 64-bit value, so round in double first.
+  s->n_rot = static_cast<int64_t>(
+      std::min(std::round(static_cast<double>(s->head_dim) * partial), 9.0e18));
+  return OkStatus();
+}
+
+// The experts (count, used, widths, shared ones) and the width of the dense
+// feed-forward, whose keys depend on the family.
+Status ReadExperts(const json& c, const std::string& arch, const std::string& mt, SynthSpec* s) {
+  const bool moe_arch =
+      arch != "qwen2" && arch != "qwen3" &&
+      !(arch == "llama" && mt != "mixtral" && Find(c, {"num_local_experts"}) == nullptr);
+  if (moe_arch) {
+    MOETUNE_ASSIGN_OR_RETURN(s->n_expert,
+                             GetInt(c, {"num_experts", "num_local_experts", "n_routed_experts"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->n_expert_used,
+                             GetInt(c, {"num_experts_per_tok", "experts_per_token"}));
+    if (s->n_expert == 0) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("config.json has 0 experts, but model_type '{}' is a "
+                               "Mixture-of-Experts model; give the expert count",
+                               mt));
+    }
+  }
+  // Which key holds the expert width depends on the family.
+  if (arch == "gpt-oss" || arch == "llama" || arch == "llama4") {
+    MOETUNE_ASSIGN_OR_RETURN(s->n_ff_exp, GetInt(c, {"intermediate_size"}));
+    if (arch == "llama4") {
+      MOETUNE_ASSIGN_OR_RETURN(s->n_ff, GetIntOr(c, {"intermediate_size_mlp"}, s->n_ff_exp));
+    } else {
+      s->n_ff = s->n_ff_exp;
+    }
+  } else if (moe_arch) {
+    MOETUNE_ASSIGN_OR_RETURN(s->n_ff_exp, GetInt(c, {"moe_intermediate_size"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->n_ff, GetIntOr(c, {"intermediate_size"}, s->n_ff_exp));
+  } else {
+    MOETUNE_ASSIGN_OR_RETURN(s->n_ff, GetInt(c, {"intermediate_size"}));
+  }
+  if (!moe_arch) s->n_ff_exp = 0;
+  if (arch == "llama4") {
+    s->n_expert_shared = 1;
+    s->n_ff_shexp = s->n_ff_exp;
+    MOETUNE_ASSIGN_OR_RETURN(const int64_t step, GetIntOr(c, {"interleave_moe_layer_step"}, 1));
+    if (step != 1) {
+      return Error(ErrorKind::kUnsupported,
+                   "config.json interleave_moe_layer_step != 1 (Maverick-style) is not supported "
+                   "by synth; use 1");
+    }
+  }
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t shi, GetIntOr(c, {"shared_expert_intermediate_size"}, 0));
+  if (shi > 0) {
+    s->n_expert_shared = 1;
+    s->n_ff_shexp = shi;
+  }
+  MOETUNE_ASSIGN_OR_RETURN(const int64_t nsh, GetIntOr(c, {"n_shared_experts"}, 0));
+  if (nsh > 0) {
+    s->n_expert_shared = nsh;
+    // Both factors are any non-negative 64-bit values here: a product that
+    // overflows is a width far out of range (ValidateSynthSpec says which).
+    const auto width = CheckedMul(static_cast<uint64_t>(s->n_ff_exp), static_cast<uint64_t>(nsh));
+    s->n_ff_shexp = width && *width <= INT64_MAX ? static_cast<int64_t>(*width) : INT64_MAX;
+  }
+  MOETUNE_ASSIGN_OR_RETURN(s->leading_dense, GetIntOr(c, {"first_k_dense_replace"}, 0));
+  return OkStatus();
+}
+
+// What only some families have: gpt-oss's sliding window, the linear
+// attention of Qwen3.5 / Qwen3-Next, DeepSeek's MLA.
+Status ReadFamilyExtras(const json& c, const std::string& arch, SynthSpec* s) {
+  if (arch == "gpt-oss") {
+    MOETUNE_ASSIGN_OR_RETURN(s->sliding_window, GetIntOr(c, {"sliding_window"}, 128));
+    s->n_ff = s->n_ff_exp;
+  }
+  if (arch == "qwen35moe" || arch == "qwen3next") {
+    if (const json* lt = Find(c, {"layer_types"}); lt != nullptr && lt->is_array()) {
+      MOETUNE_ASSIGN_OR_RETURN(s->full_attention_interval, IntervalFromLayerTypes(*lt, s->n_layer));
+    } else {
+      MOETUNE_ASSIGN_OR_RETURN(s->full_attention_interval, GetInt(c, {"full_attention_interval"}));
+    }
+    MOETUNE_ASSIGN_OR_RETURN(s->ssm_conv_kernel, GetInt(c, {"linear_conv_kernel_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->ssm_state, GetInt(c, {"linear_key_head_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->ssm_groups, GetInt(c, {"linear_num_key_heads"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->ssm_dt_rank, GetInt(c, {"linear_num_value_heads"}));
+    MOETUNE_ASSIGN_OR_RETURN(const int64_t value_dim,
+                             GetIntOr(c, {"linear_value_head_dim"}, s->ssm_state));
+    if (value_dim != s->ssm_state) {
+      return Error(ErrorKind::kUnsupported,
+                   "config.json linear_value_head_dim differs from linear_key_head_dim; llama.cpp "
+                   "uses one ssm.state_size for both");
+    }
+  }
+  if (arch == "deepseek2") {
+    MOETUNE_ASSIGN_OR_RETURN(s->q_lora_rank, GetIntOr(c, {"q_lora_rank"}, 0));
+    MOETUNE_ASSIGN_OR_RETURN(s->kv_lora_rank, GetInt(c, {"kv_lora_rank"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->qk_rope_dim, GetInt(c, {"qk_rope_head_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->qk_nope_dim, GetInt(c, {"qk_nope_head_dim"}));
+    MOETUNE_ASSIGN_OR_RETURN(s->v_head_dim, GetInt(c, {"v_head_dim"}));
+    // Each is at most INT64_MAX here; their sum is checked before it is used.
+    const auto head =
+        CheckedAdd(static_cast<uint64_t>(s->qk_nope_dim), static_cast<uint64_t>(s->qk_rope_dim));
+    s->head_dim = head && *head <= INT64_MAX ? static_cast<int64_t>(*head) : INT64_MAX;
+    s->n_rot = s->qk_rope_dim;
+    s->n_head_kv = s->n_head;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
   if (!config_in.is_object()) return Error(ErrorKind::kFormat, "config.json is not a JSON object");
   json c = config_in;
@@ -278,128 +422,10 @@ Result<SynthSpec> SynthSpecFromHfConfig(const json& config_in) {
   SynthSpec s;
   s.arch = arch;
   s.model_name = fmt::format("{} (synthetic from config.json)", mt);
-  MOETUNE_ASSIGN_OR_RETURN(s.n_layer, GetInt(c, {"num_hidden_layers", "n_layer"}));
-  MOETUNE_ASSIGN_OR_RETURN(s.n_embd, GetInt(c, {"hidden_size", "n_embd"}));
-  MOETUNE_ASSIGN_OR_RETURN(s.n_head, GetInt(c, {"num_attention_heads"}));
-  MOETUNE_ASSIGN_OR_RETURN(s.n_head_kv, GetIntOr(c, {"num_key_value_heads"}, s.n_head));
-  if (s.n_head == 0) return Error(ErrorKind::kFormat, "config.json num_attention_heads is 0");
-  MOETUNE_ASSIGN_OR_RETURN(s.head_dim, GetIntOr(c, {"head_dim"}, s.n_embd / s.n_head));
-  MOETUNE_ASSIGN_OR_RETURN(s.n_vocab, GetInt(c, {"vocab_size"}));
-  MOETUNE_ASSIGN_OR_RETURN(s.n_ctx_train, GetIntOr(c, {"max_position_embeddings"}, 4096));
-  const double eps = GetFloatOr(c, {"rms_norm_eps"}, 1e-6);
-  double theta = GetFloatOr(c, {"rope_theta"}, 10000.0);
-  if (const json* rp = Find(c, {"rope_parameters"}); rp != nullptr && rp->is_object()) {
-    theta = GetFloatOr(*rp, {"rope_theta"}, theta);
-  }
-  // GGUF stores both as f32: a value outside float's range cannot be converted.
-  constexpr double kMaxF32 = 3.4e38;
-  if (!(eps > 0 && eps < 1) || !(theta > 0 && theta < kMaxF32)) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("config.json rms_norm_eps {} or rope_theta {} is out of range (need "
-                             "0 < rms_norm_eps < 1 and a positive rope_theta)",
-                             eps, theta));
-  }
-  s.rms_eps = static_cast<float>(eps);
-  s.rope_theta = static_cast<float>(theta);
-  const double partial = GetFloatOr(c, {"partial_rotary_factor"}, 1.0);
-  if (!(partial > 0.0 && partial <= 1.0)) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("config.json partial_rotary_factor {} is outside (0, 1]", partial));
-  }
-  // head_dim is checked against its range by ValidateSynthSpec below; here it
-  // may still be any non-negative 64-bit value, so round in double first.
-  s.n_rot =
-      static_cast<int64_t>(std::min(std::round(static_cast<double>(s.head_dim) * partial), 9.0e18));
+  MOETUNE_TRY(ReadShape(c, &s));
 
-  const bool moe_arch =
-      arch != "qwen2" && arch != "qwen3" &&
-      !(arch == "llama" && mt != "mixtral" && Find(c, {"num_local_experts"}) == nullptr);
-  if (moe_arch) {
-    MOETUNE_ASSIGN_OR_RETURN(s.n_expert,
-                             GetInt(c, {"num_experts", "num_local_experts", "n_routed_experts"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.n_expert_used,
-                             GetInt(c, {"num_experts_per_tok", "experts_per_token"}));
-    if (s.n_expert == 0) {
-      return Error(ErrorKind::kFormat,
-                   fmt::format("config.json has 0 experts, but model_type '{}' is a "
-                               "Mixture-of-Experts model; give the expert count",
-                               mt));
-    }
-  }
-  // Which key holds the expert width depends on the family.
-  if (arch == "gpt-oss" || arch == "llama" || arch == "llama4") {
-    MOETUNE_ASSIGN_OR_RETURN(s.n_ff_exp, GetInt(c, {"intermediate_size"}));
-    if (arch == "llama4") {
-      MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetIntOr(c, {"intermediate_size_mlp"}, s.n_ff_exp));
-    } else {
-      s.n_ff = s.n_ff_exp;
-    }
-  } else if (moe_arch) {
-    MOETUNE_ASSIGN_OR_RETURN(s.n_ff_exp, GetInt(c, {"moe_intermediate_size"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetIntOr(c, {"intermediate_size"}, s.n_ff_exp));
-  } else {
-    MOETUNE_ASSIGN_OR_RETURN(s.n_ff, GetInt(c, {"intermediate_size"}));
-  }
-  if (!moe_arch) s.n_ff_exp = 0;
-  if (arch == "llama4") {
-    s.n_expert_shared = 1;
-    s.n_ff_shexp = s.n_ff_exp;
-    MOETUNE_ASSIGN_OR_RETURN(const int64_t step, GetIntOr(c, {"interleave_moe_layer_step"}, 1));
-    if (step != 1) {
-      return Error(ErrorKind::kUnsupported,
-                   "config.json interleave_moe_layer_step != 1 (Maverick-style) is not supported "
-                   "by synth; use 1");
-    }
-  }
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t shi, GetIntOr(c, {"shared_expert_intermediate_size"}, 0));
-  if (shi > 0) {
-    s.n_expert_shared = 1;
-    s.n_ff_shexp = shi;
-  }
-  MOETUNE_ASSIGN_OR_RETURN(const int64_t nsh, GetIntOr(c, {"n_shared_experts"}, 0));
-  if (nsh > 0) {
-    s.n_expert_shared = nsh;
-    // Both factors are any non-negative 64-bit values here: a product that
-    // overflows is a width far out of range (ValidateSynthSpec says which).
-    const auto width = CheckedMul(static_cast<uint64_t>(s.n_ff_exp), static_cast<uint64_t>(nsh));
-    s.n_ff_shexp = width && *width <= INT64_MAX ? static_cast<int64_t>(*width) : INT64_MAX;
-  }
-  MOETUNE_ASSIGN_OR_RETURN(s.leading_dense, GetIntOr(c, {"first_k_dense_replace"}, 0));
-  if (arch == "gpt-oss") {
-    MOETUNE_ASSIGN_OR_RETURN(s.sliding_window, GetIntOr(c, {"sliding_window"}, 128));
-    s.n_ff = s.n_ff_exp;
-  }
-  if (arch == "qwen35moe" || arch == "qwen3next") {
-    if (const json* lt = Find(c, {"layer_types"}); lt != nullptr && lt->is_array()) {
-      MOETUNE_ASSIGN_OR_RETURN(s.full_attention_interval, IntervalFromLayerTypes(*lt, s.n_layer));
-    } else {
-      MOETUNE_ASSIGN_OR_RETURN(s.full_attention_interval, GetInt(c, {"full_attention_interval"}));
-    }
-    MOETUNE_ASSIGN_OR_RETURN(s.ssm_conv_kernel, GetInt(c, {"linear_conv_kernel_dim"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.ssm_state, GetInt(c, {"linear_key_head_dim"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.ssm_groups, GetInt(c, {"linear_num_key_heads"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.ssm_dt_rank, GetInt(c, {"linear_num_value_heads"}));
-    MOETUNE_ASSIGN_OR_RETURN(const int64_t value_dim,
-                             GetIntOr(c, {"linear_value_head_dim"}, s.ssm_state));
-    if (value_dim != s.ssm_state) {
-      return Error(ErrorKind::kUnsupported,
-                   "config.json linear_value_head_dim differs from linear_key_head_dim; llama.cpp "
-                   "uses one ssm.state_size for both");
-    }
-  }
-  if (arch == "deepseek2") {
-    MOETUNE_ASSIGN_OR_RETURN(s.q_lora_rank, GetIntOr(c, {"q_lora_rank"}, 0));
-    MOETUNE_ASSIGN_OR_RETURN(s.kv_lora_rank, GetInt(c, {"kv_lora_rank"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.qk_rope_dim, GetInt(c, {"qk_rope_head_dim"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.qk_nope_dim, GetInt(c, {"qk_nope_head_dim"}));
-    MOETUNE_ASSIGN_OR_RETURN(s.v_head_dim, GetInt(c, {"v_head_dim"}));
-    // Each is at most INT64_MAX here; their sum is checked before it is used.
-    const auto head =
-        CheckedAdd(static_cast<uint64_t>(s.qk_nope_dim), static_cast<uint64_t>(s.qk_rope_dim));
-    s.head_dim = head && *head <= INT64_MAX ? static_cast<int64_t>(*head) : INT64_MAX;
-    s.n_rot = s.qk_rope_dim;
-    s.n_head_kv = s.n_head;
-  }
+  MOETUNE_TRY(ReadExperts(c, arch, mt, &s));
+  MOETUNE_TRY(ReadFamilyExtras(c, arch, &s));
   MOETUNE_TRY(ValidateSynthSpec(s));
   return s;
 }
@@ -488,12 +514,10 @@ SynthSpec ScaleSynthSpec(const SynthSpec& in, const SynthScale& scale) {
   return s;
 }
 
-Status ValidateSynthSpec(const SynthSpec& s) {
-  auto bad = [&](const std::string& what) {
-    return Error(ErrorKind::kInvalidArgument, fmt::format("invalid {} shape: {}", s.arch, what));
-  };
-  // Every field within its range first, so that the products below (and the
-  // tensor sizes the writer computes from them) cannot overflow.
+namespace {
+
+// The first field of `s` outside its range, said; nullopt when none is.
+std::optional<std::string> FieldOutOfRange(const SynthSpec& s) {
   struct Field {
     const char* name;
     int64_t value;
@@ -530,9 +554,21 @@ Status ValidateSynthSpec(const SynthSpec& s) {
   };
   for (const Field& f : fields) {
     if (f.value < f.min || f.value > f.max) {
-      return bad(fmt::format("{} {} is outside {} to {}", f.name, f.value, f.min, f.max));
+      return fmt::format("{} {} is outside {} to {}", f.name, f.value, f.min, f.max);
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status ValidateSynthSpec(const SynthSpec& s) {
+  auto bad = [&](const std::string& what) {
+    return Error(ErrorKind::kInvalidArgument, fmt::format("invalid {} shape: {}", s.arch, what));
+  };
+  // Every field within its range first, so that the products below (and the
+  // tensor sizes the writer computes from them) cannot overflow.
+  if (auto why = FieldOutOfRange(s)) return bad(*why);
   if (!(std::isfinite(s.rope_theta) && s.rope_theta > 0) ||
       !(std::isfinite(s.rms_eps) && s.rms_eps > 0)) {
     return bad(
