@@ -119,6 +119,7 @@ class Scheduler {
   void Split();
   Id InputCopy(Id s, int backend);
   SimBufferSizes Allocate();
+  SimBufferSizes Sizes(const std::vector<DynAlloc>& allocs) const;
 
   SimGraph& g_;
   const std::vector<SimBackend>& backends_;
@@ -386,6 +387,12 @@ SimBufferSizes Scheduler::Allocate() {
       }
     }
   }
+  return Sizes(allocs);
+}
+
+// What the graph needs: each backend's buffer at its high-water mark, and the
+// splits with the bytes their inputs copy.
+SimBufferSizes Scheduler::Sizes(const std::vector<DynAlloc>& allocs) const {
   SimBufferSizes out;
   for (const auto& a : allocs) out.bytes.push_back(a.max_size());
   out.n_splits = n_splits_;
