@@ -55,111 +55,133 @@ struct BenchArgs {
   SimBenchOptions sim;
 };
 
-Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
+// The axes of a sweep, parsed and checked: every list a configuration is
+// drawn from, and what all configurations share.
+struct SweepAxes {
+  std::vector<int> threads, ngl, ncmoe, ubatch, batch, depth;
+  std::vector<FlashAttn> flash_attn;
+  std::vector<uint32_t> type_k, type_v;
+  std::vector<std::pair<int, int>> tests;  // (prompt, generation), one of them 0
+  LoadMode load_mode = LoadMode::kDefault;
+  Placement rules;
+  std::vector<std::string> rpc;
+};
+
+Result<std::vector<uint32_t>> KvTypes(const std::string& text, const char* flag) {
+  std::vector<uint32_t> out;
+  for (const auto& name : SplitList(text)) {
+    const auto type = GgmlTypeByName(name);
+    if (!type) {
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("{}: '{}' is not a ggml type (f16, q8_0, q4_0, ...)", flag, name));
+    }
+    out.push_back(type->id);
+  }
+  return out;
+}
+
+Result<SweepAxes> ParseSweepAxes(const BenchArgs& a) {
   auto list = [](const std::string& text, const char* flag) -> Result<std::vector<int>> {
     auto r = ParseIntList(text);
     if (!r.ok()) return r.take_error().Context(flag);
     return r;
   };
+  SweepAxes x;
   const std::string threads =
       a.threads.empty() ? std::to_string(std::max(1u, std::thread::hardware_concurrency()))
                         : a.threads;
-  MOETUNE_ASSIGN_OR_RETURN(auto t, list(threads, "--threads"));
-  MOETUNE_ASSIGN_OR_RETURN(auto ngl, list(a.ngl, "--ngl"));
-  MOETUNE_ASSIGN_OR_RETURN(auto ncmoe, list(a.ncmoe, "--ncmoe"));
-  MOETUNE_ASSIGN_OR_RETURN(auto ub, list(a.ubatch, "--ubatch"));
-  MOETUNE_ASSIGN_OR_RETURN(auto b, list(a.batch, "--batch"));
-  MOETUNE_ASSIGN_OR_RETURN(auto d, list(a.depth, "--depth"));
+  MOETUNE_ASSIGN_OR_RETURN(x.threads, list(threads, "--threads"));
+  MOETUNE_ASSIGN_OR_RETURN(x.ngl, list(a.ngl, "--ngl"));
+  MOETUNE_ASSIGN_OR_RETURN(x.ncmoe, list(a.ncmoe, "--ncmoe"));
+  MOETUNE_ASSIGN_OR_RETURN(x.ubatch, list(a.ubatch, "--ubatch"));
+  MOETUNE_ASSIGN_OR_RETURN(x.batch, list(a.batch, "--batch"));
+  MOETUNE_ASSIGN_OR_RETURN(x.depth, list(a.depth, "--depth"));
   MOETUNE_ASSIGN_OR_RETURN(auto p, list(a.n_prompt, "--n-prompt"));
   MOETUNE_ASSIGN_OR_RETURN(auto n, list(a.n_gen, "--n-gen"));
-  std::vector<FlashAttn> fa;
   for (const auto& v : SplitList(a.flash_attn)) {
     auto normal = ParseFlashAttn(v);
     if (!normal.ok()) return normal.take_error().Context("--flash-attn");
-    fa.push_back(*normal);
+    x.flash_attn.push_back(*normal);
   }
-  auto kv_types = [](const std::string& text, const char* flag) -> Result<std::vector<uint32_t>> {
-    std::vector<uint32_t> out;
-    for (const auto& name : SplitList(text)) {
-      const auto type = GgmlTypeByName(name);
-      if (!type) {
-        return Error(ErrorKind::kInvalidArgument,
-                     fmt::format("{}: '{}' is not a ggml type (f16, q8_0, q4_0, ...)", flag, name));
-      }
-      out.push_back(type->id);
-    }
-    return out;
-  };
-  MOETUNE_ASSIGN_OR_RETURN(const auto ck, kv_types(a.type_k, "--cache-type-k"));
-  MOETUNE_ASSIGN_OR_RETURN(const auto cv, kv_types(a.type_v, "--cache-type-v"));
-  MOETUNE_ASSIGN_OR_RETURN(const LoadMode load_mode, ParseLoadMode(a.load_mode));
+  MOETUNE_ASSIGN_OR_RETURN(x.type_k, KvTypes(a.type_k, "--cache-type-k"));
+  MOETUNE_ASSIGN_OR_RETURN(x.type_v, KvTypes(a.type_v, "--cache-type-v"));
+  MOETUNE_ASSIGN_OR_RETURN(x.load_mode, ParseLoadMode(a.load_mode));
   // Rules that cannot reach llama-bench intact are a command-line error now,
   // not a failed run later.
-  Placement rules;
-  if (auto st = rules.SetOverrideTensor(a.ot); !st.ok()) {
+  if (auto st = x.rules.SetOverrideTensor(a.ot); !st.ok()) {
     return st.error().Context("--override-tensor");
-  } else if (auto value = OverridesForBench(rules.Rules()); !value.ok()) {
+  } else if (auto value = OverridesForBench(x.rules.Rules()); !value.ok()) {
     return value.take_error().Context("--override-tensor");
   }
-  std::vector<std::string> rpc;
   for (const auto& h : SplitList(a.rpc)) {
-    if (!h.empty()) rpc.push_back(h);
+    if (!h.empty()) x.rpc.push_back(h);
   }
-  std::vector<std::pair<int, int>> tests;
-  for (int x : p) {
-    if (x > 0) tests.push_back({x, 0});
+  for (int v : p) {
+    if (v > 0) x.tests.push_back({v, 0});
   }
-  for (int x : n) {
-    if (x > 0) tests.push_back({0, x});
+  for (int v : n) {
+    if (v > 0) x.tests.push_back({0, v});
   }
-  if (tests.empty()) {
+  if (x.tests.empty()) {
     return Error(ErrorKind::kInvalidArgument,
                  "nothing to measure: give --n-prompt and/or --n-gen values above 0");
   }
+  return x;
+}
+
+// One configuration of the sweep.
+RunConfig SweepConfig(const BenchArgs& a, const SweepAxes& x) {
+  RunConfig c;
+  c.model = a.model;
+  c.placement.fine_fill = x.rules.fine_fill;
+  c.placement.overrides = x.rules.overrides;
+  c.load_mode = x.load_mode;
+  c.rpc = x.rpc;
+  c.repetitions = a.repetitions;
+  c.warmup = !a.no_warmup;
+  return c;
+}
+
+Result<std::vector<RunConfig>> BuildConfigs(const BenchArgs& a) {
+  MOETUNE_ASSIGN_OR_RETURN(const SweepAxes x, ParseSweepAxes(a));
   // The size of the product first: -t 1-10000 --ub 1-10000 is refused here,
   // not after a hundred million configurations were built.
-  MOETUNE_ASSIGN_OR_RETURN(const uint64_t count, CheckSweepSize({{"--ngl", ngl.size()},
-                                                                 {"--ncmoe", ncmoe.size()},
-                                                                 {"--threads", t.size()},
-                                                                 {"--ubatch", ub.size()},
-                                                                 {"--batch", b.size()},
-                                                                 {"--depth", d.size()},
-                                                                 {"--cache-type-k", ck.size()},
-                                                                 {"--cache-type-v", cv.size()},
-                                                                 {"--flash-attn", fa.size()},
-                                                                 {"tests", tests.size()}}));
+  MOETUNE_ASSIGN_OR_RETURN(const uint64_t count,
+                           CheckSweepSize({{"--ngl", x.ngl.size()},
+                                           {"--ncmoe", x.ncmoe.size()},
+                                           {"--threads", x.threads.size()},
+                                           {"--ubatch", x.ubatch.size()},
+                                           {"--batch", x.batch.size()},
+                                           {"--depth", x.depth.size()},
+                                           {"--cache-type-k", x.type_k.size()},
+                                           {"--cache-type-v", x.type_v.size()},
+                                           {"--flash-attn", x.flash_attn.size()},
+                                           {"tests", x.tests.size()}}));
   std::vector<RunConfig> out;
   out.reserve(static_cast<std::size_t>(count));
+  RunConfig c = SweepConfig(a, x);
   // Placement outermost so that configurations sharing a model load are adjacent.
-  for (int g : ngl) {
-    for (int m : ncmoe) {
-      for (int th : t) {
-        for (int u : ub) {
-          for (int bb : b) {
-            for (int dd : d) {
-              for (uint32_t k : ck) {
-                for (uint32_t v : cv) {
-                  for (FlashAttn f : fa) {
-                    for (auto [pp, tg] : tests) {
-                      RunConfig c;
-                      c.model = a.model;
-                      c.placement.n_gpu_layers = g;
-                      c.placement.n_cpu_moe = m;
-                      c.placement.fine_fill = rules.fine_fill;
-                      c.placement.overrides = rules.overrides;
-                      c.n_ubatch = u;
-                      c.n_batch = bb;
-                      c.type_k = k;
-                      c.type_v = v;
-                      c.flash_attn = f;
-                      c.load_mode = load_mode;
-                      c.rpc = rpc;
-                      c.threads = th;
-                      c.n_depth = dd;
+  for (int g : x.ngl) {
+    c.placement.n_gpu_layers = g;
+    for (int m : x.ncmoe) {
+      c.placement.n_cpu_moe = m;
+      for (int th : x.threads) {
+        c.threads = th;
+        for (int u : x.ubatch) {
+          c.n_ubatch = u;
+          for (int bb : x.batch) {
+            c.n_batch = bb;
+            for (int dd : x.depth) {
+              c.n_depth = dd;
+              for (uint32_t k : x.type_k) {
+                c.type_k = k;
+                for (uint32_t v : x.type_v) {
+                  c.type_v = v;
+                  for (FlashAttn f : x.flash_attn) {
+                    c.flash_attn = f;
+                    for (auto [pp, tg] : x.tests) {
                       c.n_prompt = pp;
                       c.n_gen = tg;
-                      c.repetitions = a.repetitions;
-                      c.warmup = !a.no_warmup;
                       out.push_back(c);
                     }
                   }
@@ -200,23 +222,12 @@ int Run(const BenchArgs& a) {
   // The model is an input: `-o MODEL.gguf` is refused, never written over.
   const std::vector<std::string> inputs = {a.model};
   if (a.dry_run) {
-    std::string lines;
-    for (const auto& inv : engine.PlanInvocations(*configs)) {
-      std::string line;
-      for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
-      lines += line + "\n";
-    }
-    auto st = WriteOutput(a.output, lines, inputs);
+    auto st = WriteOutput(a.output, InvocationLines(engine, *configs), inputs);
     return st.ok() ? kExitOk : ReportError(st.error());
   }
 
   const bool live = !a.no_progress && (a.progress || ::isatty(2));
-  ProgressCallback progress;
-  if (live) {
-    progress = [](const BenchProgress& p) {
-      std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
-    };
-  }
+  const ProgressCallback progress = live ? TerminalProgress() : ProgressCallback();
   const auto t0 = std::chrono::steady_clock::now();
   BenchRun run = engine.Run(*configs, progress);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

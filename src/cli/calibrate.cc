@@ -136,6 +136,58 @@ Result<std::vector<CalibrationPoint>> ValidateAcrossModels(const std::string& pa
   return out;
 }
 
+// The measurements of the files given (--validate's, else --measurements'),
+// rounds of the same tests (bench/speed/validate.sh interleaves them) as one.
+Result<std::vector<Measurement>> ReadInputMeasurements(const CalibrateArgs& a, MeasurementStat stat,
+                                                       std::string* engine) {
+  std::vector<Measurement> ms;
+  for (const auto& path : a.validate.empty() ? a.measurements : a.validate) {
+    MOETUNE_ASSIGN_OR_RETURN(auto part, ReadMeasurements(path, stat, engine));
+    ms.insert(ms.end(), part.begin(), part.end());
+  }
+  return MergeMeasurements(ms, stat);
+}
+
+// Completes `rec` (what the stored calibration fitted and which engine, when
+// and where), stores it in the machine profile unless --no-save, and writes it.
+int StoreCalibration(const CalibrateArgs& a, const ResolvedMachine& resolved,
+                     const ModelInfo& model, CalibrationRecord rec,
+                     const std::vector<std::string>& inputs) {
+  if (resolved.calibration) {
+    for (const auto& name : resolved.calibration->fitted) {
+      if (std::find(rec.fitted.begin(), rec.fitted.end(), name) == rec.fitted.end())
+        rec.fitted.push_back(name);
+    }
+    if (rec.engine_version.empty()) {
+      rec.engine_version = resolved.calibration->engine_version;
+      rec.engine_build = resolved.calibration->engine_build;
+    }
+  }
+  rec.created_at = NowUtcIso8601();
+  rec.model_path = a.model;
+  rec.model_name = model.arch.hp.name.empty() ? a.model : model.arch.hp.name;
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) == 0) rec.hostname = host;
+
+  if (!a.no_save) {
+    if (!resolved.profile_found) {
+      return ReportError(Error(ErrorKind::kNotFound,
+                               fmt::format("no machine profile at '{}' to store the calibration "
+                                           "in: run `moetune doctor` first, or pass --no-save",
+                                           resolved.profile_path)));
+    }
+    auto profile = LoadMachineProfile(resolved.profile_path);
+    if (!profile.ok()) return ReportError(profile.error());
+    profile->calibration = CalibrationRecordToJson(rec);
+    if (auto st = SaveMachineProfile(*profile, resolved.profile_path); !st.ok())
+      return ReportError(st.error());
+    std::cerr << ForTerminal("moetune: calibration saved in " + resolved.profile_path + "\n");
+  }
+  const std::string text = a.json ? JsonOutput(CalibrationRecordToJson(rec)) : CalibrationText(rec);
+  auto st = WriteOutput(a.output, text, inputs);
+  return st.ok() ? kExitOk : ReportError(st.error());
+}
+
 int Run(const CalibrateArgs& a) {
   auto resolved = ResolveMachine(a.machine);
   if (!resolved.ok()) return ReportError(resolved.error());
@@ -150,15 +202,10 @@ int Run(const CalibrateArgs& a) {
 
   auto stat = ParseMeasurementStat(a.stat);  // validated
 
-  std::vector<Measurement> ms;
   std::string measured_engine;
-  for (const auto& path : a.validate.empty() ? a.measurements : a.validate) {
-    auto part = ReadMeasurements(path, *stat, &measured_engine);
-    if (!part.ok()) return ReportError(part.error());
-    ms.insert(ms.end(), part->begin(), part->end());
-  }
-  // Rounds of the same tests (bench/speed/validate.sh interleaves them) count as one.
-  ms = MergeMeasurements(ms, *stat);
+  auto read = ReadInputMeasurements(a, *stat, &measured_engine);
+  if (!read.ok()) return ReportError(read.error());
+  const std::vector<Measurement> ms = std::move(read).value();
   const bool any_rpc = std::any_of(ms.begin(), ms.end(), [](const auto& m) { return m.rpc; });
   if (any_rpc && !spec.accel) {
     (void)ApplyMachinePreset("rpc-cpu", &spec);
@@ -200,24 +247,13 @@ int Run(const CalibrateArgs& a) {
     const auto configs = CalibrationConfigs(a.model, sm, o);
     LlamaBenchEngine bench(engine);
     if (a.dry_run) {
-      std::string lines;
-      for (const auto& inv : bench.PlanInvocations(configs)) {
-        std::string line;
-        for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
-        lines += line + "\n";
-      }
-      auto st = WriteOutput(a.output, lines, inputs);
+      auto st = WriteOutput(a.output, InvocationLines(bench, configs), inputs);
       return st.ok() ? kExitOk : ReportError(st.error());
     }
     std::cerr << ForTerminal(
         fmt::format("moetune: calibrating with {} short runs of {} (about a minute)...\n",
                     configs.size(), a.model));
-    ProgressCallback progress;
-    if (::isatty(2)) {
-      progress = [](const BenchProgress& p) {
-        std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
-      };
-    }
+    const ProgressCallback progress = ::isatty(2) ? TerminalProgress() : ProgressCallback();
     std::vector<std::string> failures;
     auto r = RunCalibration(bench, configs, sm, &failures, progress, *stat);
     if (::isatty(2)) std::cerr << "\n";
@@ -227,39 +263,7 @@ int Run(const CalibrateArgs& a) {
     rec.engine_version = engine.version_line;
     rec.engine_build = engine.build_number;
   }
-  if (resolved->calibration) {
-    for (const auto& name : resolved->calibration->fitted) {
-      if (std::find(rec.fitted.begin(), rec.fitted.end(), name) == rec.fitted.end())
-        rec.fitted.push_back(name);
-    }
-    if (rec.engine_version.empty()) {
-      rec.engine_version = resolved->calibration->engine_version;
-      rec.engine_build = resolved->calibration->engine_build;
-    }
-  }
-  rec.created_at = NowUtcIso8601();
-  rec.model_path = a.model;
-  rec.model_name = model->arch.hp.name.empty() ? a.model : model->arch.hp.name;
-  char host[256] = {0};
-  if (::gethostname(host, sizeof(host) - 1) == 0) rec.hostname = host;
-
-  if (!a.no_save) {
-    if (!resolved->profile_found) {
-      return ReportError(Error(ErrorKind::kNotFound,
-                               fmt::format("no machine profile at '{}' to store the calibration "
-                                           "in: run `moetune doctor` first, or pass --no-save",
-                                           resolved->profile_path)));
-    }
-    auto profile = LoadMachineProfile(resolved->profile_path);
-    if (!profile.ok()) return ReportError(profile.error());
-    profile->calibration = CalibrationRecordToJson(rec);
-    if (auto st = SaveMachineProfile(*profile, resolved->profile_path); !st.ok())
-      return ReportError(st.error());
-    std::cerr << ForTerminal("moetune: calibration saved in " + resolved->profile_path + "\n");
-  }
-  const std::string text = a.json ? JsonOutput(CalibrationRecordToJson(rec)) : CalibrationText(rec);
-  auto st = WriteOutput(a.output, text, inputs);
-  return st.ok() ? kExitOk : ReportError(st.error());
+  return StoreCalibration(a, *resolved, *model, std::move(rec), inputs);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "report/bench_report.h"
 #include "util/command_files.h"
 #include "util/output_file.h"
 #include "util/utf8.h"
@@ -66,6 +67,22 @@ std::string JsonOutput(const nlohmann::json& j) {
                  "valid UTF-8; the JSON shows those bytes as U+FFFD\n";
   }
   return text;
+}
+
+std::string InvocationLines(const LlamaBenchEngine& bench, const std::vector<RunConfig>& configs) {
+  std::string lines;
+  for (const auto& inv : bench.PlanInvocations(configs)) {
+    std::string line;
+    for (const auto& arg : inv.argv) line += (line.empty() ? "" : " ") + arg;
+    lines += line + "\n";
+  }
+  return lines;
+}
+
+ProgressCallback TerminalProgress() {
+  return [](const BenchProgress& p) {
+    std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
+  };
 }
 
 }  // namespace moetune

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
+#include "engine/llama_bench.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -45,6 +47,13 @@ Status ClaimOutputFlags(const CLI::App& app);
 /// `j` as indented JSON text (with a newline) that is always valid UTF-8; says
 /// on stderr when invalid bytes had to be replaced.
 std::string JsonOutput(const nlohmann::json& j);
+
+/// The llama-bench command lines that would measure `configs`, one a line
+/// (`--dry-run`).
+std::string InvocationLines(const LlamaBenchEngine& bench, const std::vector<RunConfig>& configs);
+
+/// A progress callback that redraws one line on stderr (FormatProgressLine).
+ProgressCallback TerminalProgress();
 
 // One Register<Name>Command(CLI::App&, CommandRun*) per command, below.
 void RegisterInspectCommand(CLI::App& app, CommandRun* run);

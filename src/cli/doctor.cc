@@ -81,23 +81,86 @@ void AddDecodeReference(const EngineInfo& engine, const std::string& path, const
   }
 }
 
+struct DoctorOpts {
+  std::string model;
+  std::string ctx = "4096";
+  bool json = false;
+  std::string profile;
+  bool no_save = false;
+  bool no_bandwidth = false;
+  bool no_engine = false;
+  bool no_decode = false;
+  std::string llama_dir;
+  std::string sysroot = "/";
+  std::string nvml = "libnvidia-ml.so.1";
+};
+
+// `moetune doctor` with its options parsed.
+int RunDoctorCommand(const DoctorOpts& o) {
+  std::optional<int64_t> ctx;
+  if (!o.model.empty()) ctx = *ParseTokenCount(o.ctx);  // validated
+  DoctorOptions d;
+  d.root = SysRoot(o.sysroot);
+  d.nvml_library = o.nvml;
+  d.measure_bandwidth = !o.no_bandwidth;
+  d.env = CurrentEnvironment();
+  d.engine_dir = o.llama_dir;
+  if (!o.json) std::cerr << "moetune: examining this machine (about 2 s)...\n";
+  // The one engine discovery every command uses: a bad --llama-dir or
+  // MOETUNE_LLAMA_DIR is the same error here as in bench and engine (the
+  // report is still printed, with the reason as its first verdict).
+  std::optional<Error> engine_error;
+  std::optional<EngineInfo> engine;
+  if (!o.no_engine) {
+    DiscoveryOptions dopt;
+    dopt.llama_dir = o.llama_dir;
+    dopt.system_root = o.sysroot;
+    auto info = DiscoverEngine(dopt);
+    if (info.ok()) {
+      d.engine = EngineProbeFromInfo(*info);
+      engine = std::move(info).value();
+    } else {
+      engine_error = info.error();
+      d.engine = EngineProbeFromError(info.error());
+    }
+  }
+  std::optional<ModelInfo> model;
+  if (ctx) {
+    auto m = LoadModelInfo(o.model);
+    if (!m.ok()) return ReportError(m.error());
+    model = std::move(m).value();
+  }
+  DoctorReport report = RunDoctor(d);
+  if (model) {
+    auto needs = ModelNeedsFor(*model, o.model, *ctx);
+    if (!needs.ok()) return ReportError(needs.error());
+    AddModelToReport(*needs, &report);
+    if (engine && !o.no_decode) AddDecodeReference(*engine, o.model, *model, &report);
+  }
+  // Names from drivers, /proc and the model file may be any bytes.
+  const std::string text =
+      o.json ? JsonOutput(DoctorReportToJson(report)) : FormatDoctorText(report);
+  if (auto st = WriteOutput("-", text); !st.ok()) return ReportError(st.error());
+  if (!o.no_save) {
+    const std::string path = o.profile.empty() ? DefaultMachineProfilePath() : o.profile;
+    if (auto st = SaveMachineProfile(report.profile, path); !st.ok()) {
+      // A profile the user asked for is worth an exit code; the default
+      // location being unusable (no HOME, read-only home) is only a warning.
+      if (!o.profile.empty()) return ReportError(st.error());
+      std::cerr << ForTerminal(
+          fmt::format("moetune: warning: machine profile not saved: {}\n", st.error().message()));
+    } else {
+      std::cerr << ForTerminal(fmt::format("moetune: machine profile saved to {}\n", path));
+    }
+  }
+  if (engine_error) return ReportError(*engine_error);
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
-  struct Opts {
-    std::string model;
-    std::string ctx = "4096";
-    bool json = false;
-    std::string profile;
-    bool no_save = false;
-    bool no_bandwidth = false;
-    bool no_engine = false;
-    bool no_decode = false;
-    std::string llama_dir;
-    std::string sysroot = "/";
-    std::string nvml = "libnvidia-ml.so.1";
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<DoctorOpts>();
   CLI::App* cmd = app.add_subcommand(
       "doctor",
       "Show the true picture of this machine (GPUs, VRAM holders, CPU threads, RAM bandwidth, "
@@ -123,68 +186,8 @@ void RegisterDoctorCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--sysroot", o->sysroot, "Read /sys and /proc under this folder (for tests)")
       ->group("");
   cmd->add_option("--nvml-library", o->nvml, "NVML library to load (for tests)")->group("");
-  cmd->callback([o, run] {
-    *run = WithModel(&o->model, [o]() -> int {
-      std::optional<int64_t> ctx;
-      if (!o->model.empty()) ctx = *ParseTokenCount(o->ctx);  // validated
-      DoctorOptions d;
-      d.root = SysRoot(o->sysroot);
-      d.nvml_library = o->nvml;
-      d.measure_bandwidth = !o->no_bandwidth;
-      d.env = CurrentEnvironment();
-      d.engine_dir = o->llama_dir;
-      if (!o->json) std::cerr << "moetune: examining this machine (about 2 s)...\n";
-      // The one engine discovery every command uses: a bad --llama-dir or
-      // MOETUNE_LLAMA_DIR is the same error here as in bench and engine (the
-      // report is still printed, with the reason as its first verdict).
-      std::optional<Error> engine_error;
-      std::optional<EngineInfo> engine;
-      if (!o->no_engine) {
-        DiscoveryOptions dopt;
-        dopt.llama_dir = o->llama_dir;
-        dopt.system_root = o->sysroot;
-        auto info = DiscoverEngine(dopt);
-        if (info.ok()) {
-          d.engine = EngineProbeFromInfo(*info);
-          engine = std::move(info).value();
-        } else {
-          engine_error = info.error();
-          d.engine = EngineProbeFromError(info.error());
-        }
-      }
-      std::optional<ModelInfo> model;
-      if (ctx) {
-        auto m = LoadModelInfo(o->model);
-        if (!m.ok()) return ReportError(m.error());
-        model = std::move(m).value();
-      }
-      DoctorReport report = RunDoctor(d);
-      if (model) {
-        auto needs = ModelNeedsFor(*model, o->model, *ctx);
-        if (!needs.ok()) return ReportError(needs.error());
-        AddModelToReport(*needs, &report);
-        if (engine && !o->no_decode) AddDecodeReference(*engine, o->model, *model, &report);
-      }
-      // Names from drivers, /proc and the model file may be any bytes.
-      const std::string text =
-          o->json ? JsonOutput(DoctorReportToJson(report)) : FormatDoctorText(report);
-      if (auto st = WriteOutput("-", text); !st.ok()) return ReportError(st.error());
-      if (!o->no_save) {
-        const std::string path = o->profile.empty() ? DefaultMachineProfilePath() : o->profile;
-        if (auto st = SaveMachineProfile(report.profile, path); !st.ok()) {
-          // A profile the user asked for is worth an exit code; the default
-          // location being unusable (no HOME, read-only home) is only a warning.
-          if (!o->profile.empty()) return ReportError(st.error());
-          std::cerr << ForTerminal(fmt::format("moetune: warning: machine profile not saved: {}\n",
-                                               st.error().message()));
-        } else {
-          std::cerr << ForTerminal(fmt::format("moetune: machine profile saved to {}\n", path));
-        }
-      }
-      if (engine_error) return ReportError(*engine_error);
-      return kExitOk;
-    });
-  });
+  cmd->callback(
+      [o, run] { *run = WithModel(&o->model, [o]() -> int { return RunDoctorCommand(*o); }); });
 }
 
 }  // namespace moetune

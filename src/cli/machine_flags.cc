@@ -74,28 +74,31 @@ Error FlagError(const char* flag, const Error& e) {
 
 }  // namespace
 
-Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
-  ResolvedMachine r;
-  r.profile_path = f.profile.empty() ? DefaultMachineProfilePath() : f.profile;
-  if (!r.profile_path.empty()) {
-    auto p = LoadMachineProfile(r.profile_path);
+namespace {
+
+// The machine profile (--profile, else the default one) and its calibration;
+// without one, this machine's CPU and RAM as the kernel describes them.
+Status LoadProfile(const MachineFlags& f, ResolvedMachine* r) {
+  r->profile_path = f.profile.empty() ? DefaultMachineProfilePath() : f.profile;
+  if (!r->profile_path.empty()) {
+    auto p = LoadMachineProfile(r->profile_path);
     if (p.ok()) {
-      r.profile_found = true;
-      r.spec = MachineSpecFromProfile(*p);
+      r->profile_found = true;
+      r->spec = MachineSpecFromProfile(*p);
       if (!p->calibration.is_null()) {
         auto c = CalibrationRecordFromJson(p->calibration);
         if (c.ok()) {
-          r.calibration = *c;
-          r.constants = c->constants;
+          r->calibration = *c;
+          r->constants = c->constants;
         } else {
-          r.spec.notes.push_back("ignoring the profile's calibration: " + c.error().message());
+          r->spec.notes.push_back("ignoring the profile's calibration: " + c.error().message());
         }
       }
     } else if (p.error().kind() != ErrorKind::kNotFound || !f.profile.empty()) {
       return p.take_error();
     }
   }
-  if (!r.profile_found) {
+  if (!r->profile_found) {
     // This machine's CPU and RAM as the kernel describes them (no probing); its
     // GPUs and RAM bandwidth are unknown until `moetune doctor` runs.
     MachineProfile live;
@@ -103,57 +106,72 @@ Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
     live.created_at = "now, without a doctor profile";
     live.cpu = ReadCpuTopology(SysRoot("/"), /*use_hwloc=*/false);
     live.memory = ReadSystemMemory(SysRoot("/"));
-    r.spec = live.cpu.physical_cores > 0 ? MachineSpecFromProfile(live) : DefaultMachineSpec();
-    r.spec.notes.push_back(
+    r->spec = live.cpu.physical_cores > 0 ? MachineSpecFromProfile(live) : DefaultMachineSpec();
+    r->spec.notes.push_back(
         "no machine profile: CPU from the kernel, no GPU, RAM bandwidth assumed 40 GB/s; run "
         "`moetune doctor` to describe this machine");
   }
-  const std::string base = r.spec.label;
-  const CpuSpec cpu_before = r.spec.cpu;
+  return OkStatus();
+}
+
+// The what-if flags (--machine, --gpu-bw, --pcie-bw, --ram-bw, --cpu, --vram,
+// --reserve, --spill) applied to `spec`.
+Status ApplyWhatIfFlags(const MachineFlags& f, MachineSpec* spec) {
   if (!f.machine.empty()) {
-    auto st = ApplyMachinePresets(f.machine, &r.spec);
+    auto st = ApplyMachinePresets(f.machine, spec);
     if (!st.ok()) return FlagError("--machine", st.error());
   }
   if (!f.gpu_bw.empty()) {
     auto v = ParseBandwidthGbps(f.gpu_bw);
     if (!v.ok()) return FlagError("--gpu-bw", v.error());
-    EnsureGpu(&r.spec, "--gpu-bw");
-    r.spec.accel->mem_bw_gbps = *v;
+    EnsureGpu(spec, "--gpu-bw");
+    spec->accel->mem_bw_gbps = *v;
   }
   if (!f.pcie_bw.empty()) {
     auto v = ParseBandwidthGbps(f.pcie_bw);
     if (!v.ok()) return FlagError("--pcie-bw", v.error());
-    EnsureGpu(&r.spec, "--pcie-bw");
-    r.spec.accel->link_gbps = *v;
-    r.spec.accel->link_pageable_gbps = *v * 0.78;
+    EnsureGpu(spec, "--pcie-bw");
+    spec->accel->link_gbps = *v;
+    spec->accel->link_pageable_gbps = *v * 0.78;
   }
   if (!f.ram_bw.empty()) {
     auto v = ParseBandwidthGbps(f.ram_bw);
     if (!v.ok()) return FlagError("--ram-bw", v.error());
-    r.spec.ram.read_gbps = *v;
-    r.spec.ram.source = "--ram-bw " + f.ram_bw;
+    spec->ram.read_gbps = *v;
+    spec->ram.source = "--ram-bw " + f.ram_bw;
   }
   if (!f.cpu.empty()) {
-    auto st = ParseCpuShape(f.cpu, &r.spec.cpu);
+    auto st = ParseCpuShape(f.cpu, &spec->cpu);
     if (!st.ok()) return FlagError("--cpu", st.error());
   }
   if (!f.vram.empty()) {
     auto v = ParseBytes(f.vram);
     if (!v.ok()) return FlagError("--vram", v.error());
-    EnsureGpu(&r.spec, "--vram");
-    r.spec.accel->vram_free = v->count();
-    r.spec.accel->vram_total = std::max(r.spec.accel->vram_total, v->count());
+    EnsureGpu(spec, "--vram");
+    spec->accel->vram_free = v->count();
+    spec->accel->vram_total = std::max(spec->accel->vram_total, v->count());
   }
   if (!f.reserve.empty()) {
     auto v = ParseBytes(f.reserve);
     if (!v.ok()) return FlagError("--reserve", v.error());
-    r.spec.reserve = v->count();
+    spec->reserve = v->count();
   }
   if (!f.spill.empty()) {
     auto v = ParseSpillMode(f.spill);
     if (!v.ok()) return v.take_error();
-    r.spec.spill = *v;
+    spec->spill = *v;
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
+  ResolvedMachine r;
+  MOETUNE_TRY(LoadProfile(f, &r));
+  const std::string base = r.spec.label;
+  const CpuSpec cpu_before = r.spec.cpu;
+  MOETUNE_TRY(ApplyWhatIfFlags(f, &r.spec));
   const bool cpu_replaced =
       r.spec.cpu.name != cpu_before.name || r.spec.cpu.p_cores != cpu_before.p_cores ||
       r.spec.cpu.e_cores != cpu_before.e_cores || r.spec.cpu.smt != cpu_before.smt;

@@ -217,6 +217,89 @@ Result<std::string> EmitPlan(const ModelInfo& m, const Plan& plan, const PlanReq
   return EmitServerConfig(f, config, ctx);
 }
 
+// The --report document: the plan, with the predicted curve at the target
+// depth (the options that load) when --predict gave one.
+Status WritePlanReport(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
+                       const std::optional<PlanPrediction>& pred, std::optional<EngineInfo> engine,
+                       const std::string& path) {
+  PlanDocumentExtras extras;
+  extras.invocation = OwnCommandLine();
+  extras.engine = std::move(engine);
+  if (pred) {
+    // The predicted curve at the target depth, for the options that load.
+    for (size_t i = 0; i < pred->options.size(); ++i) {
+      const OptionPrediction& op = pred->options[i];
+      if (!op.target.loads) continue;
+      extras.predicted.push_back({plan.moe ? op.n_cpu_moe : op.ngl,
+                                  op.target.prefill.tokens_per_second,
+                                  op.target.decode.tokens_per_second});
+    }
+    extras.uncertainty = pred->uncertainty;
+  }
+  return WriteReportFile(path, PlanDocument(m, plan, req, extras), ModelFiles(m));
+}
+
+// `moetune plan` with its options parsed.
+int RunPlan(PlanOpts& o) {
+  o.machine.profile = o.profile;
+  if (o.vram.empty()) o.vram = WhatIfVram(o.machine);
+  auto req = BuildRequest(o);
+  if (!req.ok()) return ReportError(req.error());
+  if (!o.rpc.empty() && !o.check) {
+    std::cerr << "moetune: error: --rpc only applies to plan --check\n";
+    return kExitUsage;
+  }
+  auto m = LoadModelInfo(o.model);
+  if (!m.ok()) return ReportError(m.error());
+  req->model_path = CommandModelPath(*m);
+  if (auto st = CheckEngineAccepts(m->arch, req->ctx); !st.ok()) return ReportError(st.error());
+  auto planned = PlanPlacement(m->gguf, m->arch, m->weights, *req);
+  if (!planned.ok()) return ReportError(planned.error());
+  const Plan& plan = *planned;
+  std::optional<PlanCheck> check;
+  if (o.check) {
+    auto c = CheckWithEngine(*m, plan, *req, o);
+    if (!c.ok()) return ReportError(c.error());
+    check = std::move(c).value();
+  }
+  std::optional<PlanPrediction> pred;
+  if (o.predict) {
+    auto p = PredictForPlan(*m, plan, *req, o.machine, o.threads);
+    if (!p.ok()) return ReportError(p.error());
+    pred = std::move(p).value();
+  }
+  std::optional<EngineInfo> engine;
+  if (!o.emit.empty() || !o.report.empty()) engine = FindEngineQuietly(o.llama_dir);
+  if (!o.report.empty()) {
+    auto st = WritePlanReport(*m, plan, *req, pred, engine, o.report);
+    if (!st.ok()) return ReportError(st.error());
+  }
+  std::string text;
+  if (!o.emit.empty()) {
+    auto e = EmitPlan(*m, plan, *req, engine, o.emit);
+    if (!e.ok()) return ReportError(e.error());
+    text = *e;
+  } else if (o.json) {
+    nlohmann::json j = PlanJson(*m, plan, *req);
+    if (check) j["check"] = PlanCheckJson(*check);
+    if (pred) AddPlanPredictionJson(plan, *pred, &j);
+    text = JsonOutput(j);
+  } else {
+    text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "") +
+           (pred ? PlanPredictionText(plan, *pred) : "");
+  }
+  // The model (every part of a split one) is an input: `-o MODEL.gguf` is refused.
+  auto st = WriteOutput(o.output, text, ModelFiles(*m));
+  if (!st.ok()) return ReportError(st.error());
+  if (check && !check->agrees()) return kExitCheckDisagrees;
+  if (!plan.config) {
+    std::cerr << "moetune: nothing fits: " << FormatBytes(Bytes(plan.shortfall))
+              << " short (no command printed)\n";
+    return kExitNothingFits;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
@@ -287,81 +370,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
                                    EmitFormatList())
                    ->check(EmitFormatValidator());
   emit->excludes(cmd->get_option("--json"));
-  cmd->callback([o, run] {
-    *run = WithModel(&o->model, [o]() -> int {
-      o->machine.profile = o->profile;
-      if (o->vram.empty()) o->vram = WhatIfVram(o->machine);
-      auto req = BuildRequest(*o);
-      if (!req.ok()) return ReportError(req.error());
-      if (!o->rpc.empty() && !o->check) {
-        std::cerr << "moetune: error: --rpc only applies to plan --check\n";
-        return kExitUsage;
-      }
-      auto m = LoadModelInfo(o->model);
-      if (!m.ok()) return ReportError(m.error());
-      req->model_path = CommandModelPath(*m);
-      if (auto st = CheckEngineAccepts(m->arch, req->ctx); !st.ok()) return ReportError(st.error());
-      auto planned = PlanPlacement(m->gguf, m->arch, m->weights, *req);
-      if (!planned.ok()) return ReportError(planned.error());
-      const Plan& plan = *planned;
-      std::optional<PlanCheck> check;
-      if (o->check) {
-        auto c = CheckWithEngine(*m, plan, *req, *o);
-        if (!c.ok()) return ReportError(c.error());
-        check = std::move(c).value();
-      }
-      std::optional<PlanPrediction> pred;
-      if (o->predict) {
-        auto p = PredictForPlan(*m, plan, *req, o->machine, o->threads);
-        if (!p.ok()) return ReportError(p.error());
-        pred = std::move(p).value();
-      }
-      std::optional<EngineInfo> engine;
-      if (!o->emit.empty() || !o->report.empty()) engine = FindEngineQuietly(o->llama_dir);
-      if (!o->report.empty()) {
-        PlanDocumentExtras extras;
-        extras.invocation = OwnCommandLine();
-        extras.engine = engine;
-        if (pred) {
-          // The predicted curve at the target depth, for the options that load.
-          for (size_t i = 0; i < pred->options.size(); ++i) {
-            const OptionPrediction& op = pred->options[i];
-            if (!op.target.loads) continue;
-            extras.predicted.push_back({plan.moe ? op.n_cpu_moe : op.ngl,
-                                        op.target.prefill.tokens_per_second,
-                                        op.target.decode.tokens_per_second});
-          }
-          extras.uncertainty = pred->uncertainty;
-        }
-        auto st = WriteReportFile(o->report, PlanDocument(*m, plan, *req, extras), ModelFiles(*m));
-        if (!st.ok()) return ReportError(st.error());
-      }
-      std::string text;
-      if (!o->emit.empty()) {
-        auto e = EmitPlan(*m, plan, *req, engine, o->emit);
-        if (!e.ok()) return ReportError(e.error());
-        text = *e;
-      } else if (o->json) {
-        nlohmann::json j = PlanJson(*m, plan, *req);
-        if (check) j["check"] = PlanCheckJson(*check);
-        if (pred) AddPlanPredictionJson(plan, *pred, &j);
-        text = JsonOutput(j);
-      } else {
-        text = PlanText(*m, plan, *req) + (check ? PlanCheckText(*check) : "") +
-               (pred ? PlanPredictionText(plan, *pred) : "");
-      }
-      // The model (every part of a split one) is an input: `-o MODEL.gguf` is refused.
-      auto st = WriteOutput(o->output, text, ModelFiles(*m));
-      if (!st.ok()) return ReportError(st.error());
-      if (check && !check->agrees()) return kExitCheckDisagrees;
-      if (!plan.config) {
-        std::cerr << "moetune: nothing fits: " << FormatBytes(Bytes(plan.shortfall))
-                  << " short (no command printed)\n";
-        return kExitNothingFits;
-      }
-      return kExitOk;
-    });
-  });
+  cmd->callback([o, run] { *run = WithModel(&o->model, [o]() -> int { return RunPlan(*o); }); });
 }
 
 }  // namespace moetune

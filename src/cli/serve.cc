@@ -70,6 +70,50 @@ std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+// The configuration serve plans when --from carries no command.
+Result<ServerConfig> PlannedBase(const ServeOpts& o, std::vector<std::string>* notes) {
+  ServePlanOptions p;
+  p.n_ctx = *ParseTokenCount(o.ctx);  // validated
+  if (!o.vram.empty()) p.vram_free = ParseBytes(o.vram)->count();
+  p.profile = o.profile;
+  p.reserve = ParseBytes(o.reserve)->count();
+  p.margin = ParseBytes(o.margin)->count();
+  p.type_k = o.ctk;
+  p.type_v = o.ctv;
+  p.n_ubatch = static_cast<int>(o.ubatch);
+  p.n_batch = static_cast<int>(o.batch);
+  p.n_parallel = static_cast<int>(o.parallel);
+  p.flash_attn = o.fa == "on";
+  if (o.vram.empty()) p.engine_has_gpu = EngineHasGpu(o.llama_dir);
+  return PlannedServerConfig(o.model, p, notes);
+}
+
+// The supervisor's, the loop's and the session's options for `argv`.
+ServeOptions LoopOptions(const ServeOpts& o, const std::vector<std::string>& argv, int port) {
+  ServeOptions so;
+  so.supervisor.argv = argv;
+  // A wildcard bind address is reached through loopback.
+  so.supervisor.host = o.host == "0.0.0.0" ? "127.0.0.1" : (o.host == "::" ? "::1" : o.host);
+  so.supervisor.port = port;
+  so.supervisor.log_file = !o.server_log.empty()
+                               ? o.server_log
+                               : (std::filesystem::temp_directory_path() /
+                                  fmt::format("moetune-serve-{}-{}.log", port, ::getpid()))
+                                     .string();
+  so.supervisor.health_timeout = Ms(o.health_timeout);
+  so.supervisor.max_restarts = static_cast<int>(o.max_restarts);
+  so.loop.interval = Ms(o.sampling.interval);
+  if (o.sampling.duration > 0) so.loop.duration = Ms(o.sampling.duration);
+  so.loop.exit_on_alarm = o.exit_on_alarm;
+  so.loop.unreachable_limit = std::max(Ms(60), so.loop.interval * 10);
+  so.timeout = Ms(o.sampling.timeout);
+  so.apply = o.apply;
+  so.gpu_scan = MakeGpuScan(!o.no_gpu);
+  so.session.expected = SettingsFromArgv(argv);
+  so.session.n_layer = ModelLayerCount(o.model);
+  return so;
+}
+
 // A tune made elsewhere (the simulated engine, another machine or llama.cpp)
 // is not served without --force: its pick was never measured here.
 Status CheckTunedHere(const TunedFile& tuned, const std::string& engine_version, bool force) {
@@ -89,6 +133,21 @@ Status CheckTunedHere(const TunedFile& tuned, const std::string& engine_version,
                fmt::format("{} was not tuned here: {}. Tune on this machine (moetune tune), or "
                            "pass --force to serve it anyway",
                            tuned.path, why));
+}
+
+// The engine whose llama-server serve starts; a --from tune must have been made with it.
+Result<EngineInfo> ServeEngine(const ServeOpts& o, const std::optional<TunedFile>& tuned) {
+  DiscoveryOptions d;
+  d.llama_dir = o.llama_dir;
+  d.probe = tuned && tuned->origin;  // the version, to compare with the tune's
+  MOETUNE_ASSIGN_OR_RETURN(EngineInfo engine, DiscoverEngine(d));
+  if (!engine.HasTool("llama-server")) {
+    return Error(ErrorKind::kNotFound, "no executable llama-server in " + engine.dir +
+                                           "; install the engine (scripts/setup-engine.sh) or "
+                                           "pass --llama-dir");
+  }
+  if (tuned && tuned->origin) MOETUNE_TRY(CheckTunedHere(*tuned, engine.version_line, o.force));
+  return engine;
 }
 
 int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
@@ -117,38 +176,12 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
           o.from, ShellJoin(dropped)));
     }
   } else {
-    ServePlanOptions p;
-    p.n_ctx = *ParseTokenCount(o.ctx);  // validated
-    if (!o.vram.empty()) p.vram_free = ParseBytes(o.vram)->count();
-    p.profile = o.profile;
-    p.reserve = ParseBytes(o.reserve)->count();
-    p.margin = ParseBytes(o.margin)->count();
-    p.type_k = o.ctk;
-    p.type_v = o.ctv;
-    p.n_ubatch = static_cast<int>(o.ubatch);
-    p.n_batch = static_cast<int>(o.batch);
-    p.n_parallel = static_cast<int>(o.parallel);
-    p.flash_attn = o.fa == "on";
-    if (o.vram.empty()) p.engine_has_gpu = EngineHasGpu(o.llama_dir);
-    auto cmd = PlannedServerConfig(o.model, p, &notes);
-    if (!cmd.ok()) return ReportError(cmd.error());
-    base = std::move(cmd).value();
+    auto planned = PlannedBase(o, &notes);
+    if (!planned.ok()) return ReportError(planned.error());
+    base = std::move(planned).value();
   }
-  DiscoveryOptions d;
-  d.llama_dir = o.llama_dir;
-  d.probe = tuned && tuned->origin;  // the version, to compare with the tune's
-  auto engine = DiscoverEngine(d);
+  auto engine = ServeEngine(o, tuned);
   if (!engine.ok()) return ReportError(engine.error());
-  if (tuned && tuned->origin) {
-    if (auto st = CheckTunedHere(*tuned, engine->version_line, o.force); !st.ok())
-      return ReportError(st.error());
-  }
-  if (!engine->HasTool("llama-server")) {
-    return ReportError(
-        Error(ErrorKind::kNotFound, "no executable llama-server in " + engine->dir +
-                                        "; install the engine (scripts/setup-engine.sh) or pass "
-                                        "--llama-dir"));
-  }
   ServeCommandOptions c;
   c.server_path = engine->ToolPath("llama-server");
   c.model = o.model;
@@ -157,27 +190,7 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   if (o.threads > 0) c.threads = static_cast<int>(o.threads);
   const std::vector<std::string> argv = ServeArgv(base, c);
 
-  ServeOptions so;
-  so.supervisor.argv = argv;
-  // A wildcard bind address is reached through loopback.
-  so.supervisor.host = o.host == "0.0.0.0" ? "127.0.0.1" : (o.host == "::" ? "::1" : o.host);
-  so.supervisor.port = c.port;
-  so.supervisor.log_file = !o.server_log.empty()
-                               ? o.server_log
-                               : (std::filesystem::temp_directory_path() /
-                                  fmt::format("moetune-serve-{}-{}.log", c.port, ::getpid()))
-                                     .string();
-  so.supervisor.health_timeout = Ms(o.health_timeout);
-  so.supervisor.max_restarts = static_cast<int>(o.max_restarts);
-  so.loop.interval = Ms(o.sampling.interval);
-  if (o.sampling.duration > 0) so.loop.duration = Ms(o.sampling.duration);
-  so.loop.exit_on_alarm = o.exit_on_alarm;
-  so.loop.unreachable_limit = std::max(Ms(60), so.loop.interval * 10);
-  so.timeout = Ms(o.sampling.timeout);
-  so.apply = o.apply;
-  so.gpu_scan = MakeGpuScan(!o.no_gpu);
-  so.session.expected = SettingsFromArgv(argv);
-  so.session.n_layer = ModelLayerCount(o.model);
+  ServeOptions so = LoopOptions(o, argv, c.port);
   std::shared_ptr<const ServerPredictor> predictor;
   if (!(tuned && (tuned->analysis || tuned->prediction))) {
     auto p = PredictorForServer(o.model, o.profile, !o.no_predict, &notes);
@@ -207,18 +220,8 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   return RunServe(so, *sink);
 }
 
-}  // namespace
-
-void RegisterServeCommand(CLI::App& app, CommandRun* run) {
-  auto o = std::make_shared<ServeOpts>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
-      "Run llama-server with the tuned or planned configuration, keep it up, and "
-      "watch it (moetune watch); --apply restarts it with the fix on overflow");
-  cmd->add_option("model", o->model, "GGUF model file")->required()->check(ExistingModel());
-  cmd->add_option(
-      "--from", o->from,
-      "JSON of moetune tune/plan (its command_argv is served) or analyze (curves: the baseline)");
+// The options of the plan serve makes when --from carries no command.
+std::vector<CLI::Option*> AddPlanOptions(CLI::App* cmd, ServeOpts* o) {
   std::vector<CLI::Option*> plan_opts;
   plan_opts.push_back(cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")
                           ->check(TokenCount(256, int64_t{1} << 24))
@@ -252,6 +255,22 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
                           ->check(CLI::IsMember({"on", "off"}))
                           ->capture_default_str());
   for (auto* p : plan_opts) p->group("Plan (when --from has no command)");
+  return plan_opts;
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app, CommandRun* run) {
+  auto o = std::make_shared<ServeOpts>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Run llama-server with the tuned or planned configuration, keep it up, and "
+      "watch it (moetune watch); --apply restarts it with the fix on overflow");
+  cmd->add_option("model", o->model, "GGUF model file")->required()->check(ExistingModel());
+  cmd->add_option(
+      "--from", o->from,
+      "JSON of moetune tune/plan (its command_argv is served) or analyze (curves: the baseline)");
+  const std::vector<CLI::Option*> plan_opts = AddPlanOptions(cmd, o.get());
   cmd->add_option("--profile", o->profile,
                   "Machine profile: free VRAM for the plan, and the machine of the speed model's "
                   "predicted baseline (default: the one moetune doctor wrote)");

@@ -62,6 +62,41 @@ std::vector<std::string> SplitComma(const std::string& value) {
   return out;
 }
 
+// Sets the field of a flag of how the server runs (-fit, load mode, RPC,
+// host, port, metrics) from `value`: false when the value does not parse,
+// nullopt when `id` is not one of them.
+std::optional<bool> ApplyServing(FlagId id, const std::string& value, ServerConfig* c) {
+  switch (id) {
+    case FlagId::kFit:
+      if (value == "on" || value == "off") {
+        c->fit = value == "on" ? Switch::kOn : Switch::kOff;
+        return true;
+      }
+      return false;
+    case FlagId::kLoadMode: {
+      auto lm = ParseLoadMode(value);
+      if (lm.ok()) c->load_mode = *lm;
+      return lm.ok() && !value.empty();
+    }
+    case FlagId::kRpc:
+      c->rpc.clear();
+      for (auto& host : SplitComma(value)) {
+        if (!host.empty()) c->rpc.push_back(std::move(host));
+      }
+      return true;
+    case FlagId::kHost:
+      c->host = value;
+      return true;
+    case FlagId::kPort:
+      return ToInt(value, 1, 65535, &c->port);
+    case FlagId::kMetrics:
+      c->metrics = true;
+      return true;
+    default:
+      return std::nullopt;
+  }
+}
+
 // Sets the field of `flag` from `value`; false when the value does not parse.
 bool Apply(const FlagSpec& flag, const std::string& value, ParsedServerCommand* cmd) {
   ServerConfig& c = cmd->config;
@@ -115,32 +150,8 @@ bool Apply(const FlagSpec& flag, const std::string& value, ParsedServerCommand* 
     }
     case FlagId::kThreads:
       return ToInt(value, -1, kMaxInt, &c.threads);
-    case FlagId::kFit:
-      if (value == "on" || value == "off") {
-        c.fit = value == "on" ? Switch::kOn : Switch::kOff;
-        return true;
-      }
-      return false;
-    case FlagId::kLoadMode: {
-      auto lm = ParseLoadMode(value);
-      if (lm.ok()) c.load_mode = *lm;
-      return lm.ok() && !value.empty();
-    }
-    case FlagId::kRpc:
-      c.rpc.clear();
-      for (auto& host : SplitComma(value)) {
-        if (!host.empty()) c.rpc.push_back(std::move(host));
-      }
-      return true;
-    case FlagId::kHost:
-      c.host = value;
-      return true;
-    case FlagId::kPort:
-      return ToInt(value, 1, 65535, &c.port);
-    case FlagId::kMetrics:
-      c.metrics = true;
-      return true;
     default:
+      if (auto applied = ApplyServing(flag.id, value, &c)) return *applied;
       cmd->other.push_back({flag.id, value});
       return true;
   }

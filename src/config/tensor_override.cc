@@ -174,6 +174,35 @@ Result<std::vector<OverrideRule>> ParseTensorOverrides(std::string_view text) {
   return rules;
 }
 
+namespace {
+
+// The group starting at p[i] with its inside rewritten on its own ("(?:",
+// "(?!" kept as they are); `*end` is where the group ends.
+Result<std::string> CommaFreeGroup(std::string_view p, std::size_t i, std::size_t* end) {
+  *end = GroupEnd(p, i);
+  // The group's inside is rewritten on its own ("(?:", "(?=" kept as is).
+  std::size_t inner = i + 1;
+  if (inner + 1 < p.size() && p[inner] == '?') {
+    if (p[inner + 1] == '=') {
+      // "(?=" is syntax, and every llama.cpp tool cuts the pattern there.
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("tensor pattern '{}': llama.cpp takes a pattern up to its first "
+                               "'=', so a lookahead (?=...) cannot reach it; match the name "
+                               "itself instead",
+                               p));
+    }
+    // Only "(?:" and "(?!" are ECMAScript group prefixes; anything else
+    // after "(?" is rewritten like any other text.
+    if (p[inner + 1] == ':' || p[inner + 1] == '!') inner += 2;
+  }
+  const std::size_t close = *end > inner && p[*end - 1] == ')' ? *end - 1 : *end;
+  MOETUNE_ASSIGN_OR_RETURN(const std::string body,
+                           CommaFreePattern(p.substr(inner, close - inner)));
+  return std::string(p.substr(i, inner - i)) + body + std::string(p.substr(close, *end - close));
+}
+
+}  // namespace
+
 Result<std::string> CommaFreePattern(std::string_view p) {
   if (p.find_first_of(",;=") == std::string_view::npos) return std::string(p);
   bool backrefs = false;
@@ -198,27 +227,7 @@ Result<std::string> CommaFreePattern(std::string_view p) {
       end = ClassEnd(p, i);
       piece = EscapeSpecials(p.substr(i, end - i));
     } else if (c == '(') {
-      end = GroupEnd(p, i);
-      // The group's inside is rewritten on its own ("(?:", "(?=" kept as is).
-      std::size_t inner = i + 1;
-      if (inner + 1 < p.size() && p[inner] == '?') {
-        if (p[inner + 1] == '=') {
-          // "(?=" is syntax, and every llama.cpp tool cuts the pattern there.
-          return Error(ErrorKind::kInvalidArgument,
-                       fmt::format("tensor pattern '{}': llama.cpp takes a pattern up to its first "
-                                   "'=', so a lookahead (?=...) cannot reach it; match the name "
-                                   "itself instead",
-                                   p));
-        }
-        // Only "(?:" and "(?!" are ECMAScript group prefixes; anything else
-        // after "(?" is rewritten like any other text.
-        if (p[inner + 1] == ':' || p[inner + 1] == '!') inner += 2;
-      }
-      const std::size_t close = end > inner && p[end - 1] == ')' ? end - 1 : end;
-      MOETUNE_ASSIGN_OR_RETURN(const std::string body,
-                               CommaFreePattern(p.substr(inner, close - inner)));
-      piece =
-          std::string(p.substr(i, inner - i)) + body + std::string(p.substr(close, end - close));
+      MOETUNE_ASSIGN_OR_RETURN(piece, CommaFreeGroup(p, i, &end));
     } else if (c == '{') {
       const auto q = ParseCounted(p, i);
       if (!q || !q->has_comma) {

@@ -77,6 +77,29 @@ std::string ProcessList(const GpuInfo& g) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// A GPU's link narrower than the card's, and system memory an AMD GPU maps (GTT).
+void GpuLinkVerdicts(const MachineProfile& p, std::vector<Verdict>* out) {
+  for (const auto& g : p.gpus) {
+    if (g.pcie_width_max > 0 && g.pcie_width_current > 0 &&
+        g.pcie_width_current < g.pcie_width_max) {
+      Add(out, fmt::format("pcie_width_gpu{}", g.index), 45,
+          fmt::format("GPU {} PCIe link runs at x{} of x{}", g.index, g.pcie_width_current,
+                      g.pcie_width_max),
+          "prefill with CPU-side experts copies them over PCIe; a narrow link slows it "
+          "proportionally",
+          "move the card to a full-width slot or check the BIOS lane split");
+    }
+    if (g.gtt_total_bytes > 0 && g.vendor == "amd") {
+      Add(out, fmt::format("gtt_gpu{}", g.index), 30,
+          fmt::format("GPU {} can map {} of system memory (GTT)", g.index,
+                      FormatBytes(Bytes(g.gtt_total_bytes))),
+          "ROCm/Vulkan allocations beyond VRAM may land in GTT silently, the AMD analogue of "
+          "unified memory",
+          "keep the planned VRAM below the card's free VRAM; watch prefill speed at long context");
+    }
+  }
+}
+
 void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
   const MachineProfile& p = in.profile;
   if (p.gpus.empty()) {
@@ -137,25 +160,7 @@ void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
         "close those programs (browsers, chat apps, overlays, GPU-renting daemons) before running "
         "llama.cpp, then rerun `moetune doctor`");
   }
-  for (const auto& g : p.gpus) {
-    if (g.pcie_width_max > 0 && g.pcie_width_current > 0 &&
-        g.pcie_width_current < g.pcie_width_max) {
-      Add(out, fmt::format("pcie_width_gpu{}", g.index), 45,
-          fmt::format("GPU {} PCIe link runs at x{} of x{}", g.index, g.pcie_width_current,
-                      g.pcie_width_max),
-          "prefill with CPU-side experts copies them over PCIe; a narrow link slows it "
-          "proportionally",
-          "move the card to a full-width slot or check the BIOS lane split");
-    }
-    if (g.gtt_total_bytes > 0 && g.vendor == "amd") {
-      Add(out, fmt::format("gtt_gpu{}", g.index), 30,
-          fmt::format("GPU {} can map {} of system memory (GTT)", g.index,
-                      FormatBytes(Bytes(g.gtt_total_bytes))),
-          "ROCm/Vulkan allocations beyond VRAM may land in GTT silently, the AMD analogue of "
-          "unified memory",
-          "keep the planned VRAM below the card's free VRAM; watch prefill speed at long context");
-    }
-  }
+  GpuLinkVerdicts(p, out);
   if (in.model && now && !now->fixed_part_fits) {
     Add(out, "fixed_part_overflows", 95,
         fmt::format("{} at {} tokens does not fit even with every expert on the CPU",

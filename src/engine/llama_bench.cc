@@ -324,158 +324,189 @@ std::vector<LlamaBenchEngine::Invocation> LlamaBenchEngine::PlanInvocations(
   return out;
 }
 
+namespace {
+
+// Each configuration of `inv_configs` that has neither a result nor a
+// failure yet fails with `f`.
+void FailAll(const EngineFailure& f, const std::vector<std::size_t>& inv_configs, int inv_index,
+             BenchRun* run) {
+  for (std::size_t i : inv_configs) {
+    if (run->results[i].ok() && run->results[i].record.is_null()) {
+      run->results[i].failure = f;
+      run->results[i].invocation = inv_index;
+    }
+  }
+}
+
+// An invocation that could not start: it and its configurations fail with `f`.
+void NotStarted(const EngineFailure& f, InvocationReport rep, BenchRun* run) {
+  rep.failure = f;
+  rep.exit = "not started";
+  FailAll(f, rep.configs, static_cast<int>(run->invocations.size()), run);
+  run->invocations.push_back(std::move(rep));
+}
+
+// The results of an invocation stored with the configurations they answer
+// (in `inv_configs`' order first, else any that matches); which were answered.
+std::vector<bool> StoreRecords(std::vector<BenchRecord>* records,
+                               const std::vector<std::size_t>& inv_configs,
+                               const std::vector<RunConfig>& configs, int inv_index,
+                               BenchRun* run) {
+  std::vector<bool> taken(inv_configs.size(), false);
+  std::size_t next = 0;  // results arrive in inv_configs' order; look there first
+  for (auto& r : *records) {
+    std::size_t k = next;
+    if (k >= inv_configs.size() || taken[k] || !RecordMatches(r, configs[inv_configs[k]])) {
+      k = 0;
+      while (k < inv_configs.size() && (taken[k] || !RecordMatches(r, configs[inv_configs[k]]))) {
+        ++k;
+      }
+      if (k == inv_configs.size()) continue;  // a result nobody asked for
+    }
+    taken[k] = true;
+    next = k + 1;
+    RunResult& res = run->results[inv_configs[k]];
+    res.avg_ts = r.avg_ts;
+    res.stddev_ts = r.stddev_ts;
+    res.samples_ts = r.samples_ts;
+    res.samples_ns = r.samples_ns;
+    res.record = std::move(r.raw);
+    res.invocation = inv_index;
+    if (run->backends.empty()) run->backends = r.backends;
+  }
+  return taken;
+}
+
+// Why an engine that exited normally left configurations without a result.
+std::string NoResultMessage(const std::vector<bool>& taken, const std::vector<std::string>& bad) {
+  return bad.empty() ? fmt::format(
+                           "the engine exited normally but printed no result for {} of {} "
+                           "configuration(s)",
+                           std::count(taken.begin(), taken.end(), false), taken.size())
+                     : fmt::format("unparseable output from the engine: {}", bad.front());
+}
+
+}  // namespace
+
+// Where a Run stands, for its progress callback.
+struct LlamaBenchEngine::RunProgress {
+  const ProgressCallback& progress;
+  std::chrono::steady_clock::time_point start;
+  BenchProgress p;
+  std::size_t tests_done = 0;
+
+  void Report(const std::string& current) {
+    if (!progress) return;
+    p.tests_done = tests_done;
+    p.elapsed_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    p.current = current;
+    progress(p);
+  }
+};
+
+void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<RunConfig>& configs,
+                                     RunProgress* st, BenchRun* run) const {
+  InvocationReport rep;
+  rep.argv = inv.argv;
+  rep.configs = inv.configs;
+  const int inv_index = static_cast<int>(run->invocations.size());
+  if (inv.unsupported) {
+    NotStarted({FailureKind::kInvalidConfig, *inv.unsupported, "not started", {}}, std::move(rep),
+               run);
+    st->tests_done += inv.configs.size();
+    st->Report("");
+    return;
+  }
+
+  RunOptions o;
+  o.spawn.argv = inv.argv;
+  o.spawn.env_set = options_.env;
+  o.timeout =
+      options_.timeout_per_test * static_cast<long>(inv.configs.size()) + options_.load_allowance;
+  o.capture_stdout = true;
+  o.stderr_tail_lines = 0;
+  LogTail log(kTailLines, IsNoiseLine, IsDiagnosticLine, kMaxDiagnostics);
+  int loads = 0;
+  std::size_t done_here = 0;
+  const std::size_t done_before = st->tests_done;
+  std::string current;
+  o.on_stderr_line = [&](std::string_view line) {
+    if (IsNoiseLine(line)) return;
+    if (line.find("llama_model_loader: loaded meta data") != std::string_view::npos) ++loads;
+    log.Add(line);
+    if (options_.on_engine_line) options_.on_engine_line(line);
+    if (const auto pl = ParseBenchProgressLine(line)) {
+      // inv.configs is in llama-bench's own order (PlanInvocations).
+      if (pl->index - 1 < inv.configs.size()) {
+        current =
+            fmt::format("{}: {}", ProgressLabel(configs[inv.configs[pl->index - 1]]), pl->what);
+      }
+      st->tests_done = done_before + std::min(done_here, inv.configs.size());
+      st->Report(current);
+    }
+  };
+  o.on_stdout_line = [&](std::string_view line) {
+    if (!line.empty() && line.front() == '{') {
+      ++done_here;
+      st->tests_done = done_before + std::min(done_here, inv.configs.size());
+      st->Report(current);
+    }
+  };
+  st->Report("starting " + std::to_string(inv.configs.size()) + " test(s)");
+  auto out = RunProcess(o);
+  if (!out.ok()) {
+    EngineFailure f{out.error().kind() == ErrorKind::kNotFound ? FailureKind::kEngineMissing
+                                                               : FailureKind::kEngineError,
+                    out.error().message() +
+                        "; install the engine (scripts/setup-engine.sh) or pass --llama-dir",
+                    "not started",
+                    {}};
+    NotStarted(f, std::move(rep), run);
+    st->tests_done = done_before + inv.configs.size();
+    return;
+  }
+  rep.wall_seconds = out->wall_seconds;
+  rep.exit = out->status.Describe();
+  rep.timed_out = out->timed_out;
+  rep.model_loads = options_.count_loads ? loads : -1;
+
+  std::vector<std::string> bad;
+  auto records = ParseBenchJsonl(out->stdout_text, &bad);
+  const std::vector<bool> taken = StoreRecords(&records, inv.configs, configs, inv_index, run);
+  const bool all_taken = std::all_of(taken.begin(), taken.end(), [](bool x) { return x; });
+  if (!all_taken || !out->status.success() || out->timed_out) {
+    const double limit = std::chrono::duration<double>(*o.timeout).count();
+    EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, log.kept(), log.tail());
+    if (f.kind == FailureKind::kUnparseable) {
+      f.message = NoResultMessage(taken, bad);
+    }
+    rep.failure = f;
+    FailAll(f, inv.configs, inv_index, run);
+  }
+  st->tests_done = done_before + inv.configs.size();
+  run->invocations.push_back(std::move(rep));
+}
+
 BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
                                const ProgressCallback& progress) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
   BenchRun run;
   run.results.resize(configs.size());
   for (std::size_t i = 0; i < configs.size(); ++i) run.results[i].config = configs[i];
   const auto plan = PlanInvocations(configs);
-  std::size_t tests_total = 0;
-  for (const auto& inv : plan) tests_total += inv.configs.size();
-  std::size_t tests_done = 0;
-
-  BenchProgress p;
-  p.tests_total = tests_total;
-  p.invocations_total = plan.size();
-  auto report = [&](const std::string& current) {
-    if (!progress) return;
-    p.tests_done = tests_done;
-    p.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    p.current = current;
-    progress(p);
-  };
-
+  RunProgress st{progress, std::chrono::steady_clock::now(), {}, 0};
+  for (const auto& inv : plan) st.p.tests_total += inv.configs.size();
+  st.p.invocations_total = plan.size();
   for (std::size_t n = 0; n < plan.size(); ++n) {
-    const auto& inv = plan[n];
-    p.invocation = n + 1;
-    InvocationReport rep;
-    rep.argv = inv.argv;
-    rep.configs = inv.configs;
-    const int inv_index = static_cast<int>(run.invocations.size());
-    auto fail_all = [&](const EngineFailure& f) {
-      for (std::size_t i : inv.configs) {
-        if (run.results[i].ok() && run.results[i].record.is_null()) {
-          run.results[i].failure = f;
-          run.results[i].invocation = inv_index;
-        }
-      }
-    };
-    if (inv.unsupported) {
-      EngineFailure f{FailureKind::kInvalidConfig, *inv.unsupported, "not started", {}};
-      rep.failure = f;
-      rep.exit = "not started";
-      fail_all(f);
-      tests_done += inv.configs.size();
-      run.invocations.push_back(std::move(rep));
-      report("");
-      continue;
-    }
-
-    RunOptions o;
-    o.spawn.argv = inv.argv;
-    o.spawn.env_set = options_.env;
-    o.timeout =
-        options_.timeout_per_test * static_cast<long>(inv.configs.size()) + options_.load_allowance;
-    o.capture_stdout = true;
-    o.stderr_tail_lines = 0;
-    LogTail log(kTailLines, IsNoiseLine, IsDiagnosticLine, kMaxDiagnostics);
-    int loads = 0;
-    std::size_t done_here = 0;
-    const std::size_t done_before = tests_done;
-    std::string current;
-    o.on_stderr_line = [&](std::string_view line) {
-      if (IsNoiseLine(line)) return;
-      if (line.find("llama_model_loader: loaded meta data") != std::string_view::npos) ++loads;
-      log.Add(line);
-      if (options_.on_engine_line) options_.on_engine_line(line);
-      if (const auto pl = ParseBenchProgressLine(line)) {
-        // inv.configs is in llama-bench's own order (PlanInvocations).
-        if (pl->index - 1 < inv.configs.size()) {
-          current =
-              fmt::format("{}: {}", ProgressLabel(configs[inv.configs[pl->index - 1]]), pl->what);
-        }
-        tests_done = done_before + std::min(done_here, inv.configs.size());
-        report(current);
-      }
-    };
-    o.on_stdout_line = [&](std::string_view line) {
-      if (!line.empty() && line.front() == '{') {
-        ++done_here;
-        tests_done = done_before + std::min(done_here, inv.configs.size());
-        report(current);
-      }
-    };
-    report("starting " + std::to_string(inv.configs.size()) + " test(s)");
-    auto out = RunProcess(o);
-    if (!out.ok()) {
-      EngineFailure f{out.error().kind() == ErrorKind::kNotFound ? FailureKind::kEngineMissing
-                                                                 : FailureKind::kEngineError,
-                      out.error().message() +
-                          "; install the engine (scripts/setup-engine.sh) or pass --llama-dir",
-                      "not started",
-                      {}};
-      rep.failure = f;
-      rep.exit = "not started";
-      fail_all(f);
-      tests_done = done_before + inv.configs.size();
-      run.invocations.push_back(std::move(rep));
-      continue;
-    }
-    rep.wall_seconds = out->wall_seconds;
-    rep.exit = out->status.Describe();
-    rep.timed_out = out->timed_out;
-    rep.model_loads = options_.count_loads ? loads : -1;
-
-    std::vector<std::string> bad;
-    auto records = ParseBenchJsonl(out->stdout_text, &bad);
-    std::vector<bool> taken(inv.configs.size(), false);
-    std::size_t next = 0;  // results arrive in inv.configs' order; look there first
-    for (auto& r : records) {
-      std::size_t k = next;
-      if (k >= inv.configs.size() || taken[k] || !RecordMatches(r, configs[inv.configs[k]])) {
-        k = 0;
-        while (k < inv.configs.size() && (taken[k] || !RecordMatches(r, configs[inv.configs[k]]))) {
-          ++k;
-        }
-        if (k == inv.configs.size()) continue;  // a result nobody asked for
-      }
-      taken[k] = true;
-      next = k + 1;
-      RunResult& res = run.results[inv.configs[k]];
-      res.avg_ts = r.avg_ts;
-      res.stddev_ts = r.stddev_ts;
-      res.samples_ts = r.samples_ts;
-      res.samples_ns = r.samples_ns;
-      res.record = std::move(r.raw);
-      res.invocation = inv_index;
-      if (run.backends.empty()) run.backends = r.backends;
-    }
-    const bool all_taken = std::all_of(taken.begin(), taken.end(), [](bool x) { return x; });
-    if (!all_taken || !out->status.success() || out->timed_out) {
-      const double limit = std::chrono::duration<double>(*o.timeout).count();
-      EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, log.kept(), log.tail());
-      if (f.kind == FailureKind::kUnparseable) {
-        f.message = bad.empty()
-                        ? fmt::format(
-                              "the engine exited normally but printed no result for {} of {} "
-                              "configuration(s)",
-                              std::count(taken.begin(), taken.end(), false), taken.size())
-                        : fmt::format("unparseable output from the engine: {}", bad.front());
-      }
-      rep.failure = f;
-      fail_all(f);
-    }
-    tests_done = done_before + inv.configs.size();
-    run.invocations.push_back(std::move(rep));
+    st.p.invocation = n + 1;
+    RunInvocation(plan[n], configs, &st, &run);
   }
   // Duplicates of a configuration share the first one's result.
   const std::vector<std::size_t> first_of = FirstOfEach(configs);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (first_of[i] != i) run.results[i] = run.results[first_of[i]];
   }
-  report("");
+  st.Report("");
   return run;
 }
 

@@ -52,8 +52,13 @@ class LlamaBenchEngine : public Engine {
   const EngineInfo& info() const { return info_; }
 
  private:
+  struct RunProgress;
   std::vector<std::string> BuildArgv(const std::vector<const RunConfig*>& group,
                                      std::optional<std::string>* unsupported) const;
+  /// Runs one planned llama-bench process and stores its results (or why
+  /// they failed) in `*run`.
+  void RunInvocation(const Invocation& inv, const std::vector<RunConfig>& configs, RunProgress* st,
+                     BenchRun* run) const;
 
   EngineInfo info_;
   LlamaBenchOptions options_;

@@ -84,6 +84,88 @@ nlohmann::json PredictedRange(const SpeedPrediction& p, bool decode) {
   return nlohmann::json::array({p.tokens_per_second * b.low, p.tokens_per_second * b.high});
 }
 
+// The command line a simulated invocation stands for.
+std::vector<std::string> SimArgv(const RunConfig& first, uint64_t seed) {
+  return {"moetune-sim",
+          Flag(FlagId::kModel).SpellingFor(kToolBench),
+          first.model,
+          Flag(FlagId::kGpuLayers).SpellingFor(kToolBench),
+          std::to_string(first.placement.n_gpu_layers),
+          Flag(FlagId::kNCpuMoe).SpellingFor(kToolBench),
+          std::to_string(first.placement.n_cpu_moe),
+          "--seed",
+          std::to_string(seed)};
+}
+
+// The mean and sample standard deviation of a result's tokens/s, and its mean
+// nanoseconds.
+struct SampleStats {
+  double mean = 0, sd = 0, mean_ns = 0;
+};
+
+SampleStats StatsOf(const RunResult& res) {
+  SampleStats st;
+  for (double v : res.samples_ts) st.mean += v;
+  st.mean /= static_cast<double>(res.samples_ts.size());
+  for (double v : res.samples_ts) st.sd += (v - st.mean) * (v - st.mean);
+  st.sd = res.samples_ts.size() > 1
+              ? std::sqrt(st.sd / static_cast<double>(res.samples_ts.size() - 1))
+              : 0;
+  for (int64_t v : res.samples_ns) st.mean_ns += static_cast<double>(v);
+  st.mean_ns /= static_cast<double>(res.samples_ns.size());
+  return st;
+}
+
+// The llama-bench JSON record of a simulated result, with what the speed
+// model predicted and why.
+nlohmann::json SimRecord(const SimEngineOptions& o, const std::string& backends, const ModelInfo& m,
+                         const SpeedPrediction& pred, const SampleStats& stats,
+                         const RunResult& res) {
+  const RunConfig& c = res.config;
+  return {
+      {"build_commit", "simulated"},
+      {"build_number", 0},
+      {"cpu_info", o.machine.cpu.name},
+      {"gpu_info", o.machine.accel ? o.machine.accel->name : ""},
+      {"backends", backends},
+      {"model_filename", std::filesystem::path(c.model).filename().string()},
+      {"model_type", m.arch.hp.arch},
+      {"model_size", m.weights.total},
+      {"n_batch", c.n_batch},
+      {"n_ubatch", c.n_ubatch},
+      {"n_threads", c.threads},
+      {"type_k", GgmlTypeName(c.type_k)},
+      {"type_v", GgmlTypeName(c.type_v)},
+      {"n_gpu_layers", c.placement.n_gpu_layers},
+      {"n_cpu_moe", c.placement.n_cpu_moe},
+      {"flash_attn", c.flash_attn == FlashAttn::kDefault ? "auto" : FlashAttnName(c.flash_attn)},
+      {"tensor_buft_overrides",
+       c.placement.OverrideTensor().empty() ? "none" : c.placement.OverrideTensor()},
+      {"load_mode", c.load_mode == LoadMode::kDefault ? "auto" : LoadModeName(c.load_mode)},
+      {"n_prompt", c.n_prompt},
+      {"n_gen", c.n_gen},
+      {"n_depth", c.n_depth},
+      {"avg_ns", static_cast<int64_t>(stats.mean_ns)},
+      {"avg_ts", stats.mean},
+      {"stddev_ts", stats.sd},
+      {"samples_ns", res.samples_ns},
+      {"samples_ts", res.samples_ts},
+      {"simulated", true},
+      {"sim_seed", o.seed},
+      {"sim_machine", o.machine.label},
+      {"predicted_tps", pred.tokens_per_second},
+      // The range the real engine may measure in (speed/uncertainty.h).
+      {"calibrated", pred.uncertainty.calibrated},
+      {"predicted_tps_range", PredictedRange(pred, c.n_gen > 0 && c.n_prompt == 0)},
+      {"binding",
+       ResourceName(c.n_gen > 0 && c.n_prompt == 0 ? pred.decode.binding : pred.prefill.binding)},
+      {"time_split_per_token",
+       SplitJson(c.n_gen > 0 && c.n_prompt == 0 ? pred.decode.per_token : pred.prefill.per_token)},
+      {"spill_bytes", pred.spill_bytes},
+      {"gpu_bytes", pred.gpu_bytes},
+      {"notes", pred.notes}};
+}
+
 }  // namespace
 
 std::shared_ptr<FootprintPlans> SimPlanCache::For(const std::string& model_path) {
@@ -126,6 +208,57 @@ Result<const SpeedModel*> SimEngine::Model(const std::string& path) {
   return raw;
 }
 
+void SimEngine::Simulate(const SpeedModel& sm, const std::string& backends, RunResult* res,
+                         InvocationReport* inv, double* wall) {
+  const RunConfig& c = res->config;
+  auto settings = RunSettingsFromConfig(c);
+  if (!settings.ok()) {
+    res->failure = LoadFailure(settings.error().message(), FailureKind::kInvalidConfig);
+    return;
+  }
+  auto pred = sm.Predict(*settings);
+  if (!pred.ok()) {
+    res->failure = LoadFailure(pred.error().message(), FailureKind::kInvalidConfig);
+    return;
+  }
+  if (!pred->loads) {
+    res->failure = LoadFailure(pred->failure, FailureKind::kOutOfMemoryDevice);
+    inv->exit = "exit code 1";
+    inv->failure = res->failure;
+    return;
+  }
+  // The ideal time of one repetition, then seeded noise around it.
+  const double tokens = c.n_prompt + c.n_gen;
+  const double ideal = tokens / std::max(1e-9, pred->tokens_per_second);
+  const std::string key = ConfigKey(c);
+  const uint64_t earlier = runs_[key]++;
+  Rng rng(Fnv(key, options_.seed * 0x9e3779b97f4a7c15ull + 1) + earlier * 0xd1b54a32d192ed03ull);
+  const double cv = pred->noise_cv;
+  for (int r = 0; r < std::max(1, c.repetitions); ++r) {
+    double t = ideal * std::exp(cv * rng.Normal() - 0.5 * cv * cv);
+    if (rng.Uniform() < options_.outlier_probability) {
+      t *= 1.25 + (options_.outlier_max_slowdown - 1.25) * rng.Uniform();
+    }
+    res->samples_ns.push_back(static_cast<int64_t>(t * 1e9));
+    res->samples_ts.push_back(tokens / t);
+    *wall += t;
+  }
+  const SampleStats stats = StatsOf(*res);
+  res->avg_ts = stats.mean;
+  res->stddev_ts = stats.sd;
+  // Warm-up and the depth fill cost simulated time too.
+  *wall += ideal;
+  if (c.n_depth > 0) {
+    RunSettings fill = *settings;
+    fill.n_prompt = c.n_depth;
+    fill.n_gen = 0;
+    fill.n_depth = 0;
+    auto fp = sm.Predict(fill);
+    if (fp.ok() && fp->loads) *wall += c.n_depth / std::max(1e-9, fp->tokens_per_second);
+  }
+  res->record = SimRecord(options_, backends, sm.model(), *pred, stats, *res);
+}
+
 BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   BenchRun run;
@@ -147,15 +280,7 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
     InvocationReport inv;
     inv.configs = members;
     const RunConfig& first = configs[members.front()];
-    inv.argv = {"moetune-sim",
-                Flag(FlagId::kModel).SpellingFor(kToolBench),
-                first.model,
-                Flag(FlagId::kGpuLayers).SpellingFor(kToolBench),
-                std::to_string(first.placement.n_gpu_layers),
-                Flag(FlagId::kNCpuMoe).SpellingFor(kToolBench),
-                std::to_string(first.placement.n_cpu_moe),
-                "--seed",
-                std::to_string(options_.seed)};
+    inv.argv = SimArgv(first, options_.seed);
     inv.exit = "exit code 0";
     const int inv_index = static_cast<int>(run.invocations.size());
     p.invocation = g + 1;
@@ -184,105 +309,7 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
         inv.failure = res.failure;
         continue;
       }
-      auto settings = RunSettingsFromConfig(c);
-      if (!settings.ok()) {
-        res.failure = LoadFailure(settings.error().message(), FailureKind::kInvalidConfig);
-        continue;
-      }
-      auto pred = sm->Predict(*settings);
-      if (!pred.ok()) {
-        res.failure = LoadFailure(pred.error().message(), FailureKind::kInvalidConfig);
-        continue;
-      }
-      if (!pred->loads) {
-        res.failure = LoadFailure(pred->failure, FailureKind::kOutOfMemoryDevice);
-        inv.exit = "exit code 1";
-        inv.failure = res.failure;
-        continue;
-      }
-      // The ideal time of one repetition, then seeded noise around it.
-      const double tokens = c.n_prompt + c.n_gen;
-      const double ideal = tokens / std::max(1e-9, pred->tokens_per_second);
-      const std::string key = ConfigKey(c);
-      const uint64_t earlier = runs_[key]++;
-      Rng rng(Fnv(key, options_.seed * 0x9e3779b97f4a7c15ull + 1) +
-              earlier * 0xd1b54a32d192ed03ull);
-      const double cv = pred->noise_cv;
-      for (int r = 0; r < std::max(1, c.repetitions); ++r) {
-        double t = ideal * std::exp(cv * rng.Normal() - 0.5 * cv * cv);
-        if (rng.Uniform() < options_.outlier_probability) {
-          t *= 1.25 + (options_.outlier_max_slowdown - 1.25) * rng.Uniform();
-        }
-        res.samples_ns.push_back(static_cast<int64_t>(t * 1e9));
-        res.samples_ts.push_back(tokens / t);
-        wall += t;
-      }
-      double mean = 0, sd = 0, mean_ns = 0;
-      for (double v : res.samples_ts) mean += v;
-      mean /= static_cast<double>(res.samples_ts.size());
-      for (double v : res.samples_ts) sd += (v - mean) * (v - mean);
-      sd = res.samples_ts.size() > 1
-               ? std::sqrt(sd / static_cast<double>(res.samples_ts.size() - 1))
-               : 0;
-      for (int64_t v : res.samples_ns) mean_ns += static_cast<double>(v);
-      mean_ns /= static_cast<double>(res.samples_ns.size());
-      res.avg_ts = mean;
-      res.stddev_ts = sd;
-      // Warm-up and the depth fill cost simulated time too.
-      wall += ideal;
-      if (c.n_depth > 0) {
-        RunSettings fill = *settings;
-        fill.n_prompt = c.n_depth;
-        fill.n_gen = 0;
-        fill.n_depth = 0;
-        auto fp = sm->Predict(fill);
-        if (fp.ok() && fp->loads) wall += c.n_depth / std::max(1e-9, fp->tokens_per_second);
-      }
-      const ModelInfo& m = sm->model();
-      res.record = {
-          {"build_commit", "simulated"},
-          {"build_number", 0},
-          {"cpu_info", options_.machine.cpu.name},
-          {"gpu_info", options_.machine.accel ? options_.machine.accel->name : ""},
-          {"backends", run.backends},
-          {"model_filename", std::filesystem::path(c.model).filename().string()},
-          {"model_type", m.arch.hp.arch},
-          {"model_size", m.weights.total},
-          {"n_batch", c.n_batch},
-          {"n_ubatch", c.n_ubatch},
-          {"n_threads", c.threads},
-          {"type_k", GgmlTypeName(c.type_k)},
-          {"type_v", GgmlTypeName(c.type_v)},
-          {"n_gpu_layers", c.placement.n_gpu_layers},
-          {"n_cpu_moe", c.placement.n_cpu_moe},
-          {"flash_attn",
-           c.flash_attn == FlashAttn::kDefault ? "auto" : FlashAttnName(c.flash_attn)},
-          {"tensor_buft_overrides",
-           c.placement.OverrideTensor().empty() ? "none" : c.placement.OverrideTensor()},
-          {"load_mode", c.load_mode == LoadMode::kDefault ? "auto" : LoadModeName(c.load_mode)},
-          {"n_prompt", c.n_prompt},
-          {"n_gen", c.n_gen},
-          {"n_depth", c.n_depth},
-          {"avg_ns", static_cast<int64_t>(mean_ns)},
-          {"avg_ts", mean},
-          {"stddev_ts", sd},
-          {"samples_ns", res.samples_ns},
-          {"samples_ts", res.samples_ts},
-          {"simulated", true},
-          {"sim_seed", options_.seed},
-          {"sim_machine", options_.machine.label},
-          {"predicted_tps", pred->tokens_per_second},
-          // The range the real engine may measure in (speed/uncertainty.h).
-          {"calibrated", pred->uncertainty.calibrated},
-          {"predicted_tps_range", PredictedRange(*pred, c.n_gen > 0 && c.n_prompt == 0)},
-          {"binding", ResourceName(c.n_gen > 0 && c.n_prompt == 0 ? pred->decode.binding
-                                                                  : pred->prefill.binding)},
-          {"time_split_per_token",
-           SplitJson(c.n_gen > 0 && c.n_prompt == 0 ? pred->decode.per_token
-                                                    : pred->prefill.per_token)},
-          {"spill_bytes", pred->spill_bytes},
-          {"gpu_bytes", pred->gpu_bytes},
-          {"notes", pred->notes}};
+      Simulate(*sm, run.backends, &res, &inv, &wall);
     }
     inv.model_loads = loads;
     // Simulated seconds the real engine would have taken (tune budgets by them).

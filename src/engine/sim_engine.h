@@ -70,6 +70,11 @@ class SimEngine : public Engine {
  private:
   /// The model's speed model on this machine (kept: it memoizes memory plans).
   Result<const SpeedModel*> Model(const std::string& path);
+  /// One result of an invocation whose model loaded: its repetitions (seeded
+  /// noise around the speed model's time) and record, or why it failed; adds
+  /// the simulated seconds to `*wall`.
+  void Simulate(const SpeedModel& sm, const std::string& backends, RunResult* res,
+                InvocationReport* inv, double* wall);
 
   SimEngineOptions options_;
   std::map<std::string, std::unique_ptr<ModelInfo>> models_;

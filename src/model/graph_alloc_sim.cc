@@ -117,7 +117,9 @@ class Scheduler {
   int FromCur(Id id);
   void Assign();
   void Split();
+  Id InputCopy(Id s, int backend);
   SimBufferSizes Allocate();
+  SimBufferSizes Sizes(const std::vector<DynAlloc>& allocs) const;
 
   SimGraph& g_;
   const std::vector<SimBackend>& backends_;
@@ -217,6 +219,22 @@ void Scheduler::Assign() {
   }
 }
 
+// The copy of split input `s` on `backend` (ggml_dup_tensor_layout: same
+// shape and strides, a leaf of its own).
+SimGraph::Id Scheduler::InputCopy(Id s, int backend) {
+  SimTensor c;
+  const SimTensor& src = g_.t(s);
+  c.ne = src.ne;
+  c.nb = src.nb;
+  c.type = src.type;
+  c.nbytes = src.nbytes;
+  c.name = backends_[static_cast<size_t>(backend)].name + "#" + src.name;
+  const Id cid = g_.AddRaw(std::move(c));
+  backend_.resize(g_.tensors().size(), -1);
+  Backend(cid) = backend;
+  return cid;
+}
+
 void Scheduler::Split() {
   const auto& nodes = g_.nodes();
   std::map<std::pair<Id, int>, Id> copies;  // (source, backend) -> copy
@@ -257,20 +275,9 @@ void Scheduler::Split() {
       auto key = std::make_pair(s, split->backend);
       auto it = copies.find(key);
       if (it == copies.end()) {
-        // ggml_dup_tensor_layout: same shape and strides, a leaf of its own.
-        SimTensor c;
-        const SimTensor& src = g_.t(s);
-        c.ne = src.ne;
-        c.nb = src.nb;
-        c.type = src.type;
-        c.nbytes = src.nbytes;
-        c.name = backends_[static_cast<size_t>(split->backend)].name + "#" + src.name;
-        const Id cid = g_.AddRaw(std::move(c));
-        backend_.resize(g_.tensors().size(), -1);
-        Backend(cid) = split->backend;
-        it = copies.emplace(key, cid).first;
+        it = copies.emplace(key, InputCopy(s, split->backend)).first;
         split->inputs.push_back(s);
-        split_input_bytes_ += src.nbytes;
+        split_input_bytes_ += g_.t(s).nbytes;
       }
       g_.t(n).src[j] = it->second;
     }
@@ -380,6 +387,12 @@ SimBufferSizes Scheduler::Allocate() {
       }
     }
   }
+  return Sizes(allocs);
+}
+
+// What the graph needs: each backend's buffer at its high-water mark, and the
+// splits with the bytes their inputs copy.
+SimBufferSizes Scheduler::Sizes(const std::vector<DynAlloc>& allocs) const {
   SimBufferSizes out;
   for (const auto& a : allocs) out.bytes.push_back(a.max_size());
   out.n_splits = n_splits_;

@@ -63,8 +63,16 @@ class ReserveGraphBuilder {
   KvCaches StoreKv(int il, Id k, Id v, bool swa, int64_t n_embd_v_gqa);
   Id Ffn(int il, Id x, const char* up, const char* gate, const char* down, const char* name);
   Id Moe(int il, Id x);
+  Id MoeSum(int il, Id experts, int64_t n_embd, int64_t T, int64_t k);
   Id SharedExperts(int il, Id x, Id moe_out);
   Id DeltaNet(int il, Id cur);  // qwen35moe / qwen35 / qwen3next linear attention
+  // The head sizes of a DeltaNet layer.
+  struct DeltaNetHeads {
+    int64_t head_k = 0, n_k_heads = 0, head_v = 0, n_v_heads = 0;
+  };
+  Id DeltaNetQkv(int il, Id cur, const DeltaNetHeads& h, Id* mixed);
+  Id DeltaNetGate(int il, Id cur, const DeltaNetHeads& h, Id* beta);
+  Id DeltaNetOutput(int il, Id cur, Id mixed, Id normed, const DeltaNetHeads& h);
   Id Output(Id cur);
 
   int LayerDevice(int il) const;

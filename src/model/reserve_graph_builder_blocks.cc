@@ -100,6 +100,12 @@ SimGraph::Id ReserveGraphBuilder::Moe(int il, Id x) {
   if (!weight_before)
     experts = g_.Inplace({experts, weights}, fmt::format("ffn_moe_weighted-{}", il));
   g_.Expand(experts);
+  return MoeSum(il, experts, n_embd, T, k);
+}
+
+// The sum of the k weighted expert outputs ([n_embd, k, T]) over their k
+// views, as build_moe_ffn adds them.
+SimGraph::Id ReserveGraphBuilder::MoeSum(int il, Id experts, int64_t n_embd, int64_t T, int64_t k) {
   const SimNe enb = g_.t(experts).nb;
   std::vector<Id> views;
   for (int64_t i = 0; i < k; ++i) {
@@ -152,22 +158,9 @@ SimGraph::Id ReserveGraphBuilder::DeltaNet(int il, Id cur) {
   const Id conv_states = g_.GetRows(r_cache, copy_main, fmt::format("conv_states-{}", il));
   g_.Expand(g_.CopyInto(r_cache, {g_.View(conv_states, {1, 1, 1, 1}, {4, 4, 4, 4}, 0)},
                         fmt::format("cache_r_l{} (extra)", il)));
-  Id qkv, z = -1, mixed = -1;
-  if (next) {
-    mixed = g_.MulMat(Wl(il, "ssm_in"), cur, fmt::format("linear_attn_mixed_qkvz-{}", il));
-    const int64_t w = g_.t(mixed).ne[0];
-    auto part = [&](int64_t n, int64_t off, const char* nm) {
-      const Id v = g_.View(mixed, {n, T_, 1, 1}, {kF32, w * kF32, 0, 0}, off * kF32);
-      return g_.Cont(v, fmt::format("{}-{}", nm, il));
-    };
-    const Id qf = part(head_k * n_k_heads, 0, "query_flat");
-    const Id kf = part(head_k * n_k_heads, head_k * n_k_heads, "key_flat");
-    const Id qk = g_.Concat(qf, kf, 0, fmt::format("qk_flat-{}", il));
-    const Id vf = part(head_v * n_v_heads, 2 * head_k * n_k_heads, "value_flat");
-    qkv = g_.Concat(qk, vf, 0, fmt::format("qkv_mixed-{}", il));
-  } else {
-    qkv = g_.MulMat(Wl(il, "attn_qkv"), cur, fmt::format("qkv_mixed-{}", il));
-  }
+  const DeltaNetHeads heads{head_k, n_k_heads, head_v, n_v_heads};
+  Id mixed = -1;
+  const Id qkv = DeltaNetQkv(il, cur, heads, &mixed);
   const Id qkv_t = g_.Transpose(g_.Reshape(qkv, {g_.t(qkv).ne[0], n_seq_tokens, n_seqs_, 1}));
   const Id states3 = g_.Reshape(conv_states, {d_conv - 1, channels, n_seqs_, 1});
   const Id conv_input = g_.Concat(states3, qkv_t, 0, fmt::format("conv_input-{}", il));
@@ -202,23 +195,8 @@ SimGraph::Id ReserveGraphBuilder::DeltaNet(int il, Id cur) {
     k = g_.New(SimOp::kOther, SimType::kF32, {head_k, n_v_heads, n_seq_tokens, n_seqs_}, {k},
                fmt::format("k_repeat-{}", il));
   }
-  Id alpha, beta;
-  if (next) {
-    const Id ba = g_.MulMat(Wl(il, "ssm_ba"), cur, fmt::format("linear_attn_mixed_ba-{}", il));
-    const int64_t w = g_.t(ba).ne[0];
-    alpha = g_.Cont(g_.View(ba, {n_v_heads, T_, 1, 1}, {kF32, w * kF32, 0, 0}, 0),
-                    fmt::format("a-{}", il));
-    beta =
-        g_.Inplace({g_.View(ba, {n_v_heads, T_, 1, 1}, {kF32, w * kF32, 0, 0}, n_v_heads * kF32)},
-                   fmt::format("beta_sigmoid-{}", il));
-  } else {
-    alpha = g_.MulMat(Wl(il, "ssm_alpha"), cur, fmt::format("alpha-{}", il));
-    beta = g_.Inplace({g_.MulMat(Wl(il, "ssm_beta"), cur, fmt::format("beta-{}", il))},
-                      fmt::format("beta_sigmoid-{}", il));
-  }
-  Id gate = g_.Inplace({alpha, Wl(il, "ssm_dt", "bias")}, fmt::format("alpha_biased-{}", il));
-  gate = g_.Inplace({gate}, fmt::format("a_softplus-{}", il));
-  gate = g_.Inplace({gate, W(fmt::format("blk.{}.ssm_a", il), il)}, fmt::format("gate-{}", il));
+  Id beta = -1;
+  const Id gate = DeltaNetGate(il, cur, heads, &beta);
   // ggml_gated_delta_net: [head_v * n_v_heads, n_tokens + head_v * n_seqs] f32,
   // the attention output followed by the new state.
   const Id gdn =
@@ -233,18 +211,68 @@ SimGraph::Id ReserveGraphBuilder::DeltaNet(int il, Id cur) {
                                head_v * n_v_heads * T_ * kF32, fmt::format("new_state-{}", il));
   g_.Expand(g_.CopyInto(s_cache, {new_state}, fmt::format("cache_s_l{} (store)", il)));
   const Id normed = Norm(out, Wl(il, "ssm_norm"), fmt::format("ssm_norm-{}", il));
-  if (next) {
+  return DeltaNetOutput(il, cur, mixed, normed, heads);
+}
+
+// The mixed q, k and v of a DeltaNet layer: one projection, or (qwen3next)
+// the q, k and v parts of the qkvz projection, which `*mixed` keeps for z.
+SimGraph::Id ReserveGraphBuilder::DeltaNetQkv(int il, Id cur, const DeltaNetHeads& h, Id* mixed) {
+  if (arch_name_ != "qwen3next")
+    return g_.MulMat(Wl(il, "attn_qkv"), cur, fmt::format("qkv_mixed-{}", il));
+  *mixed = g_.MulMat(Wl(il, "ssm_in"), cur, fmt::format("linear_attn_mixed_qkvz-{}", il));
+  const int64_t w = g_.t(*mixed).ne[0];
+  auto part = [&](int64_t n, int64_t off, const char* nm) {
+    const Id v = g_.View(*mixed, {n, T_, 1, 1}, {kF32, w * kF32, 0, 0}, off * kF32);
+    return g_.Cont(v, fmt::format("{}-{}", nm, il));
+  };
+  const Id qf = part(h.head_k * h.n_k_heads, 0, "query_flat");
+  const Id kf = part(h.head_k * h.n_k_heads, h.head_k * h.n_k_heads, "key_flat");
+  const Id qk = g_.Concat(qf, kf, 0, fmt::format("qk_flat-{}", il));
+  const Id vf = part(h.head_v * h.n_v_heads, 2 * h.head_k * h.n_k_heads, "value_flat");
+  return g_.Concat(qk, vf, 0, fmt::format("qkv_mixed-{}", il));
+}
+
+// The decay gate of a DeltaNet layer (alpha, biased, softplus, times A), and
+// its beta (sigmoid) in `*beta`.
+SimGraph::Id ReserveGraphBuilder::DeltaNetGate(int il, Id cur, const DeltaNetHeads& h, Id* beta) {
+  Id alpha;
+  if (arch_name_ == "qwen3next") {
+    const Id ba = g_.MulMat(Wl(il, "ssm_ba"), cur, fmt::format("linear_attn_mixed_ba-{}", il));
+    const int64_t w = g_.t(ba).ne[0];
+    alpha = g_.Cont(g_.View(ba, {h.n_v_heads, T_, 1, 1}, {kF32, w * kF32, 0, 0}, 0),
+                    fmt::format("a-{}", il));
+    *beta = g_.Inplace(
+        {g_.View(ba, {h.n_v_heads, T_, 1, 1}, {kF32, w * kF32, 0, 0}, h.n_v_heads * kF32)},
+        fmt::format("beta_sigmoid-{}", il));
+  } else {
+    alpha = g_.MulMat(Wl(il, "ssm_alpha"), cur, fmt::format("alpha-{}", il));
+    *beta = g_.Inplace({g_.MulMat(Wl(il, "ssm_beta"), cur, fmt::format("beta-{}", il))},
+                       fmt::format("beta_sigmoid-{}", il));
+  }
+  Id gate = g_.Inplace({alpha, Wl(il, "ssm_dt", "bias")}, fmt::format("alpha_biased-{}", il));
+  gate = g_.Inplace({gate}, fmt::format("a_softplus-{}", il));
+  return g_.Inplace({gate, W(fmt::format("blk.{}.ssm_a", il), il)}, fmt::format("gate-{}", il));
+}
+
+// The output of a DeltaNet layer: the normed attention output gated by
+// SiLU(z), then the output projection. z has its own projection, or
+// (qwen3next) is the z part of the qkvz projection `mixed`.
+SimGraph::Id ReserveGraphBuilder::DeltaNetOutput(int il, Id cur, Id mixed, Id normed,
+                                                 const DeltaNetHeads& h) {
+  const int64_t n_seq_tokens = T_ / n_seqs_;
+  Id z;
+  if (arch_name_ == "qwen3next") {
     const int64_t w = g_.t(mixed).ne[0];
-    z = g_.Cont(g_.View(mixed, {head_v * n_v_heads, T_, 1, 1}, {kF32, w * kF32, 0, 0},
-                        (2 * head_k * n_k_heads + head_v * n_v_heads) * kF32),
+    z = g_.Cont(g_.View(mixed, {h.head_v * h.n_v_heads, T_, 1, 1}, {kF32, w * kF32, 0, 0},
+                        (2 * h.head_k * h.n_k_heads + h.head_v * h.n_v_heads) * kF32),
                 fmt::format("z-{}", il));
   } else {
     z = g_.MulMat(Wl(il, "attn_gate"), cur, fmt::format("z-{}", il));
   }
-  const Id z4 = g_.Reshape(z, {head_v, n_v_heads, n_seq_tokens, n_seqs_});
+  const Id z4 = g_.Reshape(z, {h.head_v, h.n_v_heads, n_seq_tokens, n_seqs_});
   const Id gated = g_.Inplace({normed, g_.Inplace({z4}, fmt::format("z_silu-{}", il))},
                               fmt::format("gated_norm-{}", il));
-  const Id flat = g_.Reshape(gated, {head_v * n_v_heads, n_seq_tokens, n_seqs_, 1},
+  const Id flat = g_.Reshape(gated, {h.head_v * h.n_v_heads, n_seq_tokens, n_seqs_, 1},
                              fmt::format("final_output-{}", il));
   const Id o = g_.MulMat(Wl(il, "ssm_out"), flat, fmt::format("linear_attn_out-{}", il));
   return g_.Reshape(o, {g_.t(o).ne[0], T_, 1, 1});

@@ -197,6 +197,66 @@ json AnalysisJson(const AnalysisReport& r) {
           {"notes", notes}};
 }
 
+namespace {
+
+// One curve over N at one depth: its shape and cliffs, the sketch, the table.
+std::string CurveText(const AnalysisReport& r, const CurveAtDepth& c) {
+  const Analysis& a = r.analysis;
+  const Recommendation& rec = a.recommendation;
+  const bool both = a.has_prefill && a.has_decode;
+  std::string o = fmt::format("\nDepth {}: curve {}", c.depth, CurveShapeName(c.shape));
+  for (const auto& cl : c.cliffs) {
+    o += fmt::format(", cliff between N={} and N={} (prefill x{:.2f})", cl.n_cpu_moe_safe,
+                     cl.n_cpu_moe_collapsed, cl.prefill_ratio);
+  }
+  o += "\n\n";
+  double best_pp = 0;
+  if (r.sketch) {
+    // The shape before the numbers: one character per N, failures as crosses.
+    std::vector<std::optional<double>> pp, tg;
+    for (const auto& p : c.points) {
+      pp.push_back(p.prefill && !p.failed() ? std::optional<double>(p.prefill->mean)
+                                            : std::nullopt);
+      tg.push_back(p.decode && !p.failed() ? std::optional<double>(p.decode->mean) : std::nullopt);
+      if (pp.back()) best_pp = std::max(best_pp, *pp.back());
+    }
+    const std::string range =
+        c.points.empty()
+            ? ""
+            : fmt::format("  (N {} .. {})", c.points.front().n_cpu_moe, c.points.back().n_cpu_moe);
+    if (a.has_prefill) o += "  prefill " + Sparkline(pp, *r.sketch) + range + "\n";
+    if (a.has_decode) o += "  decode  " + Sparkline(tg, *r.sketch) + range + "\n";
+    o += "\n";
+  }
+  // With a sketch, a bar after each prefill figure shows it against the best.
+  const bool bars = r.sketch && best_pp > 0;
+  std::vector<MarkdownTable::Column> cols = {{"N"}, {"prefill t/s (95% CI)"}};
+  if (bars) cols.push_back({"vs best", MarkdownTable::Align::kLeft});
+  cols.insert(cols.end(), {{"decode t/s (95% CI)"},
+                           {both ? fmt::format("time to answer ({})", r.options.workload.name) : "",
+                            MarkdownTable::Align::kRight},
+                           {"", MarkdownTable::Align::kLeft}});
+  MarkdownTable t(cols);
+  for (const auto& p : c.points) {
+    std::string mark;
+    if (p.failed()) mark = "FAILED";
+    if (c.depth == a.curves.front().depth && rec.n_cpu_moe && p.n_cpu_moe == *rec.n_cpu_moe)
+      mark = "<- recommended";
+    std::vector<std::string> row = {std::to_string(p.n_cpu_moe), Tps(p.prefill)};
+    if (bars) {
+      row.push_back(p.prefill && !p.failed()
+                        ? HorizontalBar(p.prefill->mean / best_pp, 12, *r.sketch)
+                        : std::string());
+    }
+    row.insert(row.end(), {Tps(p.decode), Seconds(p.objective, both), mark});
+    t.AddRow(std::move(row));
+  }
+  o += t.Render();
+  return o;
+}
+
+}  // namespace
+
 std::string AnalysisText(const AnalysisReport& r) {
   const Analysis& a = r.analysis;
   const Recommendation& rec = a.recommendation;
@@ -216,59 +276,7 @@ std::string AnalysisText(const AnalysisReport& r) {
     o += fmt::format("Recommendation: none ({})\n  {}\n", RecommendationRuleName(rec.rule),
                      RecommendationReason(rec));
   }
-  const bool both = a.has_prefill && a.has_decode;
-  for (const auto& c : a.curves) {
-    o += fmt::format("\nDepth {}: curve {}", c.depth, CurveShapeName(c.shape));
-    for (const auto& cl : c.cliffs) {
-      o += fmt::format(", cliff between N={} and N={} (prefill x{:.2f})", cl.n_cpu_moe_safe,
-                       cl.n_cpu_moe_collapsed, cl.prefill_ratio);
-    }
-    o += "\n\n";
-    double best_pp = 0;
-    if (r.sketch) {
-      // The shape before the numbers: one character per N, failures as crosses.
-      std::vector<std::optional<double>> pp, tg;
-      for (const auto& p : c.points) {
-        pp.push_back(p.prefill && !p.failed() ? std::optional<double>(p.prefill->mean)
-                                              : std::nullopt);
-        tg.push_back(p.decode && !p.failed() ? std::optional<double>(p.decode->mean)
-                                             : std::nullopt);
-        if (pp.back()) best_pp = std::max(best_pp, *pp.back());
-      }
-      const std::string range = c.points.empty()
-                                    ? ""
-                                    : fmt::format("  (N {} .. {})", c.points.front().n_cpu_moe,
-                                                  c.points.back().n_cpu_moe);
-      if (a.has_prefill) o += "  prefill " + Sparkline(pp, *r.sketch) + range + "\n";
-      if (a.has_decode) o += "  decode  " + Sparkline(tg, *r.sketch) + range + "\n";
-      o += "\n";
-    }
-    // With a sketch, a bar after each prefill figure shows it against the best.
-    const bool bars = r.sketch && best_pp > 0;
-    std::vector<MarkdownTable::Column> cols = {{"N"}, {"prefill t/s (95% CI)"}};
-    if (bars) cols.push_back({"vs best", MarkdownTable::Align::kLeft});
-    cols.insert(cols.end(),
-                {{"decode t/s (95% CI)"},
-                 {both ? fmt::format("time to answer ({})", r.options.workload.name) : "",
-                  MarkdownTable::Align::kRight},
-                 {"", MarkdownTable::Align::kLeft}});
-    MarkdownTable t(cols);
-    for (const auto& p : c.points) {
-      std::string mark;
-      if (p.failed()) mark = "FAILED";
-      if (c.depth == a.curves.front().depth && rec.n_cpu_moe && p.n_cpu_moe == *rec.n_cpu_moe)
-        mark = "<- recommended";
-      std::vector<std::string> row = {std::to_string(p.n_cpu_moe), Tps(p.prefill)};
-      if (bars) {
-        row.push_back(p.prefill && !p.failed()
-                          ? HorizontalBar(p.prefill->mean / best_pp, 12, *r.sketch)
-                          : std::string());
-      }
-      row.insert(row.end(), {Tps(p.decode), Seconds(p.objective, both), mark});
-      t.AddRow(std::move(row));
-    }
-    o += t.Render();
-  }
+  for (const auto& c : a.curves) o += CurveText(r, c);
   if (!a.rejected.empty()) {
     o += "\nRejected:\n";
     for (const auto& x : a.rejected)

@@ -103,16 +103,10 @@ Report AnalyzeDocument(const AnalysisReport& r, const std::vector<RunResult>& re
   return doc;
 }
 
-Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
-                    const PlanDocumentExtras& extras) {
-  Report doc;
-  doc.title = "moetune plan: " + FileName(m.path);
-  doc.subtitle =
-      fmt::format("{}, {} layers{}; context {}, {} free on the GPU, {} reserved", m.arch.hp.arch,
-                  plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
-                  FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)));
-  doc.generator = GeneratorLine();
-  const auto command = plan.config ? ServerArgv(*plan.config) : std::vector<std::string>{};
+namespace {
+
+// The plan's verdict: the command of the pick and why, or what is short.
+VerdictBlock PlanVerdict(const Plan& plan, const std::vector<std::string>& command) {
   const PlacementOption* best = plan.best();
   VerdictBlock v;
   if (best) {
@@ -142,6 +136,73 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
                            FormatBytes(Bytes(plan.shortfall)),
                            plan.notes.empty() ? "" : plan.notes.front());
   }
+  return v;
+}
+
+// The plan's decisions: placement, fine fill, slots, fit, KV cache.
+std::vector<DecisionRow> PlanDecisions(const Plan& plan, const PlanRequest& req) {
+  const PlacementOption* best = plan.best();
+  std::vector<DecisionRow> d;
+  if (best) {
+    d.push_back(
+        {"placement",
+         plan.moe ? fmt::format("--n-cpu-moe {}", best->n_cpu_moe)
+                  : fmt::format("-ngl {}", best->ngl),
+         "smallest that fits: GPU total + margin <= free VRAM - reserve",
+         fmt::format("GPU {} + margin {} <= budget {}", FormatBytes(Bytes(best->gpu.total())),
+                     FormatBytes(Bytes(plan.margin)), FormatBytes(Bytes(plan.budget)))});
+  }
+  if (plan.fine_filled()) {
+    const WeightPlacement& wp = best->placement;
+    d.push_back({"fine fill",
+                 "-ot " + OverrideValue(wp.override_layer, wp.override_kinds) +
+                     " with --n-cpu-moe " + std::to_string(best->n_cpu_moe),
+                 "the headroom holds part of the next layer's experts",
+                 fmt::format("{} more on the GPU", FormatBytes(Bytes(plan.gpu_bytes_gained)))});
+  }
+  d.push_back({"server slots", fmt::format("-np {}", std::max(1, req.ctx.n_seq)),
+               "memory is planned for exactly these slots (llama-server's default is 4)", ""});
+  d.push_back({"automatic fit", "-fit off",
+               "the plan already fits; llama.cpp's --fit would move layers on its own", ""});
+  d.push_back({"KV cache", GgmlTypeName(req.ctx.type_k) + "/" + GgmlTypeName(req.ctx.type_v),
+               "as requested (--ctk/--ctv)", ""});
+  return d;
+}
+
+// The memory of every placement, the pick and the rejected ones marked.
+DocTable PlacementsTable(const Plan& plan) {
+  DocTable all;
+  all.header = {plan.moe ? "N" : "ngl", "GPU weights MiB", "KV MiB",   "state MiB", "compute MiB",
+                "GPU total MiB",        "headroom MiB",    "host MiB", "fits"};
+  all.numeric = {true, true, true, true, true, true, true, true, false};
+  for (size_t i = 0; i < plan.options.size(); ++i) {
+    const auto& o = plan.options[i];
+    const bool pick = plan.smallest_fitting && *plan.smallest_fitting == i;
+    auto mib = [](int64_t b) { return FormatMiB(Bytes(b), 1); };
+    all.AddRow({std::to_string(plan.moe ? o.n_cpu_moe : o.ngl), mib(o.gpu.weights_total()),
+                mib(o.gpu.kv), mib(o.gpu.state), mib(o.gpu.compute), mib(o.gpu.total()),
+                mib(o.headroom), mib(o.host.total()), o.fits ? "yes" : "no"},
+               pick     ? "pick"
+               : o.fits ? ""
+                        : "rejected");
+  }
+  return all;
+}
+
+}  // namespace
+
+Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req,
+                    const PlanDocumentExtras& extras) {
+  Report doc;
+  doc.title = "moetune plan: " + FileName(m.path);
+  doc.subtitle =
+      fmt::format("{}, {} layers{}; context {}, {} free on the GPU, {} reserved", m.arch.hp.arch,
+                  plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
+                  FormatBytes(Bytes(req.vram_free)), FormatBytes(Bytes(req.reserve)));
+  doc.generator = GeneratorLine();
+  const auto command = plan.config ? ServerArgv(*plan.config) : std::vector<std::string>{};
+  const PlacementOption* best = plan.best();
+  const VerdictBlock v = PlanVerdict(plan, command);
   doc.sections.push_back(Section{"verdict", "Verdict", {v}});
   if (best) {
     const std::string caption = fmt::format(
@@ -168,30 +229,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
     if (auto f = NCurveFigure(none, o))
       doc.sections.push_back(Section{"speed", "Predicted speed against N", {std::move(*f)}});
   }
-  std::vector<DecisionRow> d;
-  if (best) {
-    d.push_back(
-        {"placement",
-         plan.moe ? fmt::format("--n-cpu-moe {}", best->n_cpu_moe)
-                  : fmt::format("-ngl {}", best->ngl),
-         "smallest that fits: GPU total + margin <= free VRAM - reserve",
-         fmt::format("GPU {} + margin {} <= budget {}", FormatBytes(Bytes(best->gpu.total())),
-                     FormatBytes(Bytes(plan.margin)), FormatBytes(Bytes(plan.budget)))});
-  }
-  if (plan.fine_filled()) {
-    const WeightPlacement& wp = best->placement;
-    d.push_back({"fine fill",
-                 "-ot " + OverrideValue(wp.override_layer, wp.override_kinds) +
-                     " with --n-cpu-moe " + std::to_string(best->n_cpu_moe),
-                 "the headroom holds part of the next layer's experts",
-                 fmt::format("{} more on the GPU", FormatBytes(Bytes(plan.gpu_bytes_gained)))});
-  }
-  d.push_back({"server slots", fmt::format("-np {}", std::max(1, req.ctx.n_seq)),
-               "memory is planned for exactly these slots (llama-server's default is 4)", ""});
-  d.push_back({"automatic fit", "-fit off",
-               "the plan already fits; llama.cpp's --fit would move layers on its own", ""});
-  d.push_back({"KV cache", GgmlTypeName(req.ctx.type_k) + "/" + GgmlTypeName(req.ctx.type_v),
-               "as requested (--ctk/--ctv)", ""});
+  std::vector<DecisionRow> d = PlanDecisions(plan, req);
   doc.sections.push_back(DecisionsSection(std::move(d), plan.notes));
   KeyValues machine;
   machine.items = {
@@ -210,21 +248,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
     ms.blocks.push_back(Paragraph{"No llama.cpp engine was found; the plan does not need one."});
   }
   doc.sections.push_back(std::move(ms));
-  DocTable all;
-  all.header = {plan.moe ? "N" : "ngl", "GPU weights MiB", "KV MiB",   "state MiB", "compute MiB",
-                "GPU total MiB",        "headroom MiB",    "host MiB", "fits"};
-  all.numeric = {true, true, true, true, true, true, true, true, false};
-  for (size_t i = 0; i < plan.options.size(); ++i) {
-    const auto& o = plan.options[i];
-    const bool pick = plan.smallest_fitting && *plan.smallest_fitting == i;
-    auto mib = [](int64_t b) { return FormatMiB(Bytes(b), 1); };
-    all.AddRow({std::to_string(plan.moe ? o.n_cpu_moe : o.ngl), mib(o.gpu.weights_total()),
-                mib(o.gpu.kv), mib(o.gpu.state), mib(o.gpu.compute), mib(o.gpu.total()),
-                mib(o.headroom), mib(o.host.total()), o.fits ? "yes" : "no"},
-               pick     ? "pick"
-               : o.fits ? ""
-                        : "rejected");
-  }
+  const DocTable all = PlacementsTable(plan);
   doc.sections.push_back(Section{
       "raw", "Every placement", {Collapsible{"Memory of every placement", all, std::nullopt}}});
   if (command.empty()) {

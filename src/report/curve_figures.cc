@@ -84,6 +84,151 @@ std::string FormatInterval(const std::optional<Summary>& s) {
   return iv.has_spread ? fmt::format("{:.1f}-{:.1f}", iv.low, iv.high) : "";
 }
 
+namespace {
+
+// The measured points of one panel of the curve over N: failed, rejected
+// (with the reason) and the pick marked.
+ChartSeries MeasuredSeries(const Analysis& a, const CurveAtDepth& curve, bool prefill,
+                           bool* any_rejected, bool* any_failed) {
+  const auto& rec = a.recommendation;
+  ChartSeries measured{"measured", 0, false, true, true, {}};
+  for (const auto& p : curve.points) {
+    const auto& s = prefill ? p.prefill : p.decode;
+    const auto reason = RejectionOf(a, p.n_cpu_moe);
+    if (p.failed()) {
+      ChartPoint cp;
+      cp.x = p.n_cpu_moe;
+      cp.mark = PointMark::kFailed;
+      cp.note = fmt::format("N={}: failed: {}", p.n_cpu_moe, p.failure);
+      measured.points.push_back(cp);
+      *any_failed = true;
+      continue;
+    }
+    if (!s) continue;
+    std::string note =
+        fmt::format("N={}: {}", p.n_cpu_moe, Describe(prefill ? "prefill" : "decode", *s));
+    ChartPoint cp = MeasuredPoint(p.n_cpu_moe, *s, note);
+    if (rec.n_cpu_moe && *rec.n_cpu_moe == p.n_cpu_moe) {
+      cp.mark = PointMark::kPick;
+      cp.note += " (the pick)";
+    } else if (reason) {
+      cp.mark = PointMark::kRejected;
+      cp.note += "; rejected: " + *reason;
+      *any_rejected = true;
+    }
+    measured.points.push_back(cp);
+  }
+  return measured;
+}
+
+// The predicted points of one panel of the curve over N.
+ChartSeries PredictedSeries(const std::vector<PredictedSpeed>& predicted, bool prefill) {
+  ChartSeries pred{"predicted", 1, true, false, true, {}};
+  for (const auto& p : predicted) {
+    const auto& v = prefill ? p.prefill_tps : p.decode_tps;
+    if (!v) continue;
+    ChartPoint cp;
+    cp.x = p.n_cpu_moe;
+    cp.y = *v;
+    cp.note = fmt::format("N={}: predicted {:.1f} t/s", p.n_cpu_moe, *v);
+    pred.points.push_back(cp);
+  }
+  return pred;
+}
+
+// The table's row of N: measured and predicted speeds, and its status.
+void AddNCurveRow(const Analysis& a, const NCurveOptions& o, int n, const CurvePoint* p,
+                  const PredictedSpeed* pr, DocTable* data) {
+  const auto& rec = a.recommendation;
+  std::vector<std::string> row = {std::to_string(n)};
+  if (p && !p->failed()) {
+    row.insert(row.end(), {FormatTps(p->prefill), FormatInterval(p->prefill), FormatTps(p->decode),
+                           FormatInterval(p->decode)});
+  } else {
+    row.insert(row.end(), {"", "", "", ""});
+  }
+  if (!o.predicted.empty()) {
+    // The prediction with the range the machine may measure in.
+    auto cell = [&](const std::optional<double>& v, bool prefill) -> std::string {
+      if (!v) return "";
+      if (!o.uncertainty) return fmt::format("{:.1f}", *v);
+      return fmt::format("{:.1f} ({} {})", *v, CalibrationWord(*o.uncertainty),
+                         BandRange(*v, prefill ? o.uncertainty->prefill : o.uncertainty->decode));
+    };
+    row.push_back(pr ? cell(pr->prefill_tps, true) : "");
+    row.push_back(pr ? cell(pr->decode_tps, false) : "");
+  }
+  std::string status, cls;
+  const auto reason = RejectionOf(a, n);
+  if (p && p->failed()) {
+    status = "failed: " + p->failure;
+    cls = "failed";
+  } else if (rec.n_cpu_moe && *rec.n_cpu_moe == n) {
+    status = std::string("pick (") + RecommendationRuleName(rec.rule) + ")";
+    cls = "pick";
+  } else if (reason) {
+    status = "rejected: " + *reason;
+    cls = "rejected";
+  } else if (!p) {
+    status = "predicted only";
+  }
+  row.push_back(status);
+  data->AddRow(std::move(row), cls);
+}
+
+// The cliffs of the curve over N and the pick, marked on its chart.
+std::vector<VerticalMarker> NCurveMarkers(const CurveAtDepth* curve, const Recommendation& rec) {
+  std::vector<VerticalMarker> markers;
+  if (curve != nullptr) {
+    for (const auto& c : curve->cliffs) {
+      markers.push_back({(c.n_cpu_moe_safe + c.n_cpu_moe_collapsed) / 2.0,
+                         fmt::format("cliff x{:.2f}", c.prefill_ratio),
+                         VerticalMarker::Kind::kCliff});
+    }
+  }
+  if (rec.n_cpu_moe) {
+    markers.push_back(
+        {static_cast<double>(*rec.n_cpu_moe),
+         fmt::format("pick N={}{}", *rec.n_cpu_moe, rec.measured ? "" : " (not measured)"),
+         VerticalMarker::Kind::kPick});
+  }
+  return markers;
+}
+
+// The depth check of N at `depth` when it collapses there; null otherwise.
+const DepthCheck* CollapsedAt(const Analysis& a, int n, int depth) {
+  for (const auto& d : a.depth_checks) {
+    if (d.n_cpu_moe == n && d.depth == depth && d.collapsed) return &d;
+  }
+  return nullptr;
+}
+
+// N -> depth -> point.
+using PointsByDepth = std::map<int, std::map<int, const CurvePoint*>>;
+
+// The legend line and the table rows of every N of the depth figure.
+void AddDepthRows(const Analysis& a, const PointsByDepth& by_n, Figure* f) {
+  const auto& rec = a.recommendation;
+  int color = 0;
+  for (const auto& [n, depths] : by_n) {
+    f->legend.push_back({fmt::format("line c{}", color++ % 6), fmt::format("N={}", n)});
+    const CurvePoint* base = depths.begin()->second;
+    for (const auto& [depth, p] : depths) {
+      std::string ratio;
+      if (base->prefill && p->prefill && base->prefill->mean > 0 && depth != depths.begin()->first)
+        ratio = fmt::format("{:.2f}", p->prefill->mean / base->prefill->mean);
+      const DepthCheck* d = CollapsedAt(a, n, depth);
+      const bool pick = rec.n_cpu_moe && *rec.n_cpu_moe == n;
+      f->data.AddRow({std::to_string(n), std::to_string(depth), FormatTps(p->prefill),
+                      FormatInterval(p->prefill), FormatTps(p->decode), FormatInterval(p->decode),
+                      ratio, d ? "collapses with depth" : (pick ? "pick" : "")},
+                     d ? "rejected" : (pick ? "pick" : ""));
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
   const CurveAtDepth* curve = a.curves.empty() ? nullptr : &a.curves.front();
   if (curve == nullptr && o.predicted.empty()) return std::nullopt;
@@ -118,63 +263,12 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
     panel.title = prefill ? "Prefill (prompt processing)" : "Decode (generation)";
     panel.y_label = "tokens/s";
     ChartSeries measured{"measured", 0, false, true, true, {}};
-    if (curve != nullptr) {
-      for (const auto& p : curve->points) {
-        const auto& s = prefill ? p.prefill : p.decode;
-        const auto reason = RejectionOf(a, p.n_cpu_moe);
-        if (p.failed()) {
-          ChartPoint cp;
-          cp.x = p.n_cpu_moe;
-          cp.mark = PointMark::kFailed;
-          cp.note = fmt::format("N={}: failed: {}", p.n_cpu_moe, p.failure);
-          measured.points.push_back(cp);
-          any_failed = true;
-          continue;
-        }
-        if (!s) continue;
-        std::string note =
-            fmt::format("N={}: {}", p.n_cpu_moe, Describe(prefill ? "prefill" : "decode", *s));
-        ChartPoint cp = MeasuredPoint(p.n_cpu_moe, *s, note);
-        if (rec.n_cpu_moe && *rec.n_cpu_moe == p.n_cpu_moe) {
-          cp.mark = PointMark::kPick;
-          cp.note += " (the pick)";
-        } else if (reason) {
-          cp.mark = PointMark::kRejected;
-          cp.note += "; rejected: " + *reason;
-          any_rejected = true;
-        }
-        measured.points.push_back(cp);
-      }
-    }
+    if (curve != nullptr) measured = MeasuredSeries(a, *curve, prefill, &any_rejected, &any_failed);
     if (!measured.points.empty()) panel.series.push_back(std::move(measured));
-    if (!o.predicted.empty()) {
-      ChartSeries pred{"predicted", 1, true, false, true, {}};
-      for (const auto& p : o.predicted) {
-        const auto& v = prefill ? p.prefill_tps : p.decode_tps;
-        if (!v) continue;
-        ChartPoint cp;
-        cp.x = p.n_cpu_moe;
-        cp.y = *v;
-        cp.note = fmt::format("N={}: predicted {:.1f} t/s", p.n_cpu_moe, *v);
-        pred.points.push_back(cp);
-      }
-      panel.series.push_back(std::move(pred));
-    }
+    if (!o.predicted.empty()) panel.series.push_back(PredictedSeries(o.predicted, prefill));
     spec.panels.push_back(std::move(panel));
   }
-  if (curve != nullptr) {
-    for (const auto& c : curve->cliffs) {
-      spec.markers.push_back({(c.n_cpu_moe_safe + c.n_cpu_moe_collapsed) / 2.0,
-                              fmt::format("cliff x{:.2f}", c.prefill_ratio),
-                              VerticalMarker::Kind::kCliff});
-    }
-  }
-  if (rec.n_cpu_moe) {
-    spec.markers.push_back(
-        {static_cast<double>(*rec.n_cpu_moe),
-         fmt::format("pick N={}{}", *rec.n_cpu_moe, rec.measured ? "" : " (not measured)"),
-         VerticalMarker::Kind::kPick});
-  }
+  spec.markers = NCurveMarkers(curve, rec);
   f.legend = MeasuredLegend(!o.predicted.empty(), any_rejected, any_failed,
                             curve && !curve->cliffs.empty(), rec.n_cpu_moe.has_value());
 
@@ -191,40 +285,7 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
     }
     const PredictedSpeed* pr = nullptr;
     for (const auto& q : o.predicted) pr = q.n_cpu_moe == n ? &q : pr;
-    std::vector<std::string> row = {std::to_string(n)};
-    if (p && !p->failed()) {
-      row.insert(row.end(), {FormatTps(p->prefill), FormatInterval(p->prefill),
-                             FormatTps(p->decode), FormatInterval(p->decode)});
-    } else {
-      row.insert(row.end(), {"", "", "", ""});
-    }
-    if (!o.predicted.empty()) {
-      // The prediction with the range the machine may measure in.
-      auto cell = [&](const std::optional<double>& v, bool prefill) -> std::string {
-        if (!v) return "";
-        if (!o.uncertainty) return fmt::format("{:.1f}", *v);
-        return fmt::format("{:.1f} ({} {})", *v, CalibrationWord(*o.uncertainty),
-                           BandRange(*v, prefill ? o.uncertainty->prefill : o.uncertainty->decode));
-      };
-      row.push_back(pr ? cell(pr->prefill_tps, true) : "");
-      row.push_back(pr ? cell(pr->decode_tps, false) : "");
-    }
-    std::string status, cls;
-    const auto reason = RejectionOf(a, n);
-    if (p && p->failed()) {
-      status = "failed: " + p->failure;
-      cls = "failed";
-    } else if (rec.n_cpu_moe && *rec.n_cpu_moe == n) {
-      status = std::string("pick (") + RecommendationRuleName(rec.rule) + ")";
-      cls = "pick";
-    } else if (reason) {
-      status = "rejected: " + *reason;
-      cls = "rejected";
-    } else if (!p) {
-      status = "predicted only";
-    }
-    row.push_back(status);
-    f.data.AddRow(std::move(row), cls);
+    AddNCurveRow(a, o, n, p, pr, &f.data);
     spark_pp.push_back(p && !p->failed() && p->prefill ? std::optional<double>(p->prefill->mean)
                                                        : std::nullopt);
     spark_tg.push_back(p && !p->failed() && p->decode ? std::optional<double>(p->decode->mean)
@@ -253,7 +314,7 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
 std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> target_ctx,
                                   const std::string& id) {
   // N -> depth -> point, for every N measured (not failed) at two depths or more.
-  std::map<int, std::map<int, const CurvePoint*>> by_n;
+  PointsByDepth by_n;
   for (const auto& c : a.curves) {
     for (const auto& p : c.points) {
       if (!p.failed() && (p.prefill || p.decode)) by_n[p.n_cpu_moe][c.depth] = &p;
@@ -262,12 +323,6 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
   for (auto it = by_n.begin(); it != by_n.end();)
     it = it->second.size() < 2 ? by_n.erase(it) : ++it;
   if (by_n.empty()) return std::nullopt;
-  auto collapsed = [&a](int n, int depth) -> const DepthCheck* {
-    for (const auto& d : a.depth_checks) {
-      if (d.n_cpu_moe == n && d.depth == depth && d.collapsed) return &d;
-    }
-    return nullptr;
-  };
   const auto& rec = a.recommendation;
   ChartSpec spec;
   spec.id = id;
@@ -298,7 +353,7 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
         ChartPoint cp = MeasuredPoint(depth, *v,
                                       fmt::format("N={} at depth {}: {}", n, depth,
                                                   Describe(prefill ? "prefill" : "decode", *v)));
-        if (const DepthCheck* d = collapsed(n, depth); d && prefill) {
+        if (const DepthCheck* d = CollapsedAt(a, n, depth); d && prefill) {
           cp.mark = PointMark::kRejected;
           cp.note += fmt::format("; collapses: {:.2f} of depth 0 (healthiest {:.2f})", d->ratio,
                                  d->reference_ratio);
@@ -317,22 +372,7 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
                             fmt::format("target context {}", *target_ctx),
                             VerticalMarker::Kind::kNote});
   }
-  int color = 0;
-  for (const auto& [n, depths] : by_n) {
-    f.legend.push_back({fmt::format("line c{}", color++ % 6), fmt::format("N={}", n)});
-    const CurvePoint* base = depths.begin()->second;
-    for (const auto& [depth, p] : depths) {
-      std::string ratio;
-      if (base->prefill && p->prefill && base->prefill->mean > 0 && depth != depths.begin()->first)
-        ratio = fmt::format("{:.2f}", p->prefill->mean / base->prefill->mean);
-      const DepthCheck* d = collapsed(n, depth);
-      const bool pick = rec.n_cpu_moe && *rec.n_cpu_moe == n;
-      f.data.AddRow({std::to_string(n), std::to_string(depth), FormatTps(p->prefill),
-                     FormatInterval(p->prefill), FormatTps(p->decode), FormatInterval(p->decode),
-                     ratio, d ? "collapses with depth" : (pick ? "pick" : "")},
-                    d ? "rejected" : (pick ? "pick" : ""));
-    }
-  }
+  AddDepthRows(a, by_n, &f);
   f.legend.push_back({"errbar", "95% confidence interval of the mean"});
   if (any_collapse) f.legend.push_back({"hollow", "prefill collapses with depth: rejected"});
   f.caption =

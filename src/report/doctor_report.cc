@@ -99,12 +99,9 @@ std::string PlatformLine(const Platform& p) {
   return line.empty() ? "" : "platform: " + ForTerminalField(line) + "\n";
 }
 
-}  // namespace
-
-std::string FormatDoctorText(const DoctorReport& r) {
-  const MachineProfile& p = r.profile;
-  std::string out = fmt::format("moetune doctor: {} ({})\n{}\nGPUs\n", p.hostname, p.created_at,
-                                PlatformLine(r.platform));
+// The GPUs: memory, who holds it, the PCIe link and the memory bus.
+std::string GpusText(const MachineProfile& p) {
+  std::string out;
   if (p.gpus.empty()) out += "  none found\n";
   for (const auto& n : p.gpu_notes) out += fmt::format("  {}\n", n);
   for (const auto& g : p.gpus) {
@@ -128,22 +125,13 @@ std::string FormatDoctorText(const DoctorReport& r) {
                          g.memory_bus_width_bits, g.memory_clock_max_mhz, g.peak_bandwidth_gbps);
     }
   }
-  const CpuTopology& c = p.cpu;
-  out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs",
-                     ForTerminalField(c.model_name), c.sockets, c.physical_cores, c.online_cpus);
-  if (c.hybrid)
-    out += fmt::format(" ({} P + {} E cores, from {})", c.performance_cores, c.efficiency_cores,
-                       c.kind_source);
-  out += fmt::format("\n  usable: {} logical CPUs ({}) on {} physical cores", c.logical_cpus,
-                     FormatCpuList(c.allowed_cpus), c.allowed_physical_cores);
-  if (c.cpu_quota) out += fmt::format(", cgroup CPU quota {:.2f}", *c.cpu_quota);
-  out +=
-      fmt::format("\n  last-level cache {} x {}\n", c.l3_domains, FormatBytes(Bytes(c.llc_bytes)));
-  out += "  threads worth trying:\n";
-  for (const auto& s : c.suggested_threads)
-    out += fmt::format("    -t {:<3} {}: {}\n", s.threads, s.label, s.reason);
-  out += fmt::format("  llama.cpp default: -t {} ({})\n", c.llama_default_threads,
-                     c.llama_default_reason);
+  return out;
+}
+
+// RAM, swap, the measured read bandwidth and its references.
+std::string MemoryText(const DoctorReport& r) {
+  const MachineProfile& p = r.profile;
+  std::string out;
   const SystemMemory& m = p.memory;
   out += fmt::format(
       "\nMemory\n  RAM {} total, {} available; swap {}\n", FormatBytes(Bytes(m.total_bytes)),
@@ -172,6 +160,33 @@ std::string FormatDoctorText(const DoctorReport& r) {
     }
     for (const auto& n : r.reference_notes) out += fmt::format("  ({})\n", n);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatDoctorText(const DoctorReport& r) {
+  const MachineProfile& p = r.profile;
+  std::string out = fmt::format("moetune doctor: {} ({})\n{}\nGPUs\n", p.hostname, p.created_at,
+                                PlatformLine(r.platform));
+  out += GpusText(p);
+  const CpuTopology& c = p.cpu;
+  out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs",
+                     ForTerminalField(c.model_name), c.sockets, c.physical_cores, c.online_cpus);
+  if (c.hybrid)
+    out += fmt::format(" ({} P + {} E cores, from {})", c.performance_cores, c.efficiency_cores,
+                       c.kind_source);
+  out += fmt::format("\n  usable: {} logical CPUs ({}) on {} physical cores", c.logical_cpus,
+                     FormatCpuList(c.allowed_cpus), c.allowed_physical_cores);
+  if (c.cpu_quota) out += fmt::format(", cgroup CPU quota {:.2f}", *c.cpu_quota);
+  out +=
+      fmt::format("\n  last-level cache {} x {}\n", c.l3_domains, FormatBytes(Bytes(c.llc_bytes)));
+  out += "  threads worth trying:\n";
+  for (const auto& s : c.suggested_threads)
+    out += fmt::format("    -t {:<3} {}: {}\n", s.threads, s.label, s.reason);
+  out += fmt::format("  llama.cpp default: -t {} ({})\n", c.llama_default_threads,
+                     c.llama_default_reason);
+  out += MemoryText(r);
   if (r.engine) {
     out += fmt::format("\nEngine\n  {}\n", r.engine->llama_bench.empty() ? "llama-bench not found"
                                                                          : r.engine->llama_bench);

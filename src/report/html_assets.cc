@@ -10,8 +10,11 @@
 
 namespace moetune {
 
-const std::string& ReportStylesheet() {
-  static const std::string kCss = R"CSS(
+namespace {
+
+// The stylesheet in parts, concatenated in this order (the cascade's).
+// The colours: light, dark and print.
+constexpr char kPaletteCss[] = R"CSS(
 :root{color-scheme:light dark;--bg:#fff;--fg:#1f2328;--muted:#59636e;--grid:#e3e8ee;--axis:#818b98;
 --box:#f6f8fa;--border:#d1d9e0;--accent:#0a5fb4;--bad:#c62828;--warn:#8a5a00;--good:#1a7f37;
 --c0:#0072b2;--c1:#d55e00;--c2:#009e73;--c3:#cc79a7;--c4:#b07800;--c5:#56b4e9;
@@ -26,7 +29,10 @@ const std::string& ReportStylesheet() {
 --s-recur:#c2c25a;--s-head:#c0507a;--s-otherw:#5cc4b2}}
 @media print{:root{--bg:#fff;--fg:#000;--muted:#444;--grid:#ddd;--axis:#666;--box:#f4f4f4;
 --border:#bbb;--accent:#0a5fb4;--bad:#b00020;--good:#1a7f37;--c0:#0072b2;--c1:#d55e00;
---c2:#009e73;--c3:#cc79a7;--c4:#b07800;--c5:#56b4e9}}
+--c2:#009e73;--c3:#cc79a7;--c4:#b07800;--c5:#56b4e9}})CSS";
+
+// The page: text, headings, code, the verdict, copy buttons, figures.
+constexpr char kPageCss[] = R"CSS(
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
 body{margin:0 auto;max-width:980px;padding:16px 20px 40px;background:var(--bg);color:var(--fg);
@@ -52,7 +58,10 @@ border:1px solid var(--border);border-radius:6px;background:var(--bg);color:var(
 button.copy:focus-visible{outline:2px solid var(--accent);outline-offset:2px}
 .label{font-weight:600;margin:.8em 0 .2em}
 figure{margin:1.2em 0;padding:0}
-figcaption{margin:0 0 .4em}
+figcaption{margin:0 0 .4em})CSS";
+
+// Charts (SVG), stacked memory bars and legends.
+constexpr char kChartCss[] = R"CSS(
 .chartbox{width:100%}
 svg.chart{display:block;width:100%;height:auto;overflow:visible}
 svg.chart text{fill:var(--fg);font-size:12px;font-family:inherit}
@@ -111,7 +120,10 @@ ul.legend li{display:flex;align-items:center;gap:.4em}
 .sw.seg-shexp{background:var(--s-shexp)}.sw.seg-dense{background:var(--s-dense)}
 .sw.seg-recur{background:var(--s-recur)}.sw.seg-head{background:var(--s-head)}
 .sw.seg-otherw{background:var(--s-otherw)}
-.sw.seg-free{background:none;border:1px dashed var(--axis)}
+.sw.seg-free{background:none;border:1px dashed var(--axis)})CSS";
+
+// Tables, details, key-value lists, warnings, the footer, small screens and print.
+constexpr char kTableCss[] = R"CSS(
 .tablebox{overflow-x:auto;margin:.4em 0}
 table{border-collapse:collapse;font-size:.92em;font-variant-numeric:tabular-nums;min-width:50%}
 caption{text-align:left;font-weight:600;padding:.2em 0}
@@ -137,6 +149,11 @@ table.stack td::before{content:attr(data-label) ": ";color:var(--muted)}}
 figure,table,.verdict{break-inside:avoid}h2{break-after:avoid}a{color:inherit}
 summary{color:inherit}}
 )CSS";
+
+}  // namespace
+
+const std::string& ReportStylesheet() {
+  static const std::string kCss = std::string(kPaletteCss) + kPageCss + kChartCss + kTableCss;
   return kCss;
 }
 

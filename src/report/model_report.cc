@@ -141,17 +141,12 @@ json InspectJson(const ModelInfo& m, const std::vector<int64_t>& contexts) {
   return j;
 }
 
-std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts) {
-  const Hparams& hp = m.arch.hp;
-  std::string o;
-  // Names from the file (and the path) are one value each: never a line of their own.
-  o += fmt::format("model:        {}{}\n", ForTerminalField(m.path),
-                   m.gguf.parts.size() > 1 ? fmt::format(" ({} parts)", m.gguf.parts.size()) : "");
-  o += fmt::format("architecture: {}{}{}\n", hp.arch.empty() ? "(none)" : ForTerminalField(hp.arch),
-                   hp.name.empty() ? "" : "  \"" + ForTerminalField(hp.name) + "\"",
-                   m.arch.known_arch ? "" : "  [unknown: inferred]");
+namespace {
+
+// "layers: N (M MoE, D dense); attention: ..." for inspect's text.
+std::string LayersLine(const ModelArch& arch, uint32_t n_layer) {
   int moe = 0, n_full = 0, n_swa = 0, n_rec = 0, n_mla = 0, n_none = 0;
-  for (const auto& l : m.arch.layers) {
+  for (const auto& l : arch.layers) {
     moe += l.moe;
     switch (l.attention) {
       case AttentionKind::kFull:
@@ -172,10 +167,24 @@ std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts
         break;
     }
   }
-  o += fmt::format(
+  return fmt::format(
       "layers:       {} ({} MoE, {} dense); attention: {} full, {} windowed, {} recurrent, {} MLA, "
       "{} none\n",
-      hp.n_layer, moe, hp.n_layer - moe, n_full, n_swa, n_rec, n_mla, n_none);
+      n_layer, moe, n_layer - moe, n_full, n_swa, n_rec, n_mla, n_none);
+}
+
+}  // namespace
+
+std::string InspectText(const ModelInfo& m, const std::vector<int64_t>& contexts) {
+  const Hparams& hp = m.arch.hp;
+  std::string o;
+  // Names from the file (and the path) are one value each: never a line of their own.
+  o += fmt::format("model:        {}{}\n", ForTerminalField(m.path),
+                   m.gguf.parts.size() > 1 ? fmt::format(" ({} parts)", m.gguf.parts.size()) : "");
+  o += fmt::format("architecture: {}{}{}\n", hp.arch.empty() ? "(none)" : ForTerminalField(hp.arch),
+                   hp.name.empty() ? "" : "  \"" + ForTerminalField(hp.name) + "\"",
+                   m.arch.known_arch ? "" : "  [unknown: inferred]");
+  o += LayersLine(m.arch, hp.n_layer);
   o += fmt::format(
       "shape:        hidden {}, vocab {}, heads {}/{} x {}, experts {}/{} used (+{} shared), "
       "expert FFN {}\n",

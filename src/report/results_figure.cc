@@ -38,6 +38,35 @@ std::string ConfigKey(const RunConfig& c) {
   return k;
 }
 
+// The point of one result at `x`, and its row of the data table.
+ChartPoint ResultPoint(const RunResult& r, int x, const std::string& label, const std::string& test,
+                       DocTable* data) {
+  ChartPoint p;
+  p.x = x;
+  if (!r.ok()) {
+    p.mark = PointMark::kFailed;
+    p.note = fmt::format("{} {}: failed ({}): {}", label, test, FailureKindName(r.failure->kind),
+                         r.failure->message);
+    data->AddRow(
+        {label, test, "", "", "",
+         fmt::format("failed ({}): {}", FailureKindName(r.failure->kind), r.failure->message)},
+        "failed");
+  } else {
+    const Summary sum = ResultStats(r);
+    const Interval iv = MeanInterval(sum);
+    p.y = sum.mean;
+    if (iv.has_spread) {
+      p.low = std::max(0.0, iv.low);  // speeds are never negative (table keeps the CI)
+      p.high = iv.high;
+    }
+    p.note = fmt::format("{} {}: {:.2f} t/s (n={})", label, test, sum.mean, sum.n);
+    data->AddRow({label, test, fmt::format("{:.2f}", sum.mean),
+                  iv.has_spread ? fmt::format("{:.2f}-{:.2f}", iv.low, iv.high) : "",
+                  std::to_string(sum.n), ""});
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::string> ConfigurationLabels(const std::vector<RunResult>& results) {
@@ -106,31 +135,8 @@ Figure ResultsFigure(const std::vector<RunResult>& results, const ResultsFigureO
     for (size_t i : by_test[test]) {
       const RunResult& r = results[i];
       const int x = config_index[key_of(i)];
-      ChartPoint p;
-      p.x = x;
-      if (!r.ok()) {
-        p.mark = PointMark::kFailed;
-        p.note = fmt::format("{} {}: failed ({}): {}", labels[i], test,
-                             FailureKindName(r.failure->kind), r.failure->message);
-        any_failed = true;
-        f.data.AddRow(
-            {labels[i], test, "", "", "",
-             fmt::format("failed ({}): {}", FailureKindName(r.failure->kind), r.failure->message)},
-            "failed");
-      } else {
-        const Summary sum = ResultStats(r);
-        const Interval iv = MeanInterval(sum);
-        p.y = sum.mean;
-        if (iv.has_spread) {
-          p.low = std::max(0.0, iv.low);  // speeds are never negative (table keeps the CI)
-          p.high = iv.high;
-        }
-        p.note = fmt::format("{} {}: {:.2f} t/s (n={})", labels[i], test, sum.mean, sum.n);
-        f.data.AddRow({labels[i], test, fmt::format("{:.2f}", sum.mean),
-                       iv.has_spread ? fmt::format("{:.2f}-{:.2f}", iv.low, iv.high) : "",
-                       std::to_string(sum.n), ""});
-      }
-      s.points.push_back(p);
+      s.points.push_back(ResultPoint(r, x, labels[i], test, &f.data));
+      any_failed = any_failed || !r.ok();
     }
     panel.series.push_back(std::move(s));
     spec.panels.push_back(std::move(panel));

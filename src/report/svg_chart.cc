@@ -237,16 +237,11 @@ std::string FormatTick(double value, double step, AxisFormat format) {
   return fmt::format("{:.{}f}", value, decimals);
 }
 
-std::string RenderSvgChart(const ChartSpec& spec) {
-  const double width = std::max(spec.width, 240);
-  const double ph = std::max(spec.panel_height, 80);
-  const size_t panels = std::max<size_t>(spec.panels.size(), 1);
-  const double height = static_cast<double>(panels) * (kTitleRow + ph) +
-                        static_cast<double>(panels - 1) * kPanelGap + kBottom;
-  const double x0 = kLeft, x1 = width - kRight;
+namespace {
 
-  // The x domain: every finite x (points, markers, ticks), padded so that no
-  // point sits on the frame.
+// The x domain: every finite x (points, markers, ticks), padded so that no
+// point sits on the frame, unless the spec sets its ends.
+std::pair<double, double> XDomain(const ChartSpec& spec) {
   Range xr;
   for (const auto& panel : spec.panels) {
     for (const auto& s : panel.series) {
@@ -261,6 +256,80 @@ std::string RenderSvgChart(const ChartSpec& spec) {
   xlo = spec.x_min && Finite(*spec.x_min) ? *spec.x_min : xlo - pad;
   xhi = spec.x_max && Finite(*spec.x_max) ? *spec.x_max : xhi + pad;
   if (xhi <= xlo) xhi = xlo + 1;
+  return {xlo, xhi};
+}
+
+// The y ticks of a panel: its values (from zero when asked), with headroom
+// for the top point's ring, rounded in the unit its labels use.
+AxisTicks PanelTicks(const ChartPanel& panel) {
+  Range yr;
+  if (panel.y_from_zero) yr.Add(0);
+  for (const auto& s : panel.series) {
+    for (const auto& p : s.points) {
+      if (p.y) yr.Add(*p.y);
+      if (p.high) yr.Add(*p.high);
+      if (p.low) yr.Add(*p.low);
+    }
+  }
+  for (const auto& l : panel.limits) yr.Add(l.y);
+  double ylo = yr.any ? yr.lo : 0, yhi = yr.any ? yr.hi : 1;
+  yhi += (yhi - ylo) * 0.06;  // headroom for the top point's ring
+  // Round ticks in the unit the labels use (a MiB axis ticks at 16, 32, 48 MiB).
+  const double unit = panel.y_format == AxisFormat::kGiB   ? 1073741824.0
+                      : panel.y_format == AxisFormat::kMiB ? 1048576.0
+                                                           : 1.0;
+  AxisTicks yt = NiceTicks(ylo / unit, yhi / unit, 4);
+  yt.min *= unit;
+  yt.max *= unit;
+  yt.step *= unit;
+  for (double& v : yt.values) v *= unit;
+  return yt;
+}
+
+// Where the plots lie: the x domain and its pixels, the top of the first plot
+// and the bottom of the last.
+struct PlotArea {
+  double xlo, xhi, x0, x1, top, bottom;
+};
+
+// Vertical markers across all panels, labelled in the first panel's title
+// row; those outside the x domain are left out.
+void DrawMarkers(const std::vector<VerticalMarker>& markers, const LinearScale& sx,
+                 const PlotArea& a, std::string* o) {
+  int marker_row = 0;
+  for (const auto& m : markers) {
+    if (!Finite(m.x) || m.x < a.xlo || m.x > a.xhi) continue;
+    const double x = sx(m.x);
+    const char* cls = m.kind == VerticalMarker::Kind::kCliff  ? "mk-cliff"
+                      : m.kind == VerticalMarker::Kind::kPick ? "mk-pick"
+                                                              : "mk-note";
+    *o += fmt::format("<g class=\"marker {}\" data-x=\"{}\"><title>{}</title>", cls, SvgNumber(m.x),
+                      XmlEscape(m.label));
+    *o += Line(x, a.top, x, a.bottom, "mline");
+    // A cliff's label goes on its left (the pick, on the safe side, labels to the
+    // right), unless there is no room.
+    const double room = 7.0 * static_cast<double>(m.label.size()) + 8;
+    const bool right_half =
+        m.kind == VerticalMarker::Kind::kCliff ? x - a.x0 > room : a.x1 - x < room;
+    // Labels step down so that neighbouring markers (a cliff next to the pick) do not collide.
+    const double label_y = a.top + 12 + 13 * (marker_row++ % 3);
+    *o +=
+        Text(right_half ? x - 4 : x + 4, label_y, "mlabel", right_half ? "end" : "start", m.label);
+    *o += "</g>";
+  }
+}
+
+}  // namespace
+
+std::string RenderSvgChart(const ChartSpec& spec) {
+  const double width = std::max(spec.width, 240);
+  const double ph = std::max(spec.panel_height, 80);
+  const size_t panels = std::max<size_t>(spec.panels.size(), 1);
+  const double height = static_cast<double>(panels) * (kTitleRow + ph) +
+                        static_cast<double>(panels - 1) * kPanelGap + kBottom;
+  const double x0 = kLeft, x1 = width - kRight;
+
+  const auto [xlo, xhi] = XDomain(spec);
   const LinearScale sx(xlo, xhi, x0, x1);
   const auto xticks = XTicks(spec, xlo, xhi);
 
@@ -281,27 +350,7 @@ std::string RenderSvgChart(const ChartSpec& spec) {
     const double py0 = top + kTitleRow, py1 = py0 + ph;
     if (plots_top < 0) plots_top = py0;
     plots_bottom = py1;
-    Range yr;
-    if (panel.y_from_zero) yr.Add(0);
-    for (const auto& s : panel.series) {
-      for (const auto& p : s.points) {
-        if (p.y) yr.Add(*p.y);
-        if (p.high) yr.Add(*p.high);
-        if (p.low) yr.Add(*p.low);
-      }
-    }
-    for (const auto& l : panel.limits) yr.Add(l.y);
-    double ylo = yr.any ? yr.lo : 0, yhi = yr.any ? yr.hi : 1;
-    yhi += (yhi - ylo) * 0.06;  // headroom for the top point's ring
-    // Round ticks in the unit the labels use (a MiB axis ticks at 16, 32, 48 MiB).
-    const double unit = panel.y_format == AxisFormat::kGiB   ? 1073741824.0
-                        : panel.y_format == AxisFormat::kMiB ? 1048576.0
-                                                             : 1.0;
-    AxisTicks yt = NiceTicks(ylo / unit, yhi / unit, 4);
-    yt.min *= unit;
-    yt.max *= unit;
-    yt.step *= unit;
-    for (double& v : yt.values) v *= unit;
+    const AxisTicks yt = PanelTicks(panel);
     const LinearScale sy(yt.min, yt.max, py1, py0);
 
     o += fmt::format("<g class=\"panel\" data-panel=\"{}\">", XmlEscape(panel.title));
@@ -329,25 +378,7 @@ std::string RenderSvgChart(const ChartSpec& spec) {
   }
 
   // Vertical markers across all panels, labelled in the first panel's title row.
-  int marker_row = 0;
-  for (const auto& m : spec.markers) {
-    if (!Finite(m.x) || m.x < xlo || m.x > xhi) continue;
-    const double x = sx(m.x);
-    const char* cls = m.kind == VerticalMarker::Kind::kCliff  ? "mk-cliff"
-                      : m.kind == VerticalMarker::Kind::kPick ? "mk-pick"
-                                                              : "mk-note";
-    o += fmt::format("<g class=\"marker {}\" data-x=\"{}\"><title>{}</title>", cls, SvgNumber(m.x),
-                     XmlEscape(m.label));
-    o += Line(x, std::max(plots_top, 0.0), x, plots_bottom, "mline");
-    // A cliff's label goes on its left (the pick, on the safe side, labels to the
-    // right), unless there is no room.
-    const double room = 7.0 * static_cast<double>(m.label.size()) + 8;
-    const bool right_half = m.kind == VerticalMarker::Kind::kCliff ? x - x0 > room : x1 - x < room;
-    // Labels step down so that neighbouring markers (a cliff next to the pick) do not collide.
-    const double label_y = std::max(plots_top, 0.0) + 12 + 13 * (marker_row++ % 3);
-    o += Text(right_half ? x - 4 : x + 4, label_y, "mlabel", right_half ? "end" : "start", m.label);
-    o += "</g>";
-  }
+  DrawMarkers(spec.markers, sx, {xlo, xhi, x0, x1, std::max(plots_top, 0.0), plots_bottom}, &o);
 
   // The shared x axis under the last panel.
   for (const auto& t : xticks) {

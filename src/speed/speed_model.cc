@@ -95,6 +95,78 @@ PhasePrediction Finish(const TimeSplit& total, double tokens) {
   return p;
 }
 
+// The depth after `done` more tokens than the run's depth.
+int DepthAt(const RunSettings& run, int64_t done) {
+  return static_cast<int>(std::min<int64_t>(run.n_depth + done, INT32_MAX));
+}
+
+// The time of a prompt of `p` tokens; leaves `in->offload` as the last
+// micro-batch had it.
+TimeSplit PrefillTime(const RunSettings& run, int64_t p, bool accel, PhaseInputs* in) {
+  // Prefill: ceil(p / ub) micro-batches, each at its own depth. Past
+  // kExactUbatches the full micro-batches are taken in equal groups, each
+  // timed at its middle depth and multiplied (the midpoint rule: exact while
+  // a micro-batch's time is linear in its depth), so that a prompt of 2^30
+  // tokens costs as much work as one of a few million, not minutes.
+  constexpr int64_t kExactUbatches = 4096;
+  const int64_t ub = run.n_ubatch;
+  const int64_t full = p / ub;
+  const int64_t stride = std::max<int64_t>(1, (full + kExactUbatches - 1) / kExactUbatches);
+  TimeSplit prefill;
+  // GGML_OP_OFFLOAD_MIN_BATCH (ggml/src/ggml-backend.cpp, default 32): from this
+  // batch size the scheduler runs host-weight operators on the GPU.
+  in->offload = accel && run.op_offload && ub >= 32;
+  for (int64_t b = 0; b < full; b += stride) {
+    const int64_t group = std::min(stride, full - b);
+    const TimeSplit t =
+        PrefillUbatchTime(*in, DepthAt(run, b * ub + (group - 1) * ub / 2), static_cast<int>(ub));
+    prefill += group == 1 ? t : t.Scaled(static_cast<double>(group));
+  }
+  if (const int64_t rest = p - full * ub; rest > 0) {
+    in->offload = accel && run.op_offload && rest >= 32;
+    prefill += PrefillUbatchTime(*in, DepthAt(run, full * ub), static_cast<int>(rest));
+  }
+  return prefill;
+}
+
+// Strict mode fails where the memory map says the GPU is full (and RPC
+// always does); silent mode spills the excess to host memory. Host weights
+// beyond the available RAM are read again from disk.
+void JudgeMemory(const MachineSpec& machine, const Residency& res, PhaseInputs* in,
+                 SpeedPrediction* out) {
+  const bool accel = machine.accel.has_value();
+  if (accel && res.gpu_weight_bytes > 0) {
+    const bool is_rpc = machine.accel->kind == AcceleratorKind::kRpcCpu;
+    if (machine.spill == SpillMode::kStrict || is_rpc) {
+      out->failure = StrictFailure(in->footprint, out->gpu_budget, is_rpc ? "RPC0" : "CUDA0");
+      if (!out->failure.empty()) {
+        out->loads = false;
+        return;
+      }
+    } else {
+      in->spill = ComputeSpill(in->footprint, out->gpu_budget);
+      out->spill_bytes = in->spill.bytes;
+      if (in->spill.bytes > 0) {
+        out->notes.push_back(fmt::format(
+            "{:.0f} MiB of GPU allocations live in host memory (silent spill): compute buffers "
+            "{:.0f}%, KV cache {:.0f}%, weights {:.0f}%",
+            static_cast<double>(in->spill.bytes) / 1048576.0, in->spill.compute * 100,
+            in->spill.kv * 100, in->spill.weights * 100));
+        out->noise_cv += 0.05;
+      }
+    }
+  }
+  if (machine.ram.available > 0 &&
+      res.host_weight_bytes > static_cast<double>(machine.ram.available)) {
+    in->host_overflow = 1.0 - static_cast<double>(machine.ram.available) / res.host_weight_bytes;
+    out->notes.push_back(
+        fmt::format("host weights exceed available RAM by {:.0f}%: pages are read "
+                    "again from disk",
+                    in->host_overflow * 100));
+    out->noise_cv += 0.1;
+  }
+}
+
 }  // namespace
 
 Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
@@ -138,64 +210,12 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
                                      plans_.get());
   out.gpu_bytes = in.footprint.allocated();
   out.gpu_budget = machine_.VramBudget();
-  if (accel && res.gpu_weight_bytes > 0) {
-    const bool is_rpc = machine_.accel->kind == AcceleratorKind::kRpcCpu;
-    if (machine_.spill == SpillMode::kStrict || is_rpc) {
-      out.failure = StrictFailure(in.footprint, out.gpu_budget, is_rpc ? "RPC0" : "CUDA0");
-      if (!out.failure.empty()) {
-        out.loads = false;
-        return out;
-      }
-    } else {
-      in.spill = ComputeSpill(in.footprint, out.gpu_budget);
-      out.spill_bytes = in.spill.bytes;
-      if (in.spill.bytes > 0) {
-        out.notes.push_back(fmt::format(
-            "{:.0f} MiB of GPU allocations live in host memory (silent spill): compute buffers "
-            "{:.0f}%, KV cache {:.0f}%, weights {:.0f}%",
-            static_cast<double>(in.spill.bytes) / 1048576.0, in.spill.compute * 100,
-            in.spill.kv * 100, in.spill.weights * 100));
-        out.noise_cv += 0.05;
-      }
-    }
-  }
-  if (machine_.ram.available > 0 &&
-      res.host_weight_bytes > static_cast<double>(machine_.ram.available)) {
-    in.host_overflow = 1.0 - static_cast<double>(machine_.ram.available) / res.host_weight_bytes;
-    out.notes.push_back(
-        fmt::format("host weights exceed available RAM by {:.0f}%: pages are read "
-                    "again from disk",
-                    in.host_overflow * 100));
-    out.noise_cv += 0.1;
-  }
+  JudgeMemory(machine_, res, &in, &out);
+  if (!out.loads) return out;
 
-  // Prefill: ceil(p / ub) micro-batches, each at its own depth. Past
-  // kExactUbatches the full micro-batches are taken in equal groups, each
-  // timed at its middle depth and multiplied (the midpoint rule: exact while
-  // a micro-batch's time is linear in its depth), so that a prompt of 2^30
-  // tokens costs as much work as one of a few million, not minutes.
-  constexpr int64_t kExactUbatches = 4096;
   const int64_t p = run.n_prompt > 0 ? run.n_prompt : 512;
   const int64_t ub = run.n_ubatch;
-  const int64_t full = p / ub;
-  const int64_t stride = std::max<int64_t>(1, (full + kExactUbatches - 1) / kExactUbatches);
-  const auto depth_at = [&](int64_t done) {
-    return static_cast<int>(std::min<int64_t>(run.n_depth + done, INT32_MAX));
-  };
-  TimeSplit prefill;
-  // GGML_OP_OFFLOAD_MIN_BATCH (ggml/src/ggml-backend.cpp, default 32): from this
-  // batch size the scheduler runs host-weight operators on the GPU.
-  in.offload = accel && run.op_offload && ub >= 32;
-  for (int64_t b = 0; b < full; b += stride) {
-    const int64_t group = std::min(stride, full - b);
-    const TimeSplit t =
-        PrefillUbatchTime(in, depth_at(b * ub + (group - 1) * ub / 2), static_cast<int>(ub));
-    prefill += group == 1 ? t : t.Scaled(static_cast<double>(group));
-  }
-  if (const int64_t rest = p - full * ub; rest > 0) {
-    in.offload = accel && run.op_offload && rest >= 32;
-    prefill += PrefillUbatchTime(in, depth_at(full * ub), static_cast<int>(rest));
-  }
+  const TimeSplit prefill = PrefillTime(run, p, accel, &in);
   out.op_offload_active = accel && run.op_offload && std::min(ub, p) >= 32;
   out.prefill = Finish(prefill, static_cast<double>(p));
 
@@ -203,7 +223,7 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
   // the mean (every term is linear in depth).
   const int n = run.n_gen > 0 ? run.n_gen : 128;
   int switches = 0;
-  const TimeSplit token = DecodeTokenTime(in, depth_at(n / 2), &switches);
+  const TimeSplit token = DecodeTokenTime(in, DepthAt(run, n / 2), &switches);
   out.decode = Finish(token, 1);
   out.handovers_per_token = switches;
 

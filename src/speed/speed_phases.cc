@@ -163,6 +163,51 @@ SpillLoad SpillLoadOf(const PhaseInputs& in, const Work& dev) {
   return load;
 }
 
+// Layer `i`'s share of a token decoded at position `pos`: its weights,
+// matmuls, attention and recurrent state on the device or the host, and the
+// devices the token visits for it. `frac` is the share of the experts a token
+// reads.
+void AddDecodeLayer(const PhaseInputs& in, size_t i, double pos, bool accel, double frac,
+                    Work* host, Work* dev, Sequence* seq) {
+  const LayerShape& L = in.shape->layers[i];
+  const LayerResidency& r = in.residency->layers[i];
+  const double fd = accel ? r.dense_gpu_fraction : 0;
+  const double fe = accel ? r.expert_gpu_fraction : 0;
+  const double dense_b = L.dense.bytes + L.shared.bytes;
+  const double dense_p = L.dense.params + L.shared.params;
+  const double exp_b = L.experts.bytes * frac;
+  const double exp_p = L.experts.params * frac;
+  dev->weight_bytes += dense_b * fd + exp_b * fe;
+  dev->dense_bytes += dense_b * fd;
+  dev->matmul_flops += 2 * (dense_p * fd + exp_p * fe);
+  host->weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
+  host->matmul_flops += 2 * (dense_p * (1 - fd) + exp_p * (1 - fe));
+  // Attention reads the layer's whole cache (KV follows the layer, -kvo).
+  Work& kv_side = accel && r.layer_on_gpu ? *dev : *host;
+  const double cells = Cells(L, pos);
+  kv_side.kv_bytes += cells * in.kv_cell_bytes[i];
+  if (cells > 0) ++kv_side.kv_layers;
+  kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * cells;
+  kv_side.state_bytes += 2 * L.state_bytes;  // read and write the recurrent state
+  const Dev dense_dev = fd >= 0.5 ? Dev::kAccel : Dev::kHost;
+  seq->Visit(dense_dev);
+  if (dense_dev == Dev::kAccel)
+    ++dev->layers;
+  else
+    ++host->layers;
+  if (L.experts.bytes > 0) {
+    if (fe > 0 && fe < 1) {
+      seq->Visit(Dev::kAccel);
+      seq->Visit(Dev::kHost);
+      ++host->layers;
+    } else {
+      const Dev d = fe >= 1 ? Dev::kAccel : Dev::kHost;
+      if (d != dense_dev) ++(d == Dev::kAccel ? dev->layers : host->layers);
+      seq->Visit(d);
+    }
+  }
+}
+
 }  // namespace
 
 TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
@@ -174,43 +219,7 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
   Work host, dev;
   Sequence seq;
   for (size_t i = 0; i < shape.layers.size(); ++i) {
-    const LayerShape& L = shape.layers[i];
-    const LayerResidency& r = res.layers[i];
-    const double fd = accel ? r.dense_gpu_fraction : 0;
-    const double fe = accel ? r.expert_gpu_fraction : 0;
-    const double dense_b = L.dense.bytes + L.shared.bytes;
-    const double dense_p = L.dense.params + L.shared.params;
-    const double exp_b = L.experts.bytes * frac;
-    const double exp_p = L.experts.params * frac;
-    dev.weight_bytes += dense_b * fd + exp_b * fe;
-    dev.dense_bytes += dense_b * fd;
-    dev.matmul_flops += 2 * (dense_p * fd + exp_p * fe);
-    host.weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
-    host.matmul_flops += 2 * (dense_p * (1 - fd) + exp_p * (1 - fe));
-    // Attention reads the layer's whole cache (KV follows the layer, -kvo).
-    Work& kv_side = accel && r.layer_on_gpu ? dev : host;
-    const double cells = Cells(L, pos);
-    kv_side.kv_bytes += cells * in.kv_cell_bytes[i];
-    if (cells > 0) ++kv_side.kv_layers;
-    kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * cells;
-    kv_side.state_bytes += 2 * L.state_bytes;  // read and write the recurrent state
-    const Dev dense_dev = fd >= 0.5 ? Dev::kAccel : Dev::kHost;
-    seq.Visit(dense_dev);
-    if (dense_dev == Dev::kAccel)
-      ++dev.layers;
-    else
-      ++host.layers;
-    if (L.experts.bytes > 0) {
-      if (fe > 0 && fe < 1) {
-        seq.Visit(Dev::kAccel);
-        seq.Visit(Dev::kHost);
-        ++host.layers;
-      } else {
-        const Dev d = fe >= 1 ? Dev::kAccel : Dev::kHost;
-        if (d != dense_dev) ++(d == Dev::kAccel ? dev.layers : host.layers);
-        seq.Visit(d);
-      }
-    }
+    AddDecodeLayer(in, i, pos, accel, frac, &host, &dev, &seq);
   }
   // Output norm + LM head.
   Work& out_side = accel && res.output_on_gpu ? dev : host;

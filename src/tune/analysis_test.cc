@@ -191,7 +191,7 @@ TEST(AnalysisTest, PeakCollapsingAtDepthLeavesItsHealthyNeighbour) {
 
 TEST(AnalysisTest, PeakCollapsingAtDepthWithTunesInputs) {
   // Tune reads its placements through the same Analyze, with the plan's GPU
-  // headroom for every N it measured (Tuner::AnalyzeNow): whether the plan
+  // headroom for every N it measured (TuneLedger::AnalyzeNow): whether the plan
   // gives the neighbour headroom or not, the measurement at the target
   // context decides, and a tie does not pull the pick past it.
   for (int64_t neighbour_headroom : {int64_t{-200} << 20, int64_t{300} << 20}) {

@@ -97,8 +97,8 @@ struct AnalysisOptions {
   AnalysisRules rules;
 };
 
-/// The constants of tune's search (tune/tuner.h), besides the options a user
-/// sets (repetitions, budget).
+/// The constants of tune's search (the phases of tune/tuner.h), besides the
+/// options a user sets (repetitions, budget).
 struct TuneRules {
   AnalysisRules analysis;
   /// The first N measured, relative to the plan's predicted boundary b: both
@@ -112,6 +112,8 @@ struct TuneRules {
   /// Walking toward the CPU (nothing usable yet, or a curve still rising at
   /// its CPU end): the first step, doubled each round.
   int first_step_toward_cpu = 3;
+  /// Each round's step is this many times the last (doubling).
+  int step_growth = 2;
   /// Rounds of the placement search: 0..n_layer is at most 100 layers, which
   /// doubling steps and bisection cover in far fewer.
   int placement_rounds = 24;

@@ -94,6 +94,62 @@ ServerConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int
   return c;
 }
 
+namespace {
+
+// What the memory plan for the target GPU knows before measuring: the
+// predicted boundary, which settings fit, their GPU bytes and headroom, and
+// the memory map of a whole configuration.
+void AddPlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::string>* notes) {
+  auto cache = std::make_shared<PlanCache>(in.model, *in.plan);
+  const Plan& p = cache->Get(s->base.n_ubatch, s->base.type_k);
+  s->predicted_boundary = p.best() ? p.best()->n_cpu_moe : s->n_layer;
+  s->fixed_n = s->predicted_boundary;
+  s->fits = [cache](int n, int ub, uint32_t kv) {
+    const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+    return o != nullptr && o->fits;
+  };
+  s->gpu_bytes = [cache](int n, int ub, uint32_t kv) -> int64_t {
+    const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+    return o ? o->gpu.total() : -1;
+  };
+  s->headroom = [cache, ub = s->base.n_ubatch, kv = s->base.type_k](int n) -> int64_t {
+    const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+    return o ? o->headroom : -1;
+  };
+  // The memory map of a whole configuration (the pick's own -ub, KV type,
+  // flash attention and slots), on the same budget and margin.
+  s->memory_of = [m = in.model,
+                  req = *in.plan](const ServerConfig& c) -> std::optional<PlacementOption> {
+    auto o = PlanServerConfig(m->gguf, m->arch, m->weights, req, c);
+    if (!o.ok()) return std::nullopt;
+    return std::move(o).value();
+  };
+  if (!p.best() && notes != nullptr) {
+    notes->push_back(
+        cache->error().empty()
+            ? "the memory plan finds no placement that fits this GPU at the target context; "
+              "tune starts from all experts on the CPU"
+            : "the memory plan failed (" + cache->error() +
+                  "); tune starts from all experts on the CPU");
+  }
+}
+
+// Without a memory plan (no GPU figure): no predicted boundary, every N "fits".
+void AddNoPlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::string>* notes) {
+  s->predicted_boundary = 0;
+  s->fixed_n = s->moe ? s->n_layer : 0;
+  // Without a GPU there is no figure to ask for: the placement decision
+  // says once that every layer runs on the CPU.
+  if (notes != nullptr && in.engine_has_gpu) {
+    notes->push_back(fmt::format(
+        "no GPU memory figure (give --vram, or run moetune doctor on a GPU machine): the "
+        "command keeps every expert on the CPU (--n-cpu-moe {})",
+        s->fixed_n));
+  }
+}
+
+}  // namespace
+
 TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes) {
   TuneSpace s;
   const ModelInfo& m = *in.model;
@@ -116,53 +172,14 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   } else {
     s.threads.push_back({std::max(1, in.fallback_threads), "logical CPUs"});
   }
-  int fit_cpu_layers = 0;
   if (in.plan) {
-    auto cache = std::make_shared<PlanCache>(in.model, *in.plan);
-    const Plan& p = cache->Get(s.base.n_ubatch, s.base.type_k);
-    s.predicted_boundary = p.best() ? p.best()->n_cpu_moe : s.n_layer;
-    s.fixed_n = s.predicted_boundary;
-    fit_cpu_layers = p.best() ? p.best()->n_cpu_moe : s.n_layer;
-    s.fits = [cache](int n, int ub, uint32_t kv) {
-      const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
-      return o != nullptr && o->fits;
-    };
-    s.gpu_bytes = [cache](int n, int ub, uint32_t kv) -> int64_t {
-      const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
-      return o ? o->gpu.total() : -1;
-    };
-    s.headroom = [cache, ub = s.base.n_ubatch, kv = s.base.type_k](int n) -> int64_t {
-      const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
-      return o ? o->headroom : -1;
-    };
-    // The memory map of a whole configuration (the pick's own -ub, KV type,
-    // flash attention and slots), on the same budget and margin.
-    s.memory_of = [m = in.model,
-                   req = *in.plan](const ServerConfig& c) -> std::optional<PlacementOption> {
-      auto o = PlanServerConfig(m->gguf, m->arch, m->weights, req, c);
-      if (!o.ok()) return std::nullopt;
-      return std::move(o).value();
-    };
-    if (!p.best() && notes != nullptr) {
-      notes->push_back(
-          cache->error().empty()
-              ? "the memory plan finds no placement that fits this GPU at the target context; "
-                "tune starts from all experts on the CPU"
-              : "the memory plan failed (" + cache->error() +
-                    "); tune starts from all experts on the CPU");
-    }
+    AddPlanKnowledge(in, &s, notes);
   } else {
-    s.predicted_boundary = 0;
-    s.fixed_n = s.moe ? s.n_layer : 0;
-    // Without a GPU there is no figure to ask for: the placement decision
-    // says once that every layer runs on the CPU.
-    if (notes != nullptr && in.engine_has_gpu) {
-      notes->push_back(fmt::format(
-          "no GPU memory figure (give --vram, or run moetune doctor on a GPU machine): the "
-          "command keeps every expert on the CPU (--n-cpu-moe {})",
-          s.fixed_n));
-    }
+    AddNoPlanKnowledge(in, &s, notes);
   }
+  // llama.cpp's fit is taken to keep the plan's N layers of experts on the
+  // CPU (none without a plan).
+  const int fit_cpu_layers = in.plan ? s.predicted_boundary : 0;
   s.defaults =
       LlamaDefaults(m.path, in.cpu, s.n_layer, in.engine_has_gpu && s.moe ? fit_cpu_layers : 0);
   s.defaults_how = in.engine_has_gpu && s.moe

@@ -22,6 +22,27 @@ struct ElfSpec {
   bool dynamic = true;                 // false: a static executable (no PT_DYNAMIC)
 };
 
+// The ELF header of an x86-64 image with its program headers at `phoff` (two
+// when `dynamic`, else one) and three section headers at `shoff`.
+inline Elf64_Ehdr ElfHeader(bool dynamic, uint64_t phoff, uint64_t shoff) {
+  Elf64_Ehdr h{};
+  std::memcpy(h.e_ident, ELFMAG, SELFMAG);
+  h.e_ident[EI_CLASS] = ELFCLASS64;
+  h.e_ident[EI_DATA] = ELFDATA2LSB;
+  h.e_ident[EI_VERSION] = EV_CURRENT;
+  h.e_type = dynamic ? ET_DYN : ET_EXEC;
+  h.e_machine = EM_X86_64;
+  h.e_version = EV_CURRENT;
+  h.e_phoff = phoff;
+  h.e_ehsize = sizeof(Elf64_Ehdr);
+  h.e_phentsize = sizeof(Elf64_Phdr);
+  h.e_phnum = dynamic ? 2 : 1;
+  h.e_shoff = shoff;
+  h.e_shentsize = sizeof(Elf64_Shdr);
+  h.e_shnum = 3;
+  return h;
+}
+
 inline std::string BuildElf(const ElfSpec& spec) {
   constexpr uint64_t kBase = 0x400000;
   // Dynamic string table: "\0" then each name.
@@ -63,21 +84,7 @@ inline std::string BuildElf(const ElfSpec& spec) {
   const uint64_t size = shoff + 3 * sizeof(Elf64_Shdr);
 
   std::string img(size, '\0');
-  Elf64_Ehdr h{};
-  std::memcpy(h.e_ident, ELFMAG, SELFMAG);
-  h.e_ident[EI_CLASS] = ELFCLASS64;
-  h.e_ident[EI_DATA] = ELFDATA2LSB;
-  h.e_ident[EI_VERSION] = EV_CURRENT;
-  h.e_type = spec.dynamic ? ET_DYN : ET_EXEC;
-  h.e_machine = EM_X86_64;
-  h.e_version = EV_CURRENT;
-  h.e_phoff = phoff;
-  h.e_ehsize = sizeof(Elf64_Ehdr);
-  h.e_phentsize = sizeof(Elf64_Phdr);
-  h.e_phnum = spec.dynamic ? 2 : 1;
-  h.e_shoff = shoff;
-  h.e_shentsize = sizeof(Elf64_Shdr);
-  h.e_shnum = 3;
+  const Elf64_Ehdr h = ElfHeader(spec.dynamic, phoff, shoff);
   std::memcpy(img.data(), &h, sizeof h);
 
   Elf64_Phdr load{};

@@ -109,6 +109,91 @@ std::vector<ProcStat> ScanProc() {
   return all;
 }
 
+// The environment of a child: this process's, less `env_unset` and the names
+// `env_set` replaces, plus `env_set`.
+std::vector<std::string> ChildEnvironment(const SpawnOptions& options) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    const std::string_view name = kv.substr(0, kv.find('='));
+    bool drop = false;
+    for (const auto& u : options.env_unset) drop = drop || name == u;
+    for (const auto& [k, v] : options.env_set) drop = drop || name == k;
+    if (!drop) env_strings.emplace_back(kv);
+  }
+  for (const auto& [k, v] : options.env_set) env_strings.push_back(fmt::format("{}={}", k, v));
+  return env_strings;
+}
+
+// Closes each descriptor that is open and marks it closed (-1).
+void CloseAndForget(std::initializer_list<int*> fds) {
+  for (int* fd : fds) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+// Pointers to `strings` and a null, for exec.
+std::vector<char*> NullTerminated(std::vector<std::string>* strings) {
+  std::vector<char*> out;
+  out.reserve(strings->size() + 1);
+  for (auto& s : *strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// The errno the child wrote to the exec pipe `fd` when exec failed; 0 when the
+// pipe closed on a successful exec (O_CLOEXEC). Closes `fd`.
+int ExecErrno(int fd) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(fd, &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof child_errno) ? child_errno : 0;
+}
+
+// What the child needs after fork, prepared before it.
+struct ChildSetup {
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;  // null: the parent's
+  int null_in, out_fd, err_fd;
+  int exec_fd;  // carries errno to the parent when exec fails
+  pid_t parent;
+};
+
+// The child side of Spawn: its own process group, killed with its parent,
+// default signals, its descriptors, then exec. Only async-signal-safe calls.
+[[noreturn]] void ExecChild(const ChildSetup& c) {
+  ::setpgid(0, 0);
+  // If moetune dies without a chance to clean up (SIGKILL), so does the child.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != c.parent) _exit(127);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD})
+    sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (c.null_in >= 0) ::dup2(c.null_in, 0);
+  ::dup2(c.out_fd, 1);
+  ::dup2(c.err_fd, 2);
+  CloseInheritedDescriptors(c.exec_fd);
+  if (c.cwd != nullptr && ::chdir(c.cwd) != 0) {
+    const int e = errno;
+    [[maybe_unused]] ssize_t w = ::write(c.exec_fd, &e, sizeof e);
+    _exit(127);
+  }
+  ::execve(c.program, c.argv, c.envp);
+  const int e = errno;
+  [[maybe_unused]] ssize_t w = ::write(c.exec_fd, &e, sizeof e);
+  _exit(127);
+}
+
 }  // namespace
 
 std::vector<pid_t> LiveProcessesInGroup(pid_t pgid) {
@@ -201,23 +286,10 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
 
   // Everything the child needs is prepared before fork: after fork only
   // async-signal-safe calls are allowed.
-  std::vector<char*> argv;
-  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    const std::string_view name = kv.substr(0, kv.find('='));
-    bool drop = false;
-    for (const auto& u : options.env_unset) drop = drop || name == u;
-    for (const auto& [k, v] : options.env_set) drop = drop || name == k;
-    if (!drop) env_strings.emplace_back(kv);
-  }
-  for (const auto& [k, v] : options.env_set) env_strings.push_back(fmt::format("{}={}", k, v));
-  std::vector<char*> envp;
-  envp.reserve(env_strings.size() + 1);
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  std::vector<std::string> arg_strings = options.argv;
+  const std::vector<char*> argv = NullTerminated(&arg_strings);
+  std::vector<std::string> env_strings = ChildEnvironment(options);
+  const std::vector<char*> envp = NullTerminated(&env_strings);
 
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
@@ -247,8 +319,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
   }
   const int out_fd = *out_target;
   const int err_fd = *err_target;
-  const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
 
   EnsureCleanupGuardian();
@@ -258,30 +329,9 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
 
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::setpgid(0, 0);
-    // If moetune dies without a chance to clean up (SIGKILL), so does the child.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD})
-      sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (null_in >= 0) ::dup2(null_in, 0);
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    CloseInheritedDescriptors(exec_pipe[1]);
-    if (cwd != nullptr && ::chdir(cwd) != 0) {
-      const int e = errno;
-      [[maybe_unused]] ssize_t w = ::write(exec_pipe[1], &e, sizeof e);
-      _exit(127);
-    }
-    ::execve(program.c_str(), argv.data(), envp.data());
-    const int e = errno;
-    [[maybe_unused]] ssize_t w = ::write(exec_pipe[1], &e, sizeof e);
-    _exit(127);
+    ExecChild({program.c_str(), argv.data(), envp.data(),
+               options.cwd.empty() ? nullptr : options.cwd.c_str(), null_in, out_fd, err_fd,
+               exec_pipe[1], parent});
   }
   const int fork_errno = errno;
   if (pid > 0) {
@@ -290,28 +340,18 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const SpawnOptions& op
   }
   RestoreSignalMask(old);
 
-  if (null_in >= 0) ::close(null_in);
   if (out_fd != out_pipe[1]) ::close(out_fd);
   if (err_fd != err_pipe[1]) ::close(err_fd);
-  for (int* fd : {&out_pipe[1], &err_pipe[1], &exec_pipe[1]}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
+  CloseAndForget({&null_in, &out_pipe[1], &err_pipe[1], &exec_pipe[1]});
   if (pid < 0) {
     close_all();
     return Error(ErrorKind::kIo, fmt::format("cannot start '{}': fork failed: {}", program,
                                              std::strerror(fork_errno)));
   }
-  // The exec pipe closes on successful exec (O_CLOEXEC) or carries errno.
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(exec_pipe[0], &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  ::close(exec_pipe[0]);
+  const int child_errno = ExecErrno(exec_pipe[0]);
   exec_pipe[0] = -1;
   std::unique_ptr<ChildProcess> child(new ChildProcess(pid, out_pipe[0], err_pipe[0]));
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+  if (child_errno != 0) {
     child->Terminate(std::chrono::milliseconds(0));
     return Error(child_errno == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
                  fmt::format("cannot start '{}': {}", program, std::strerror(child_errno)));

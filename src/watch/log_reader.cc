@@ -117,23 +117,42 @@ std::string ServeCommandLine(const std::vector<std::string>& argv) {
   return std::string(kServeCommandTag) + nlohmann::json(argv).dump();
 }
 
+void ServerLogParser::FeedServeCommand(std::string_view json) {
+  // Untrusted like the rest: an array of at most 4096 strings, else a note.
+  const auto j = ParseJsonOrDiscarded(json);
+  std::vector<std::string> argv;
+  const bool ok = j.is_array() && !j.empty() && j.size() <= 4096 &&
+                  std::all_of(j.begin(), j.end(), [](const auto& a) { return a.is_string(); });
+  if (ok) {
+    for (const auto& a : j) argv.push_back(a.template get<std::string>());
+    log_.commands.push_back(std::move(argv));
+  } else {
+    log_.notes.push_back(
+        fmt::format("line {}: a serve command line that is not a JSON array "
+                    "of strings (ignored)",
+                    log_.lines));
+  }
+}
+
+void ServerLogParser::StartTask() {
+  bool others = false;
+  for (const auto& [s, t] : active_) {
+    if (s == slot_) continue;
+    others = true;
+    if (auto it = pending_.find(t); it != pending_.end()) it->second.request.concurrent = true;
+  }
+  active_[slot_] = task_;
+  auto& p = pending_[task_];
+  p.request.slot = slot_;
+  p.request.task = task_;
+  p.request.session = log_.sessions;
+  p.request.concurrent = p.request.concurrent || others;
+}
+
 void ServerLogParser::Feed(std::string_view line) {
   ++log_.lines;
   if (line.substr(0, kServeCommandTag.size()) == kServeCommandTag) {
-    // Untrusted like the rest: an array of at most 4096 strings, else a note.
-    const auto j = ParseJsonOrDiscarded(line.substr(kServeCommandTag.size()));
-    std::vector<std::string> argv;
-    const bool ok = j.is_array() && !j.empty() && j.size() <= 4096 &&
-                    std::all_of(j.begin(), j.end(), [](const auto& a) { return a.is_string(); });
-    if (ok) {
-      for (const auto& a : j) argv.push_back(a.template get<std::string>());
-      log_.commands.push_back(std::move(argv));
-    } else {
-      log_.notes.push_back(
-          fmt::format("line {}: a serve command line that is not a JSON array "
-                      "of strings (ignored)",
-                      log_.lines));
-    }
+    FeedServeCommand(line.substr(kServeCommandTag.size()));
     return;
   }
   const auto ts = Timestamp(line);
@@ -174,18 +193,7 @@ void ServerLogParser::Feed(std::string_view line) {
   }
   const bool launch = line.find("processing task") != std::string_view::npos;
   if (launch && task_ >= 0 && slot_ >= 0) {
-    bool others = false;
-    for (const auto& [s, t] : active_) {
-      if (s == slot_) continue;
-      others = true;
-      if (auto it = pending_.find(t); it != pending_.end()) it->second.request.concurrent = true;
-    }
-    active_[slot_] = task_;
-    auto& p = pending_[task_];
-    p.request.slot = slot_;
-    p.request.task = task_;
-    p.request.session = log_.sessions;
-    p.request.concurrent = p.request.concurrent || others;
+    StartTask();
     return;
   }
   const auto prompt_pos = line.find("prompt eval time");

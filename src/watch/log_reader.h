@@ -83,6 +83,11 @@ class ServerLogParser {
     bool has_prompt = false, has_eval = false;
   };
   void Complete(int64_t task);
+  /// A serve command line (the JSON after kServeCommandTag): kept, or a note.
+  void FeedServeCommand(std::string_view json);
+  /// The current task starts on the current slot: concurrent with the tasks
+  /// of the other slots.
+  void StartTask();
 
   ServerLog log_;
   std::map<int64_t, Pending> pending_;  // by task

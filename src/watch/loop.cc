@@ -139,6 +139,52 @@ ServerEvent Event(ServerEvent::Kind kind, const ServerSupervisor& sup, int port,
   return e;
 }
 
+ServerEvent ExitedEvent(const ServerSupervisor& sup, int port, double t, const SupervisorCheck& c) {
+  ServerEvent e = Event(ServerEvent::Kind::kExited, sup, port, t);
+  e.status = c.status.Describe();
+  e.message = c.message;
+  e.waited_s = c.waited_s;
+  return e;
+}
+
+ServerEvent AppliedEvent(const ServerSupervisor& sup, int port, double t, const Alarm& a) {
+  ServerEvent e = Event(ServerEvent::Kind::kApplied, sup, port, t);
+  e.alarm = a;
+  e.n_cpu_moe_from = a.n_cpu_moe_from;
+  e.n_cpu_moe_to = a.n_cpu_moe_to;
+  e.argv = a.command;
+  e.message = fmt::format("restarting llama-server with --n-cpu-moe {} (was {}): {}",
+                          *a.n_cpu_moe_to, a.n_cpu_moe_from.value_or(-1), a.title);
+  return e;
+}
+
+// The overflow alarm whose fix --apply restarts the server with: one with a
+// command, while nobody waits and applies are left; null when none.
+const Alarm* FixToApply(const ServeOptions& o, const MonitorStep& step, int applies) {
+  const LiveSample& s = step.sample;
+  if (!o.apply || applies >= o.max_applies || s.slots_busy != 0 || s.requests_processing != 0 ||
+      s.requests_deferred != 0)
+    return nullptr;
+  for (const auto& a : step.active) {
+    if (a.kind == AlarmKind::kOverflow && !a.command.empty() && a.n_cpu_moe_to) return &a;
+  }
+  return nullptr;
+}
+
+// The monitor connected again to the (re)started server.
+Status Reconnect(const ServeOptions& o, const ServerSupervisor& sup, Monitor* m) {
+  MOETUNE_ASSIGN_OR_RETURN(auto sampler, ConnectTo(o, sup.pid()));
+  m->Reconnect(std::move(sampler));
+  return OkStatus();
+}
+
+// The server was started again: said, and the monitor connected to it.
+Status Restarted(const ServeOptions& o, const ServerSupervisor& sup, double t, Monitor* m,
+                 WatchSink& sink) {
+  sink.OnServer(Event(ServerEvent::Kind::kRestarted, sup, o.supervisor.port, t));
+  return Reconnect(o, sup, m);
+}
+
 }  // namespace
 
 int RunServe(const ServeOptions& o, WatchSink& sink) {
@@ -157,10 +203,8 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
   auto sampler = ConnectTo(o, sup.pid());
   if (!sampler.ok()) return fail(sampler.error().message(), {});
   Monitor m(std::move(sampler).value(), o.session);
-  const std::string url = m.sampler().client().url().ToString();
-  sink.OnStart(MakeStartInfo(m, url, o.loop));
+  sink.OnStart(MakeStartInfo(m, m.sampler().client().url().ToString(), o.loop));
   for (const auto& e : m.Start()) sink.OnAlarm(e);
-
   auto last_ok = Clock::now();
   int applies = 0;
   ServerEvent unreachable = Event(ServerEvent::Kind::kUnreachable, sup, port, 0);
@@ -169,22 +213,14 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
     next += o.loop.interval;
     SleepUntil(next);
     const SupervisorCheck c = sup.Poll();
-    if (c.exited) {
-      ServerEvent e = Event(ServerEvent::Kind::kExited, sup, port, Since(t0));
-      e.status = c.status.Describe();
-      e.message = c.message;
-      e.waited_s = c.waited_s;
-      sink.OnServer(e);
-    }
+    if (c.exited) sink.OnServer(ExitedEvent(sup, port, Since(t0), c));
     if (c.gave_up) {
       sup.Stop();
       return fail(c.error, m.session().verdict());
     }
     if (c.restarted) {
-      sink.OnServer(Event(ServerEvent::Kind::kRestarted, sup, port, Since(t0)));
-      auto s = ConnectTo(o, sup.pid());
-      if (!s.ok()) return fail(s.error().message(), m.session().verdict());
-      m.Reconnect(std::move(s).value());
+      if (auto st = Restarted(o, sup, Since(t0), &m, sink); !st.ok())
+        return fail(st.error().message(), m.session().verdict());
       last_ok = Clock::now();
       continue;  // the counters restarted from zero: sample from the next interval
     }
@@ -197,16 +233,10 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
         // Alive but silent (a hang): restarted like a crash.
         const SupervisorCheck h = sup.RestartHung(
             fmt::format("no answer for {:.0f} s: {}", Since(last_ok), step.error().message()));
-        ServerEvent e = Event(ServerEvent::Kind::kExited, sup, port, Since(t0));
-        e.status = h.status.Describe();
-        e.message = h.message;
-        e.waited_s = h.waited_s;
-        sink.OnServer(e);
+        sink.OnServer(ExitedEvent(sup, port, Since(t0), h));
         if (h.gave_up) return fail(h.error, m.session().verdict());
-        sink.OnServer(Event(ServerEvent::Kind::kRestarted, sup, port, Since(t0)));
-        auto s = ConnectTo(o, sup.pid());
-        if (!s.ok()) return fail(s.error().message(), m.session().verdict());
-        m.Reconnect(std::move(s).value());
+        if (auto st = Restarted(o, sup, Since(t0), &m, sink); !st.ok())
+          return fail(st.error().message(), m.session().verdict());
         last_ok = Clock::now();
       }
       continue;
@@ -217,32 +247,17 @@ int RunServe(const ServeOptions& o, WatchSink& sink) {
     for (const auto& e : step->events) raised = raised || e.raised;
     if (o.loop.exit_on_alarm && raised) break;
     // --apply: the fix, when the alarm is an overflow with a command and nobody waits.
-    const LiveSample& s = step->sample;
-    if (o.apply && applies < o.max_applies && s.slots_busy == 0 && s.requests_processing == 0 &&
-        s.requests_deferred == 0) {
-      for (const auto& a : step->active) {
-        if (a.kind != AlarmKind::kOverflow || a.command.empty() || !a.n_cpu_moe_to) continue;
-        ServerEvent e = Event(ServerEvent::Kind::kApplied, sup, port, Since(t0));
-        e.alarm = a;
-        e.n_cpu_moe_from = a.n_cpu_moe_from;
-        e.n_cpu_moe_to = a.n_cpu_moe_to;
-        e.argv = a.command;
-        e.message = fmt::format("restarting llama-server with --n-cpu-moe {} (was {}): {}",
-                                *a.n_cpu_moe_to, a.n_cpu_moe_from.value_or(-1), a.title);
-        sink.OnServer(e);
-        if (auto st = sup.Replace(a.command); !st.ok())
-          return fail("restart with the fix failed: " + st.error().message(),
-                      m.session().verdict());
-        sink.OnServer(Event(ServerEvent::Kind::kStarted, sup, port, Since(t0)));
-        auto ns = ConnectTo(o, sup.pid());
-        if (!ns.ok()) return fail(ns.error().message(), m.session().verdict());
-        m.Reconnect(std::move(ns).value());
-        m.session().Rebase(o.baseline_for ? o.baseline_for(*a.n_cpu_moe_to) : nullptr,
-                           SettingsFromArgv(a.command));
-        ++applies;
-        last_ok = Clock::now();
-        break;
-      }
+    if (const Alarm* a = FixToApply(o, *step, applies)) {
+      sink.OnServer(AppliedEvent(sup, port, Since(t0), *a));
+      if (auto st = sup.Replace(a->command); !st.ok())
+        return fail("restart with the fix failed: " + st.error().message(), m.session().verdict());
+      sink.OnServer(Event(ServerEvent::Kind::kStarted, sup, port, Since(t0)));
+      if (auto st = Reconnect(o, sup, &m); !st.ok())
+        return fail(st.error().message(), m.session().verdict());
+      m.session().Rebase(o.baseline_for ? o.baseline_for(*a->n_cpu_moe_to) : nullptr,
+                         SettingsFromArgv(a->command));
+      ++applies;
+      last_ok = Clock::now();
     }
     if (o.loop.duration && Clock::now() - t0 >= *o.loop.duration) break;
   }

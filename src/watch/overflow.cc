@@ -164,6 +164,71 @@ OverflowCheck OverflowDetector::Add(const Observation& o) {
   return c;
 }
 
+void OverflowDetector::Classify(double rp, double rd, OverflowCheck* c) const {
+  const bool prefill_low = rp <= rules_.bad_prefill_ratio;
+  const bool decode_normal = rd >= rules_.decode_floor;
+  // Against the session's own line, decode above its expectation says the
+  // line is low at this depth (its slope came out steep from a few noisy
+  // requests): prefill's threshold follows decode, by at most
+  // `decode_credit`. Measured curves and predictions (whose decode ratio is
+  // 1.5 when the prediction is right) get no credit.
+  const double credit = baseline().Kind() == "session" ? rules_.decode_credit : 1.0;
+  const bool lopsided = rp <= rules_.lopsided * std::min(rd, credit);
+  if (lopsided && decode_normal) {
+    c->judgement = Judgement::kBad;
+    c->reason = fmt::format("prefill x{:.2f} of expected while decode is x{:.2f}", rp, rd);
+  } else if (prefill_low && (!run_.empty() || active_)) {
+    // An overflow deepens: first the compute buffer lives in host memory
+    // (prefill collapses, decode barely moves), then the KV cache too, and
+    // decode falls as well. After the lopsided signature, prefill at most half
+    // of normal continues the evidence whatever decode does, instead of
+    // passing for a uniformly slow machine.
+    c->judgement = Judgement::kBad;
+    c->reason = fmt::format(
+        "prefill x{:.2f} and decode x{:.2f} of expected, after prefill fell alone: the "
+        "overflow deepened",
+        rp, rd);
+  } else if (rp >= rules_.good_ratio || (rp >= rules_.good_ratio * rd && decode_normal)) {
+    c->judgement = Judgement::kGood;
+    c->reason = fmt::format("prefill x{:.2f}, decode x{:.2f}: consistent", rp, rd);
+  } else if (prefill_low && !decode_normal) {
+    c->judgement = Judgement::kNeutral;
+    c->reason = fmt::format(
+        "prefill x{:.2f} and decode x{:.2f}: both slow, a slow machine rather than an overflow", rp,
+        rd);
+  } else {
+    c->judgement = Judgement::kNeutral;
+    c->reason = fmt::format("prefill x{:.2f}, decode x{:.2f}: between thresholds", rp, rd);
+  }
+}
+
+void OverflowDetector::Track(const OverflowCheck& c, const Pending& pending,
+                             double expected_prefill_tps) {
+  const WorkSample& p = pending.prefill;
+  if (c.judgement == Judgement::kBad) {
+    good_streak_ = 0;
+    run_.push_back({pending.time_s, *p.depth, p.tokens, p.rate(), expected_prefill_tps,
+                    *c.prefill_ratio, *c.decode_ratio});
+    double tokens = 0;
+    for (const auto& r : run_) tokens += r.tokens;
+    if (active_) {
+      evidence_ = run_;
+    } else if (static_cast<int>(run_.size()) >= rules_.bad_to_raise &&
+               tokens >= rules_.min_bad_tokens) {
+      active_ = true;
+      raised_now_ = true;
+      evidence_ = run_;
+    }
+  } else if (c.judgement == Judgement::kGood) {
+    run_.clear();
+    if (active_ && ++good_streak_ >= rules_.good_to_clear) {
+      active_ = false;
+      cleared_now_ = true;
+      good_streak_ = 0;
+    }
+  }
+}
+
 OverflowCheck OverflowDetector::Judge(const Pending& pending, std::optional<double> own_decode) {
   OverflowCheck c;
   c.baseline_kind = baseline().Kind();
@@ -221,63 +286,8 @@ OverflowCheck OverflowDetector::Judge(const Pending& pending, std::optional<doub
   }
   const double rd = own_decode ? *own_decode : Median(decode_ratios_);
   c.decode_ratio = rd;
-  const bool prefill_low = rp <= rules_.bad_prefill_ratio;
-  const bool decode_normal = rd >= rules_.decode_floor;
-  // Against the session's own line, decode above its expectation says the
-  // line is low at this depth (its slope came out steep from a few noisy
-  // requests): prefill's threshold follows decode, by at most
-  // `decode_credit`. Measured curves and predictions (whose decode ratio is
-  // 1.5 when the prediction is right) get no credit.
-  const double credit = baseline().Kind() == "session" ? rules_.decode_credit : 1.0;
-  const bool lopsided = rp <= rules_.lopsided * std::min(rd, credit);
-  if (lopsided && decode_normal) {
-    c.judgement = Judgement::kBad;
-    c.reason = fmt::format("prefill x{:.2f} of expected while decode is x{:.2f}", rp, rd);
-  } else if (prefill_low && (!run_.empty() || active_)) {
-    // An overflow deepens: first the compute buffer lives in host memory
-    // (prefill collapses, decode barely moves), then the KV cache too, and
-    // decode falls as well. After the lopsided signature, prefill at most half
-    // of normal continues the evidence whatever decode does, instead of
-    // passing for a uniformly slow machine.
-    c.judgement = Judgement::kBad;
-    c.reason = fmt::format(
-        "prefill x{:.2f} and decode x{:.2f} of expected, after prefill fell alone: the "
-        "overflow deepened",
-        rp, rd);
-  } else if (rp >= rules_.good_ratio || (rp >= rules_.good_ratio * rd && decode_normal)) {
-    c.judgement = Judgement::kGood;
-    c.reason = fmt::format("prefill x{:.2f}, decode x{:.2f}: consistent", rp, rd);
-  } else if (prefill_low && !decode_normal) {
-    c.judgement = Judgement::kNeutral;
-    c.reason = fmt::format(
-        "prefill x{:.2f} and decode x{:.2f}: both slow, a slow machine rather than an overflow", rp,
-        rd);
-  } else {
-    c.judgement = Judgement::kNeutral;
-    c.reason = fmt::format("prefill x{:.2f}, decode x{:.2f}: between thresholds", rp, rd);
-  }
-
-  if (c.judgement == Judgement::kBad) {
-    good_streak_ = 0;
-    run_.push_back({pending.time_s, *p.depth, p.tokens, p.rate(), *e.prefill_tps, rp, rd});
-    double tokens = 0;
-    for (const auto& r : run_) tokens += r.tokens;
-    if (active_) {
-      evidence_ = run_;
-    } else if (static_cast<int>(run_.size()) >= rules_.bad_to_raise &&
-               tokens >= rules_.min_bad_tokens) {
-      active_ = true;
-      raised_now_ = true;
-      evidence_ = run_;
-    }
-  } else if (c.judgement == Judgement::kGood) {
-    run_.clear();
-    if (active_ && ++good_streak_ >= rules_.good_to_clear) {
-      active_ = false;
-      cleared_now_ = true;
-      good_streak_ = 0;
-    }
-  }
+  Classify(rp, rd, &c);
+  Track(c, pending, *e.prefill_tps);
   learn(c);
   MaybeHandOver(&c);
   return c;

@@ -125,6 +125,9 @@ class OverflowDetector {
   // A prediction judges and the session has not taken over yet.
   bool Provisional() const;
   void MaybeHandOver(OverflowCheck* c);
+  // The judgement of a prefill at `rp` and a decode at `rd` times the
+  // expected speeds, with its reason.
+  void Classify(double rp, double rd, OverflowCheck* c) const;
   // Under a prediction: requests not judged bad wait here with their r_p / r_d
   // until five of them agree (r_p / r_d at least 0.7 of the median), then
   // become the session's reference.
@@ -148,6 +151,9 @@ class OverflowDetector {
     double tokens() const { return prefill.tokens; }
   };
   OverflowCheck Judge(const Pending& p, std::optional<double> own_decode_ratio);
+  // The run of bad requests and the streak of good ones after judgement `c`:
+  // the alarm raised or cleared.
+  void Track(const OverflowCheck& c, const Pending& pending, double expected_prefill_tps);
   std::optional<Pending> pending_;
 
   std::shared_ptr<const Baseline> external_;

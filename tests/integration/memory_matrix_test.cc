@@ -198,6 +198,23 @@ std::string Describe(const MatrixCase& c) {
   return ShellJoin(SettingsArgv(shaping));
 }
 
+// The compute buffers of the engine's verbose log: device ("Host", "RPC0")
+// -> MiB, to the precision the log gives.
+std::map<std::string, double> LoggedComputeMiB(const std::string& log) {
+  static const std::regex kCompute(R"(sched_reserve: +(\S+) compute buffer size = +([0-9.]+) MiB)");
+  std::map<std::string, double> precise;
+  std::istringstream e(log);
+  std::string line;
+  while (std::getline(e, line)) {
+    std::smatch mm;
+    if (std::regex_search(line, mm, kCompute)) {
+      const std::string dev = mm[1].str().rfind("RPC", 0) == 0 ? mm[1].str().substr(0, 4) : "Host";
+      precise[dev] = std::stod(mm[2]);
+    }
+  }
+  return precise;
+}
+
 // Runs the engine's dry run for `launch` and compares every device line.
 void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
   Matrix* m = Matrix::Get();
@@ -218,22 +235,11 @@ void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
   // log at exit; rerun until the compute lines (the last ones needed) arrive.
   CommandResult r;
   std::map<std::string, double> precise;  // device -> compute MiB from the log
-  static const std::regex kCompute(R"(sched_reserve: +(\S+) compute buffer size = +([0-9.]+) MiB)");
   for (int attempt = 0; attempt < 6; ++attempt) {
     r = RunCommand(argv, 300);
     ASSERT_EQ(r.exit_code, 0) << ShellJoin(argv) << "\n"
                               << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
-    precise.clear();
-    std::istringstream e(r.err);
-    std::string line;
-    while (std::getline(e, line)) {
-      std::smatch mm;
-      if (std::regex_search(line, mm, kCompute)) {
-        const std::string dev =
-            mm[1].str().rfind("RPC", 0) == 0 ? mm[1].str().substr(0, 4) : "Host";
-        precise[dev] = std::stod(mm[2]);
-      }
-    }
+    precise = LoggedComputeMiB(r.err);
     if (precise.count("Host") && (!rpc || precise.count("RPC0"))) break;
   }
   auto devices = ParseFitParamsOutput(r.out);

@@ -21,6 +21,29 @@ int Paeth(int a, int b, int c) {
   return pb <= pc ? b : c;
 }
 
+// A byte of a filtered row with the row's filter undone: `x` the filtered
+// byte, `a` the byte to its left, `b` the one above, `c` above the left one.
+uint8_t Unfilter(int filter, int x, int a, int b, int c) {
+  int v = x;
+  switch (filter) {
+    case 1:
+      v = x + a;
+      break;
+    case 2:
+      v = x + b;
+      break;
+    case 3:
+      v = x + (a + b) / 2;
+      break;
+    case 4:
+      v = x + Paeth(a, b, c);
+      break;
+    default:
+      break;
+  }
+  return static_cast<uint8_t>(v & 0xff);
+}
+
 }  // namespace
 
 std::optional<RgbImage> ReadPng(const std::string& path, std::string* error) {
@@ -78,28 +101,9 @@ std::optional<RgbImage> ReadPng(const std::string& path, std::string* error) {
     const uint8_t* row = &raw[static_cast<size_t>(y) * (stride + 1)];
     const int filter = row[0];
     for (size_t i = 0; i < stride; ++i) {
-      const int x = row[1 + i];
       const int a = i >= static_cast<size_t>(channels) ? cur[i - channels] : 0;
-      const int b = prev[i];
       const int c = i >= static_cast<size_t>(channels) ? prev[i - channels] : 0;
-      int v = x;
-      switch (filter) {
-        case 1:
-          v = x + a;
-          break;
-        case 2:
-          v = x + b;
-          break;
-        case 3:
-          v = x + (a + b) / 2;
-          break;
-        case 4:
-          v = x + Paeth(a, b, c);
-          break;
-        default:
-          break;
-      }
-      cur[i] = static_cast<uint8_t>(v & 0xff);
+      cur[i] = Unfilter(filter, row[1 + i], a, prev[i], c);
     }
     for (int px = 0; px < img.width; ++px) {
       for (int ch = 0; ch < 3; ++ch)

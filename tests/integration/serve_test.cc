@@ -76,6 +76,92 @@ std::string WriteImpossibleBaseline(const TempDir& tmp) {
   return path;
 }
 
+// Watch's derived rates (the serve output's samples) against the timings the
+// server returned; the prefill samples in `*prefills`.
+void ExpectRatesOfTheTimings(const std::string& serve_out, const std::vector<ChatTimings>& timings,
+                             std::vector<nlohmann::json>* prefills) {
+  std::vector<nlohmann::json> decodes;
+  for (const auto& s : Events(serve_out, "sample")) {
+    if (!s["prefill"].is_null()) prefills->push_back(s["prefill"]);
+    if (!s["decode"].is_null()) decodes.push_back(s["decode"]);
+  }
+  ASSERT_EQ(prefills->size(), timings.size());
+  ASSERT_EQ(decodes.size(), timings.size());
+  double worst_prefill = 0, worst_decode = 0;
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    worst_prefill =
+        std::max(worst_prefill,
+                 std::abs((*prefills)[i]["tps"].get<double>() / timings[i].prompt_per_second - 1));
+    worst_decode =
+        std::max(worst_decode,
+                 std::abs(decodes[i]["tps"].get<double>() / timings[i].predicted_per_second - 1));
+  }
+  std::printf(
+      "watch vs the server's timings over %zu turns (depth to %d): prefill within %.2f%%, "
+      "decode within %.2f%%\n",
+      timings.size(), timings.back().cache_n + timings.back().prompt_n, worst_prefill * 100,
+      worst_decode * 100);
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    SCOPED_TRACE("turn " + std::to_string(i));
+    EXPECT_EQ((*prefills)[i]["tokens"].get<int>(), timings[i].prompt_n);
+    EXPECT_NEAR((*prefills)[i]["tps"].get<double>(), timings[i].prompt_per_second,
+                0.10 * timings[i].prompt_per_second);
+    EXPECT_EQ(decodes[i]["tokens"].get<int>(), timings[i].predicted_n);
+    EXPECT_NEAR(decodes[i]["tps"].get<double>(), timings[i].predicted_per_second,
+                0.10 * timings[i].predicted_per_second);
+    // The depth watch saw: the reused history plus half the new prompt.
+    EXPECT_NEAR((*prefills)[i]["depth"].get<double>(),
+                timings[i].cache_n + timings[i].prompt_n / 2.0, 2.0);
+  }
+}
+
+// The session read back from the server's log `log` is judged as the live
+// watch judged it.
+void ExpectTheLogJudgedAlike(const std::string& serve_out, const std::string& log,
+                             const std::vector<ChatTimings>& timings,
+                             const std::vector<nlohmann::json>& prefills) {
+  // The same session from the server's own log: the same verdict (the
+  // alarms the live watch raised: none; exit code 0), the same requests at
+  // the speeds the client saw, judged alike. (Ctrl-C ends serve by the
+  // signal, after its cleanup, so the live verdict is its alarm events.)
+  nlohmann::json live_alarms = nlohmann::json::array();
+  for (const auto& a : Events(serve_out, "alarm")) live_alarms.push_back(a["alarm"]["id"]);
+  const auto r = RunCommand({MoetuneBinary(), "watch", "--log", log, "--json"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TempDir out;
+  { std::ofstream(out.File("log.jsonl")) << r.out; }
+  const auto verdict = Events(out.File("log.jsonl"), "verdict");
+  ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_EQ(verdict[0]["alarms"], live_alarms);
+  EXPECT_EQ(verdict[0]["exit_code"], 0);
+  EXPECT_TRUE(verdict[0]["alarms"].empty());
+  const auto requests = Events(out.File("log.jsonl"), "request");
+  ASSERT_EQ(requests.size(), timings.size());
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    EXPECT_NEAR(requests[i]["prefill"]["tps"].get<double>(), timings[i].prompt_per_second,
+                0.01 * timings[i].prompt_per_second);
+    EXPECT_NEAR(requests[i]["prefill"]["depth"].get<double>(), prefills[i]["depth"].get<double>(),
+                2.0);
+  }
+  // Request by request, the log is judged as the live watch judged it.
+  std::vector<nlohmann::json> live_checks, log_checks;
+  for (const auto& s : Events(serve_out, "sample")) {
+    if (!s["judgement"]["prefill_ratio"].is_null()) live_checks.push_back(s["judgement"]);
+  }
+  for (const auto& q : requests) {
+    if (!q["judgement"]["prefill_ratio"].is_null()) log_checks.push_back(q["judgement"]);
+  }
+  ASSERT_EQ(live_checks.size(), log_checks.size());
+  EXPECT_GE(live_checks.size(), 2u);
+  for (std::size_t i = 0; i < live_checks.size(); ++i) {
+    SCOPED_TRACE("judged request " + std::to_string(i));
+    EXPECT_EQ(live_checks[i]["verdict"], log_checks[i]["verdict"]);
+    EXPECT_NEAR(live_checks[i]["prefill_ratio"].get<double>(),
+                log_checks[i]["prefill_ratio"].get<double>(),
+                0.05 * live_checks[i]["prefill_ratio"].get<double>());
+  }
+}
+
 TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
   TempDir tmp;
   const int port = FreePort();
@@ -107,39 +193,8 @@ TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
   InterruptAndCheck(serve, {server});
 
   // Watch's derived rates against the timings the server returned.
-  std::vector<nlohmann::json> prefills, decodes;
-  for (const auto& s : Events(serve.out(), "sample")) {
-    if (!s["prefill"].is_null()) prefills.push_back(s["prefill"]);
-    if (!s["decode"].is_null()) decodes.push_back(s["decode"]);
-  }
-  ASSERT_EQ(prefills.size(), timings.size());
-  ASSERT_EQ(decodes.size(), timings.size());
-  double worst_prefill = 0, worst_decode = 0;
-  for (std::size_t i = 0; i < timings.size(); ++i) {
-    worst_prefill =
-        std::max(worst_prefill,
-                 std::abs(prefills[i]["tps"].get<double>() / timings[i].prompt_per_second - 1));
-    worst_decode =
-        std::max(worst_decode,
-                 std::abs(decodes[i]["tps"].get<double>() / timings[i].predicted_per_second - 1));
-  }
-  std::printf(
-      "watch vs the server's timings over %zu turns (depth to %d): prefill within %.2f%%, "
-      "decode within %.2f%%\n",
-      timings.size(), timings.back().cache_n + timings.back().prompt_n, worst_prefill * 100,
-      worst_decode * 100);
-  for (std::size_t i = 0; i < timings.size(); ++i) {
-    SCOPED_TRACE("turn " + std::to_string(i));
-    EXPECT_EQ(prefills[i]["tokens"].get<int>(), timings[i].prompt_n);
-    EXPECT_NEAR(prefills[i]["tps"].get<double>(), timings[i].prompt_per_second,
-                0.10 * timings[i].prompt_per_second);
-    EXPECT_EQ(decodes[i]["tokens"].get<int>(), timings[i].predicted_n);
-    EXPECT_NEAR(decodes[i]["tps"].get<double>(), timings[i].predicted_per_second,
-                0.10 * timings[i].predicted_per_second);
-    // The depth watch saw: the reused history plus half the new prompt.
-    EXPECT_NEAR(prefills[i]["depth"].get<double>(), timings[i].cache_n + timings[i].prompt_n / 2.0,
-                2.0);
-  }
+  std::vector<nlohmann::json> prefills;
+  ASSERT_NO_FATAL_FAILURE(ExpectRatesOfTheTimings(serve.out(), timings, &prefills));
 
   // Healthy: judged, and no alarm.
   int judged = 0;
@@ -151,46 +206,7 @@ TEST_F(ServeTest, HealthyConversationRatesMatchTheServersTimings) {
   EXPECT_GE(judged, 2);
   EXPECT_TRUE(Events(serve.out(), "alarm").empty());
 
-  // The same session from the server's own log: the same verdict (the
-  // alarms the live watch raised: none; exit code 0), the same requests at
-  // the speeds the client saw, judged alike. (Ctrl-C ends serve by the
-  // signal, after its cleanup, so the live verdict is its alarm events.)
-  nlohmann::json live_alarms = nlohmann::json::array();
-  for (const auto& a : Events(serve.out(), "alarm")) live_alarms.push_back(a["alarm"]["id"]);
-  const auto r = RunCommand({MoetuneBinary(), "watch", "--log", log, "--json"}, 60);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  TempDir out;
-  { std::ofstream(out.File("log.jsonl")) << r.out; }
-  const auto verdict = Events(out.File("log.jsonl"), "verdict");
-  ASSERT_EQ(verdict.size(), 1u);
-  EXPECT_EQ(verdict[0]["alarms"], live_alarms);
-  EXPECT_EQ(verdict[0]["exit_code"], 0);
-  EXPECT_TRUE(verdict[0]["alarms"].empty());
-  const auto requests = Events(out.File("log.jsonl"), "request");
-  ASSERT_EQ(requests.size(), timings.size());
-  for (std::size_t i = 0; i < timings.size(); ++i) {
-    EXPECT_NEAR(requests[i]["prefill"]["tps"].get<double>(), timings[i].prompt_per_second,
-                0.01 * timings[i].prompt_per_second);
-    EXPECT_NEAR(requests[i]["prefill"]["depth"].get<double>(), prefills[i]["depth"].get<double>(),
-                2.0);
-  }
-  // Request by request, the log is judged as the live watch judged it.
-  std::vector<nlohmann::json> live_checks, log_checks;
-  for (const auto& s : Events(serve.out(), "sample")) {
-    if (!s["judgement"]["prefill_ratio"].is_null()) live_checks.push_back(s["judgement"]);
-  }
-  for (const auto& q : requests) {
-    if (!q["judgement"]["prefill_ratio"].is_null()) log_checks.push_back(q["judgement"]);
-  }
-  ASSERT_EQ(live_checks.size(), log_checks.size());
-  EXPECT_GE(live_checks.size(), 2u);
-  for (std::size_t i = 0; i < live_checks.size(); ++i) {
-    SCOPED_TRACE("judged request " + std::to_string(i));
-    EXPECT_EQ(live_checks[i]["verdict"], log_checks[i]["verdict"]);
-    EXPECT_NEAR(live_checks[i]["prefill_ratio"].get<double>(),
-                log_checks[i]["prefill_ratio"].get<double>(),
-                0.05 * live_checks[i]["prefill_ratio"].get<double>());
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectTheLogJudgedAlike(serve.out(), log, timings, prefills));
 }
 
 TEST_F(ServeTest, ACrashedServerIsRestarted) {

@@ -1,0 +1,36 @@
+#pragma once
+/// The closing phases of a tune, over its ledger (tune/ledger.h): the final
+/// check at the target context of what the pick holds on the GPU, and
+/// llama.cpp's defaults measured in the same run for the comparison.
+
+#include <optional>
+#include <string>
+
+#include "config/server_config.h"
+#include "tune/ledger.h"
+#include "tune/phase.h"
+
+namespace moetune {
+
+/// The pick against llama.cpp's defaults, at depth 0 and at the target context.
+struct DefaultsComparison {
+  ServerConfig defaults;
+  std::string how;
+  std::optional<double> tuned_seconds_depth0, default_seconds_depth0;
+  std::optional<double> tuned_seconds_ctx, default_seconds_ctx;  // at the target context
+  std::string note;
+};
+
+/// The pick `cur` at the target context when a later phase changed what it
+/// holds on the GPU (micro-batch, flash attention, KV type, N) since
+/// `validated`: a change that fails or collapses there is undone (the
+/// collapse rule, tune/rules.h, with `validated` as the reference). Nothing
+/// when no settings were validated or the context holds no depth.
+PhaseOutcome RunFinalCheckPhase(TuneLedger& ledger, TuneSettings cur,
+                                const std::optional<TuneSettings>& validated);
+
+/// Measures llama.cpp's defaults (the space's) and the pick `cur` alike, at
+/// depth 0 and at the target context; nullopt when the space has no defaults.
+std::optional<DefaultsComparison> RunDefaultsPhase(TuneLedger& ledger, const TuneSettings& cur);
+
+}  // namespace moetune

@@ -1,0 +1,80 @@
+#include "tune/settings.h"
+
+#include <algorithm>
+
+namespace moetune {
+namespace {
+
+int WorkloadPrompt(const TuneOptions& o) {
+  return o.workload.prompt_tokens > 0 ? o.workload.prompt_tokens : o.n_prompt;
+}
+
+}  // namespace
+
+ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
+  ServerConfig c = space.base;
+  c.model = space.model;
+  c.placement.n_cpu_moe = s.n;
+  c.n_ubatch = s.ubatch;
+  c.n_batch = std::max(s.batch, s.ubatch);
+  c.type_k = s.kv_type;
+  c.type_v = s.kv_type;
+  c.flash_attn = s.flash_attn;
+  c.load_mode = s.load_mode;
+  c.threads = s.threads;
+  return c;
+}
+
+TuneSettings SettingsOf(const ServerConfig& c) {
+  TuneSettings s;
+  s.n = std::max(0, c.placement.n_cpu_moe);  // a dense model's pick writes none (-1)
+  s.threads = c.threads;
+  s.ubatch = c.n_ubatch;
+  s.batch = c.n_batch;
+  s.flash_attn = c.flash_attn;
+  s.kv_type = c.type_k;
+  s.load_mode = c.load_mode;
+  return s;
+}
+
+RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& o, const TuneSettings& s,
+                        bool prefill, int depth) {
+  RunConfig c(SettingsConfig(space, s));
+  c.n_depth = depth;
+  c.n_prompt = prefill ? std::max(o.n_prompt, 1) : 0;
+  c.n_gen = prefill ? 0 : std::max(o.n_gen, 1);
+  c.repetitions = o.repetitions;
+  return c;
+}
+
+std::vector<int> LongContextDepths(const TuneOptions& o) {
+  std::vector<int> depths;
+  if (o.ctx <= o.n_prompt) return depths;
+  for (int64_t d : {o.ctx / o.rules.first_depth_divisor, o.ctx - o.n_prompt}) {
+    const int di = static_cast<int>(std::max<int64_t>(d, 0));
+    if (di > 0 && std::find(depths.begin(), depths.end(), di) == depths.end()) depths.push_back(di);
+  }
+  return depths;
+}
+
+int DeepestDepth(const TuneOptions& o) {
+  return static_cast<int>(std::max<int64_t>(o.ctx - o.n_prompt, 0));
+}
+
+std::vector<int> MicroBatchCandidates(const TuneSpace& space, const TuneOptions& o) {
+  std::vector<int> out;
+  for (int ub : space.ubatches) {
+    if (ub <= std::max(WorkloadPrompt(o), o.rules.ubatch_always_tried)) out.push_back(ub);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+int MicroBatchPrompt(const TuneSpace& space, const TuneOptions& o) {
+  const auto ubs = MicroBatchCandidates(space, o);
+  const int max_ub = ubs.empty() ? 0 : ubs.back();
+  return std::max(o.n_prompt, std::min(max_ub, WorkloadPrompt(o)));
+}
+
+}  // namespace moetune

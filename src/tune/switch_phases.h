@@ -1,0 +1,24 @@
+#pragma once
+/// The phases of a tune that try one alternative setting against the current
+/// one, over its ledger (tune/ledger.h): flash attention on or off, the load
+/// mode (memory-mapped or loaded), and a q8_0 KV cache only when it buys a
+/// layer of experts on the GPU (and its prefill does not collapse at depth).
+/// A tie keeps flash attention on, the default load mode and the f16 cache.
+
+#include "tune/ledger.h"
+#include "tune/phase.h"
+
+namespace moetune {
+
+/// Chooses `-fa on` or `-fa off`; nothing when the space does not try it.
+PhaseOutcome RunFlashAttentionPhase(TuneLedger& ledger, TuneSettings cur);
+
+/// Chooses the default load mode or `-lm none`; nothing when the space does
+/// not try it.
+PhaseOutcome RunLoadModePhase(TuneLedger& ledger, TuneSettings cur);
+
+/// Tries a q8_0 KV cache with one more layer of experts on the GPU; nothing
+/// when the space does not try it, placement was not tuned or N is 0.
+PhaseOutcome RunKvCachePhase(TuneLedger& ledger, TuneSettings cur, bool placement_tuned);
+
+}  // namespace moetune
