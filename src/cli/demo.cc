@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -15,17 +16,21 @@
 
 #include "cli/command.h"
 #include "cli/machine_flags.h"
+#include "cli/tune_engine.h"
 #include "cli/validators.h"
 #include "config/server_config.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
+#include "hw/system_memory.h"
 #include "model/model_info.h"
 #include "model/synth.h"
+#include "plan/placement.h"
 #include "report/bench_report.h"
 #include "report/engine_report.h"
-#include "util/json_parse.h"
-#include "util/subprocess.h"
+#include "report/model_report.h"
+#include "tune/tune_job.h"
+#include "util/command_files.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -40,42 +45,17 @@ struct DemoArgs {
   double tune_budget = 2;  // minutes for the real-engine tune
 };
 
-// One `moetune tune --json` run of the demo's last step.
+// One tune of the demo's last step.
 struct DemoTune {
   std::string label;
-  std::vector<std::string> argv;  // after `moetune`
-  nlohmann::json result;
+  TuneEngine engine;
+  TuneJobRequest request;
+  TuneReport report;
 };
 
-// Runs `moetune tune` (this binary) as a user would; its failure is the demo's.
-Status RunDemoTune(const std::string& self, DemoTune* t) {
-  RunOptions o;
-  o.spawn.argv = {self};
-  o.spawn.argv.insert(o.spawn.argv.end(), t->argv.begin(), t->argv.end());
-  o.timeout = std::chrono::milliseconds(900000);
-  auto out = RunProcess(o);
-  if (!out.ok()) return out.error().Context("demo: the " + t->label + " tune");
-  t->result = ParseJsonOrDiscarded(out->stdout_text);
-  if (!out->status.success() || t->result.is_discarded() || !t->result.contains("pick") ||
-      !t->result["pick"].is_object() || !t->result.contains("command")) {
-    // The tune's own words: its last line that is not CLI11's "--help" hint.
-    std::string why = out->status.Describe();
-    for (auto it = out->stderr_tail.rbegin(); it != out->stderr_tail.rend(); ++it) {
-      if (!it->empty() && it->find("Run with --help") == std::string::npos) {
-        why = *it;
-        break;
-      }
-    }
-    return Error(ErrorKind::kInternal, fmt::format("demo: the {} tune failed ({}): {}", t->label,
-                                                   out->status.Describe(), why));
-  }
-  return OkStatus();
-}
-
-std::string Speedup(const nlohmann::json& v, const char* key) {
-  return v.is_object() && v.contains(key) && v[key].is_number()
-             ? fmt::format("{:.2f}x", v[key].get<double>())
-             : std::string("-");
+std::string Speedup(const std::optional<double>& tuned, const std::optional<double>& defaults) {
+  return tuned && defaults && *tuned > 0 ? fmt::format("{:.2f}x", *defaults / *tuned)
+                                         : std::string("-");
 }
 
 // Everything the demo prints passes ForTerminal: model names, engine output
@@ -84,33 +64,102 @@ void Out(const std::string& text) { std::cout << ForTerminal(text) << std::flush
 
 void Step(int n, const std::string& what) { Out(fmt::format("\n## {}. {}\n\n", n, what)); }
 
-int Run(const DemoArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
+// The same model and workload twice: on a what-if GPU machine through the
+// speed model (seconds), and with the real llama.cpp on this CPU (a tight
+// budget), each through the tune job as `moetune tune` runs it. Each keeps a
+// journal in the demo folder, so a second demo resumes.
+Result<std::array<DemoTune, 2>> RunDemoTunes(const DemoArgs& a, const std::string& model,
+                                             const ModelInfo& info) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(a.dir, ec);
-  if (ec)
-    return ReportError(
-        Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
+  SimBenchOptions sim_options;
+  sim_options.engine = "sim";
+  sim_options.machine.machine = a.sim_machine;
+  std::array<DemoTune, 2> tunes;
+  tunes[0].label = "simulated";
+  MOETUNE_ASSIGN_OR_RETURN(tunes[0].engine, SimTuneEngine(sim_options, "", ""));
+  tunes[1].label = "real CPU";
+  MOETUNE_ASSIGN_OR_RETURN(tunes[1].engine, RealTuneEngine(a.llama_dir, /*force=*/false));
+  for (DemoTune& t : tunes) {
+    const bool simulated = t.engine.machine.simulated;
+    TuneJobRequest& q = t.request;
+    q.model_path = model;
+    q.model = &info;
+    q.ctx = 1024;
+    q.workload = *ParseWorkload("256:64");
+    q.budget_seconds = simulated ? 20 * 60 : a.tune_budget * 60;
+    q.repetitions = simulated ? 3 : 2;
+    q.journal_path =
+        (fs::path(a.dir) / (simulated ? "tune-sim.journal" : "tune-cpu.journal")).string();
+    std::string line = fmt::format("moetune tune {} --ctx 1024 --workload 256:64 --journal {}",
+                                   model, q.journal_path);
+    if (simulated) {
+      line += t.engine.reproduce;
+    } else {
+      line += fmt::format(" --budget {} -r 2", a.tune_budget);
+      if (!a.llama_dir.empty()) line += " --llama-dir " + a.llama_dir;
+    }
+    q.reproduce = {line};
+    Out("$ " + line + "\n");
+    auto job = RunTuneJob(q, t.engine.machine, *t.engine.engine);
+    if (!job.ok()) return job.error().Context("demo: the " + t.label + " tune");
+    t.report = std::move(job->report);
+  }
+  return tunes;
+}
 
-  Out("# moetune demo\n");
-  Step(1, "Engine");
-  DiscoveryOptions dopt;
-  dopt.llama_dir = a.llama_dir;
-  auto info = DiscoverEngine(dopt);
-  if (!info.ok()) return ReportError(info.error());
-  Out(FormatEngineInfo(*info));
+// The two picks side by side, then their commands.
+void PrintDemoTunes(const std::array<DemoTune, 2>& tunes) {
+  const TuneReport& sim = tunes[0].report;
+  const TuneReport& real = tunes[1].report;
+  Out("\n| | simulated GPU machine | real llama.cpp on this CPU |\n|---|---|---|\n");
+  auto row = [&](const std::string& name, auto&& cell) {
+    Out(fmt::format("| {} | {} | {} |\n", name, cell(sim), cell(real)));
+  };
+  row("machine", [](const TuneReport& r) { return r.machine; });
+  row("--n-cpu-moe", [](const TuneReport& r) {
+    // Without a GPU the pick writes no --n-cpu-moe: every layer is on the host (-ngl 0).
+    const int n = r.result.best.placement.WrittenNCpuMoe();
+    return (n >= 0 ? std::to_string(n) : std::string("none, -ngl 0")) +
+           (r.result.placement_tuned ? "" : " (no GPU: not measured)");
+  });
+  row("-t", [](const TuneReport& r) { return std::to_string(r.result.best.threads); });
+  row("-ub", [](const TuneReport& r) { return std::to_string(r.result.best.n_ubatch); });
+  row("-fa",
+      [](const TuneReport& r) { return std::string(FlashAttnName(r.result.best.flash_attn)); });
+  row("load mode", [](const TuneReport& r) {
+    return r.result.best.load_mode == LoadMode::kNone ? std::string("read into RAM (-lm none)")
+                                                      : std::string("memory-mapped");
+  });
+  row("vs llama.cpp defaults (empty context)", [](const TuneReport& r) {
+    const auto& v = r.result.versus_defaults;
+    return v ? Speedup(v->tuned_seconds_depth0, v->default_seconds_depth0) : std::string("-");
+  });
+  row("vs llama.cpp defaults (full context)", [](const TuneReport& r) {
+    const auto& v = r.result.versus_defaults;
+    return v ? Speedup(v->tuned_seconds_ctx, v->default_seconds_ctx) : std::string("-");
+  });
+  row("measured (resumed)", [](const TuneReport& r) {
+    return fmt::format("{} ({})", r.result.measured, r.result.resumed);
+  });
+  for (const DemoTune& t : tunes) {
+    Out(fmt::format("\n{} pick:\n    {}\n", t.label, fmt::join(t.report.Command(), " ")));
+  }
+  const auto n_and_t = [](const TuneReport& r) {
+    return fmt::format("--n-cpu-moe {} -t {}", r.result.best.placement.WrittenNCpuMoe(),
+                       r.result.best.threads);
+  };
+  Out(fmt::format("\ntune step: simulated {}; real {}\n", n_and_t(sim), n_and_t(real)));
+}
 
-  Step(2, "A small synthetic MoE model");
+// Step 2: the demo's model, written once and reused while it still reads as
+// a model; a corrupt or truncated one is written again (and said so).
+Result<std::string> DemoModel(const DemoArgs& a) {
+  namespace fs = std::filesystem;
   const std::string model = (fs::path(a.dir) / fmt::format("{}-tiny.gguf", a.preset)).string();
-  auto spec = SynthPreset(a.preset);
-  if (!spec.ok()) return ReportError(spec.error());
-  auto scale = ParseSynthScale("tiny");
-  if (!scale.ok()) return ReportError(scale.error());
+  MOETUNE_ASSIGN_OR_RETURN(SynthSpec spec, SynthPreset(a.preset));
+  MOETUNE_ASSIGN_OR_RETURN(auto scale, ParseSynthScale("tiny"));
   SynthOptions sopt;
-  sopt.spec = ScaleSynthSpec(*spec, *scale);
-  // A cached model from an earlier run is reused only if it still reads as a
-  // model; a corrupt or truncated one is written again (and said so).
+  sopt.spec = ScaleSynthSpec(spec, scale);
   bool rewrite = false;
   if (fs::exists(model)) {
     if (auto cached = LoadModelInfo(model); !cached.ok()) {
@@ -119,56 +168,52 @@ int Run(const DemoArgs& a) {
       rewrite = true;
     }
   }
+  std::error_code ec;
   if (rewrite || !fs::exists(model)) {
     // The cached file just read is an input of this command (util/command_files.h),
     // never written over: the new model is written beside it, then takes its place.
     const std::string fresh = rewrite ? model + ".new" : model;
-    auto s = WriteSynthModel(sopt, fresh);
-    if (!s.ok()) return ReportError(s.error());
+    MOETUNE_TRY(WriteSynthModel(sopt, fresh));
     if (rewrite) {
       fs::rename(fresh, model, ec);
       if (ec) {
         fs::remove(fresh, ec);
-        return ReportError(Error(
-            ErrorKind::kIo, fmt::format("cannot replace the cached {}: {}", model, ec.message())));
+        return Error(ErrorKind::kIo,
+                     fmt::format("cannot replace the cached {}: {}", model, ec.message()));
       }
     }
   }
   Out(fmt::format("{}: {} ({}), {} layers, {} experts ({} used), {}\n", model, sopt.spec.model_name,
                   sopt.spec.arch, sopt.spec.n_layer, sopt.spec.n_expert, sopt.spec.n_expert_used,
                   FormatBytes(Bytes(static_cast<int64_t>(fs::file_size(model, ec))))));
+  // The model is complete: the plan and the tunes read it.
+  ReleaseOutputFile(model);
+  return model;
+}
 
-  Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
-  std::error_code exe_ec;
-  const std::string self = fs::read_symlink("/proc/self/exe", exe_ec).string();
-  int planned_n = 0;
-  {
-    // `moetune plan` itself (this binary), as a user would run it; a failing
-    // plan ends the demo with the plan's own message.
-    RunOptions o;
-    o.spawn.argv = {self, "plan", model, "--vram", "72MiB", "--margin", "16MiB", "--json"};
-    o.timeout = std::chrono::milliseconds(120000);
-    auto out = RunProcess(o);
-    if (!out.ok()) return ReportError(out.error().Context("demo: the plan step"));
-    const auto j = ParseJsonOrDiscarded(out->stdout_text);
-    if (!out->status.success() || j.is_discarded() || !j.contains("n_cpu_moe") ||
-        !j["n_cpu_moe"].is_number_integer()) {
-      std::string why = out->stderr_tail.empty() ? out->status.Describe() : out->stderr_tail.back();
-      return ReportError(
-          Error(ErrorKind::kInternal,
-                fmt::format("demo: `moetune plan` failed ({}): {}", out->status.Describe(), why)));
-    }
-    // The plan's recommended N (top-level "n_cpu_moe" of `plan --json`).
-    planned_n = j["n_cpu_moe"].get<int>();
-    RunOptions t = o;
-    t.spawn.argv.pop_back();  // the same plan as a table for the reader
-    if (auto table = RunProcess(t); table.ok() && table->status.success()) {
-      Out(table->stdout_text);
-    }
-    Out(fmt::format("\nplan step: --n-cpu-moe {} (from `moetune plan --json`)\n", planned_n));
+// Step 3: the plan `moetune plan MODEL --vram 72MiB --margin 16MiB` prints; its N.
+Result<int> DemoPlan(const ModelInfo& m, const std::string& model) {
+  PlanRequest req;
+  req.model_path = CommandModelPath(m);
+  req.vram_free = int64_t{72} << 20;
+  req.margin = int64_t{16} << 20;
+  req.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
+  auto plan = PlanPlacement(m.gguf, m.arch, m.weights, req);
+  if (!plan.ok()) return plan.error().Context("demo: the plan step");
+  const PlacementOption* best = plan->best();
+  if (best == nullptr) {
+    return Error(ErrorKind::kInternal, "demo: the plan step found no placement that fits 72 MiB");
   }
+  Out(PlanText(m, *plan, req));
+  Out(
+      fmt::format("\nplan step: --n-cpu-moe {} (the plan `moetune plan {} --vram 72MiB --margin "
+                  "16MiB` prints)\n",
+                  best->n_cpu_moe, model));
+  return best->n_cpu_moe;
+}
 
-  Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
+// Step 4: llama.cpp's own memory dry run, everything on the GPU and at the plan's N.
+void DemoFit(const EngineInfo& info, const std::string& model, int planned_n) {
   for (int n : {0, planned_n}) {
     WeightPlacement placement;
     placement.has_device = true;
@@ -176,7 +221,7 @@ int Run(const DemoArgs& a) {
     placement.n_cpu_moe = n;
     ContextParams ctx;
     ctx.n_ctx = 4096;
-    auto fit = RunFitParams(*info, PlannedConfig(model, placement, ctx, /*moe=*/true));
+    auto fit = RunFitParams(info, PlannedConfig(model, placement, ctx, /*moe=*/true));
     if (!fit.ok()) {
       Out(fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message()));
       continue;
@@ -187,8 +232,11 @@ int Run(const DemoArgs& a) {
                       FormatBytes(d.compute_bytes)));
     }
   }
+}
 
-  Step(5, "Benchmark with the real llama-bench");
+// Step 5: prefill and decode at both N with one and a few threads, with the real llama-bench.
+BenchRun DemoBench(const DemoArgs& a, const EngineInfo& info, const std::string& model,
+                   int planned_n) {
   std::vector<RunConfig> configs;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<int> threads = {1};
@@ -207,17 +255,20 @@ int Run(const DemoArgs& a) {
       }
     }
   }
-  LlamaBenchEngine engine(*info);
+  LlamaBenchEngine engine(info);
   ProgressCallback progress;
   if (::isatty(2))
     progress = [](const BenchProgress& p) {
       std::cerr << "\r\033[K" << ForTerminal(FormatProgressLine(p)) << std::flush;
     };
-  const BenchRun run = engine.Run(configs, progress);
+  BenchRun run = engine.Run(configs, progress);
   if (progress) std::cerr << "\n";
   Out(FormatBenchMarkdown(run));
+  return run;
+}
 
-  Step(6, "Summary");
+// Step 6: what the benchmark found.
+void DemoSummary(const EngineInfo& info, const BenchRun& run) {
   const RunResult* best_pp = nullptr;
   const RunResult* best_tg = nullptr;
   for (const auto& r : run.results) {
@@ -225,10 +276,9 @@ int Run(const DemoArgs& a) {
     const RunResult*& best = r.config.kind() == TestKind::kPrefill ? best_pp : best_tg;
     if (best == nullptr || ResultSummary(r).median > ResultSummary(*best).median) best = &r;
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Out(fmt::format("- engine: {} ({}), backends {}\n", info->version_line, info->origin,
+  Out(fmt::format("- engine: {} ({}), backends {}\n", info.version_line, info.origin,
                   run.backends.empty() ? "unknown" : run.backends));
-  for (const auto& w : info->warnings) Out("- WARNING: " + w + "\n");
+  for (const auto& w : info.warnings) Out("- WARNING: " + w + "\n");
   for (const RunResult* b : {best_pp, best_tg}) {
     if (b == nullptr) continue;
     Out(fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n",
@@ -241,71 +291,56 @@ int Run(const DemoArgs& a) {
   Out("- on this CPU-only engine every layer runs on the CPU, so --n-cpu-moe changes only where "
       "the\n"
       "  buffers live; with a CUDA engine the same commands measure the real GPU/CPU split\n");
+}
+
+int Run(const DemoArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto finished = [&t0] {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Out(fmt::format("- demo finished in {:.1f} s\n", s));
+  };
+  std::error_code ec;
+  std::filesystem::create_directories(a.dir, ec);
+  if (ec)
+    return ReportError(
+        Error(ErrorKind::kIo, fmt::format("cannot create '{}': {}", a.dir, ec.message())));
+
+  Out("# moetune demo\n");
+  Step(1, "Engine");
+  DiscoveryOptions dopt;
+  dopt.llama_dir = a.llama_dir;
+  auto info = DiscoverEngine(dopt);
+  if (!info.ok()) return ReportError(info.error());
+  Out(FormatEngineInfo(*info));
+
+  Step(2, "A small synthetic MoE model");
+  auto model = DemoModel(a);
+  if (!model.ok()) return ReportError(model.error());
+  auto loaded = LoadModelInfo(*model);
+  if (!loaded.ok()) return ReportError(loaded.error());
+
+  Step(3, "Plan for a pretend GPU with 72 MiB free (16 MiB margin)");
+  auto planned_n = DemoPlan(*loaded, *model);
+  if (!planned_n.ok()) return ReportError(planned_n.error());
+
+  Step(4, "llama.cpp's own memory dry run (llama-fit-params -fitp on)");
+  DemoFit(*info, *model, *planned_n);
+
+  Step(5, "Benchmark with the real llama-bench");
+  const BenchRun run = DemoBench(a, *info, *model, *planned_n);
+
+  Step(6, "Summary");
+  DemoSummary(*info, run);
   if (run.FailureCount() > 0) {
-    Out(fmt::format("- demo finished in {:.1f} s\n", wall));
+    finished();
     return kExitError;
   }
 
   Step(7, "Tune: a simulated GPU machine and the real CPU engine, side by side");
-  // The same model and workload twice: on a what-if GPU machine through the
-  // speed model (seconds), and with the real llama.cpp on this CPU (a tight
-  // budget). Each keeps a journal in the demo folder, so a second demo resumes.
-  const std::vector<std::string> common = {"tune",       model,    "--ctx",  "1024",
-                                           "--workload", "256:64", "--json", "--no-progress"};
-  DemoTune sim{"simulated", common, {}};
-  sim.argv.insert(sim.argv.end(), {"--engine", "sim", "--machine", a.sim_machine, "--journal",
-                                   (fs::path(a.dir) / "tune-sim.journal").string()});
-  DemoTune real{"real CPU", common, {}};
-  real.argv.insert(real.argv.end(), {"--budget", fmt::format("{}", a.tune_budget), "-r", "2",
-                                     "--journal", (fs::path(a.dir) / "tune-cpu.journal").string()});
-  if (!a.llama_dir.empty()) real.argv.insert(real.argv.end(), {"--llama-dir", a.llama_dir});
-  for (DemoTune* t : {&sim, &real}) {
-    std::string line = "$ moetune";
-    for (const auto& x : t->argv) line += " " + x;
-    Out(line + "\n");
-    if (auto st = RunDemoTune(self, t); !st.ok()) return ReportError(st.error());
-  }
-  std::cout << "\n| | simulated GPU machine | real llama.cpp on this CPU |\n|---|---|---|\n";
-  auto row = [&](const std::string& name, auto&& cell) {
-    Out(fmt::format("| {} | {} | {} |\n", name, cell(sim.result), cell(real.result)));
-  };
-  row("machine", [](const nlohmann::json& j) { return j.value("machine", std::string()); });
-  row("--n-cpu-moe", [](const nlohmann::json& j) {
-    // Without a GPU the pick writes no --n-cpu-moe: every layer is on the host (-ngl 0).
-    const int n = j["pick"].value("n_cpu_moe", -1);
-    return (n >= 0 ? std::to_string(n) : std::string("none, -ngl 0")) +
-           (j.value("placement_tuned", true) ? "" : " (no GPU: not measured)");
-  });
-  row("-t", [](const nlohmann::json& j) { return std::to_string(j["pick"].value("threads", 0)); });
-  row("-ub",
-      [](const nlohmann::json& j) { return std::to_string(j["pick"].value("n_ubatch", 0)); });
-  row("-fa", [](const nlohmann::json& j) { return j["pick"].value("flash_attn", std::string()); });
-  row("load mode", [](const nlohmann::json& j) {
-    return j["pick"].value("load_mode", std::string()) == "none"
-               ? std::string("read into RAM (-lm none)")
-               : std::string("memory-mapped");
-  });
-  row("vs llama.cpp defaults (empty context)", [](const nlohmann::json& j) {
-    return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_depth0");
-  });
-  row("vs llama.cpp defaults (full context)", [](const nlohmann::json& j) {
-    return Speedup(j.value("versus_defaults", nlohmann::json()), "speedup_at_ctx");
-  });
-  row("measured (resumed)", [](const nlohmann::json& j) {
-    return fmt::format("{} ({})", j.value("measured", 0), j.value("resumed", 0));
-  });
-  for (const DemoTune* t : {&sim, &real}) {
-    std::string cmd;
-    for (const auto& x : t->result["command"])
-      cmd += (cmd.empty() ? "" : " ") + x.get<std::string>();
-    Out(fmt::format("\n{} pick:\n    {}\n", t->label, cmd));
-  }
-  std::cout << fmt::format(
-      "\ntune step: simulated --n-cpu-moe {} -t {}; real --n-cpu-moe {} -t {}\n",
-      sim.result["pick"].value("n_cpu_moe", -1), sim.result["pick"].value("threads", -1),
-      real.result["pick"].value("n_cpu_moe", -1), real.result["pick"].value("threads", -1));
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("- demo finished in {:.1f} s\n", total);
+  auto tunes = RunDemoTunes(a, *model, *loaded);
+  if (!tunes.ok()) return ReportError(tunes.error());
+  PrintDemoTunes(*tunes);
+  finished();
   return kExitOk;
 }
 

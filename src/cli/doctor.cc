@@ -104,6 +104,7 @@ int RunDoctorCommand(const DoctorOpts& o) {
   d.nvml_library = o.nvml;
   d.measure_bandwidth = !o.no_bandwidth;
   d.env = CurrentEnvironment();
+  d.engine_dir = o.llama_dir;
   if (!o.json) std::cerr << "moetune: examining this machine (about 2 s)...\n";
   // The one engine discovery every command uses: a bad --llama-dir or
   // MOETUNE_LLAMA_DIR is the same error here as in bench and engine (the

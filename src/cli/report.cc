@@ -3,7 +3,7 @@
 // (`--report FILE.html|FILE.md`) or its configuration (`--emit FORMAT`).
 #include "cli/command.h"
 #include "cli/tune_output.h"
-#include "report/tune_reader.h"
+#include "tune/tune_reader.h"
 
 namespace moetune {
 

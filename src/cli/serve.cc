@@ -15,6 +15,7 @@
 #include "cli/validators.h"
 #include "cli/watch_prediction.h"
 #include "engine/engine_info.h"
+#include "hw/cpu_topology.h"
 #include "report/watch_report.h"
 #include "util/units.h"
 #include "util/utf8.h"
@@ -52,6 +53,7 @@ struct ServeOpts {
   bool json = false;
   bool exit_on_alarm = false;
   bool no_gpu = false;
+  bool force = false;
 };
 
 // Whether the engine lists a GPU device (nullopt when it cannot be asked):
@@ -66,6 +68,20 @@ std::optional<bool> EngineHasGpu(const std::string& llama_dir) {
 
 std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// The configuration of the command a --from file carries (from `from`), less
+// what serve does not start, said in a note.
+ServerConfig TunedBase(const std::vector<std::string>& command_argv, const std::string& from,
+                       std::vector<std::string>* notes) {
+  std::vector<std::string> dropped;
+  ServerConfig base = ConfigFromCommand(command_argv, &dropped);
+  if (!dropped.empty()) {
+    notes->push_back(fmt::format(
+        "{}: not started with {} (serve starts only the settings moetune plans and tunes)", from,
+        ShellJoin(dropped)));
+  }
+  return base;
 }
 
 // The configuration serve plans when --from carries no command.
@@ -112,6 +128,27 @@ ServeOptions LoopOptions(const ServeOpts& o, const std::vector<std::string>& arg
   return so;
 }
 
+// A tune made elsewhere (the simulated engine, another machine or llama.cpp)
+// is not served without --force: its pick was never measured here.
+Status CheckTunedHere(const TunedFile& tuned, const std::string& engine_version, bool force) {
+  const auto foreign = ForeignTuneChecks(
+      *tuned.origin, CpuFingerprint(ReadCpuTopology(SysRoot("/"))), engine_version);
+  if (foreign.empty()) return OkStatus();
+  std::string why;
+  for (const auto& f : foreign) why += (why.empty() ? "" : "; ") + f.Describe();
+  if (force) {
+    std::cerr << ForTerminal(
+        fmt::format("moetune serve: warning: {} was not tuned here: {}; "
+                    "served anyway (--force)\n",
+                    tuned.path, why));
+    return OkStatus();
+  }
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("{} was not tuned here: {}. Tune on this machine (moetune tune), or "
+                           "pass --force to serve it anyway",
+                           tuned.path, why));
+}
+
 int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   std::optional<TunedFile> tuned;
   std::vector<std::string> notes;
@@ -130,13 +167,7 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
         return kExitUsage;
       }
     }
-    std::vector<std::string> dropped;
-    base = ConfigFromCommand(*tuned->command_argv, &dropped);
-    if (!dropped.empty()) {
-      notes.push_back(fmt::format(
-          "{}: not started with {} (serve starts only the settings moetune plans and tunes)",
-          o.from, ShellJoin(dropped)));
-    }
+    base = TunedBase(*tuned->command_argv, o.from, &notes);
   } else {
     auto planned = PlannedBase(o, &notes);
     if (!planned.ok()) return ReportError(planned.error());
@@ -144,9 +175,13 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   }
   DiscoveryOptions d;
   d.llama_dir = o.llama_dir;
-  d.probe = false;
+  d.probe = tuned && tuned->origin;  // the version, to compare with the tune's
   auto engine = DiscoverEngine(d);
   if (!engine.ok()) return ReportError(engine.error());
+  if (tuned && tuned->origin) {
+    if (auto st = CheckTunedHere(*tuned, engine->version_line, o.force); !st.ok())
+      return ReportError(st.error());
+  }
   if (!engine->HasTool("llama-server")) {
     return ReportError(
         Error(ErrorKind::kNotFound, "no executable llama-server in " + engine->dir +
@@ -281,6 +316,9 @@ void RegisterServeCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--exit-on-alarm", o->exit_on_alarm,
                 "Stop the server and exit at the first alarm, with its exit code");
   cmd->add_flag("--no-gpu", o->no_gpu, "Do not read GPU memory through NVML");
+  cmd->add_flag("--force", o->force,
+                "Serve a --from tune made elsewhere (simulated engine, another machine or "
+                "llama.cpp) anyway");
   cmd->callback([o, run, plan_opts] {
     *run = WithModel(&o->model, [o, plan_opts]() { return Run(*o, plan_opts); });
   });

@@ -10,6 +10,7 @@
 #include "hw/bandwidth_reference.h"
 #include "hw/gpu_amd.h"
 #include "hw/gpu_nvidia.h"
+#include "hw/platform.h"
 #include "util/timestamp.h"
 #include "util/units.h"
 
@@ -39,6 +40,15 @@ std::vector<int> BandwidthCpus(const CpuTopology& cpu) {
     if (out.size() > cap) out.resize(cap);
   }
   return out;
+}
+
+// The engine the platform check judges: the folder named, else the variable,
+// else the tool discovery found.
+std::string EnginePath(const DoctorOptions& o) {
+  if (!o.engine_dir.empty()) return o.engine_dir;
+  if (auto it = o.env.find("MOETUNE_LLAMA_DIR"); it != o.env.end() && !it->second.empty())
+    return it->second;
+  return o.engine ? o.engine->llama_bench : "";
 }
 
 }  // namespace
@@ -103,7 +113,10 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     if (!r.engine->ran) p.notes.push_back("engine not probed: " + r.engine->note);
   }
   r.traps = FindEngineTraps(ti);
-  r.verdicts = MakeVerdicts({p, r.traps, std::nullopt});
+  r.platform = DetectPlatform(ReadPlatformInputs(options.root, options.env, EnginePath(options)));
+  VerdictInputs vi{p, r.traps, std::nullopt};
+  vi.platform = r.platform;
+  r.verdicts = MakeVerdicts(vi);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -111,6 +124,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
 void AddModelToReport(const ModelNeeds& model, DoctorReport* report) {
   report->model = model;
   VerdictInputs in{report->profile, report->traps, model};
+  in.platform = report->platform;
   if (!report->profile.gpus.empty()) {
     report->model_fit = FitExperts(
         model, report->profile.TotalFreeVramBytes() -

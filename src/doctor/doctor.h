@@ -13,6 +13,7 @@
 #include "engine/engine_traps.h"
 #include "hw/bandwidth_reference.h"
 #include "hw/machine_profile.h"
+#include "hw/platform.h"
 #include "hw/sysfs.h"
 
 namespace moetune {
@@ -28,6 +29,10 @@ struct DoctorOptions {
   /// the command layer; nullopt = not examined (--no-engine).
   std::optional<EngineProbe> engine;
   std::map<std::string, std::string> env;  // CurrentEnvironment() in the CLI
+  /// The llama.cpp folder the user named (--llama-dir), judged by the platform
+  /// check even when discovery failed; "" = MOETUNE_LLAMA_DIR from env, else
+  /// the engine found.
+  std::string engine_dir;
 };
 
 struct DoctorReport {
@@ -35,6 +40,7 @@ struct DoctorReport {
   std::optional<EngineProbe> engine;
   std::vector<EngineTrap> traps;
   std::vector<Verdict> verdicts;
+  Platform platform;  // WSL, a Windows engine, a GPU sharing RAM (hw/platform.h)
   std::optional<ModelNeeds> model;
   std::optional<ExpertFit> model_fit;  // the split that fits the free VRAM now
   // References for the measured bandwidth (bandwidth_reference.h); the notes

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "config/server_argv.h"
+#include "doctor/platform_verdicts.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -48,11 +49,21 @@ std::string Severity(int impact) {
   return "info";
 }
 
+}  // namespace
+
+Verdict MakeVerdict(std::string id, int impact, std::string title, std::string detail,
+                    std::string fix) {
+  impact = std::clamp(impact, 0, 100);
+  return {std::move(id),     impact,        Severity(impact), std::move(title),
+          std::move(detail), std::move(fix)};
+}
+
+namespace {
+
 void Add(std::vector<Verdict>* out, std::string id, int impact, std::string title,
          std::string detail, std::string fix) {
-  impact = std::clamp(impact, 0, 100);
-  out->push_back({std::move(id), impact, Severity(impact), std::move(title), std::move(detail),
-                  std::move(fix)});
+  out->push_back(
+      MakeVerdict(std::move(id), impact, std::move(title), std::move(detail), std::move(fix)));
 }
 
 std::string ProcessList(const GpuInfo& g) {
@@ -249,6 +260,12 @@ std::vector<Verdict> MakeVerdicts(const VerdictInputs& in) {
   GpuVerdicts(in, &out);
   RamVerdicts(in, &out);
   CpuVerdicts(in, &out);
+  if (in.platform) {
+    const int nvidia =
+        static_cast<int>(std::count_if(in.profile.gpus.begin(), in.profile.gpus.end(),
+                                       [](const GpuInfo& g) { return g.vendor == "nvidia"; }));
+    for (auto& v : PlatformVerdicts(*in.platform, nvidia)) out.push_back(std::move(v));
+  }
   std::stable_sort(out.begin(), out.end(),
                    [](const Verdict& a, const Verdict& b) { return a.impact > b.impact; });
   return out;

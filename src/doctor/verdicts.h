@@ -13,6 +13,7 @@
 
 #include "engine/engine_traps.h"
 #include "hw/machine_profile.h"
+#include "hw/platform.h"
 
 namespace moetune {
 
@@ -52,12 +53,18 @@ struct Verdict {
   std::string fix;
 };
 
+/// A verdict with its severity derived from its impact (clamped to 0..100).
+Verdict MakeVerdict(std::string id, int impact, std::string title, std::string detail,
+                    std::string fix);
+
 struct VerdictInputs {
   MachineProfile profile;
   std::vector<EngineTrap> traps;
   std::optional<ModelNeeds> model;
   /// Headroom kept free on every GPU, as llama.cpp's --fit-target (1024 MiB).
   int64_t vram_margin_bytes = int64_t{1024} << 20;
+  /// The platform (WSL, a Windows engine, a GPU sharing RAM); nullopt: not detected.
+  std::optional<Platform> platform = std::nullopt;
 };
 
 /// All verdicts, highest impact first.

@@ -14,6 +14,7 @@
 #include "engine/engine_output.h"
 #include "engine/engine_probes.h"
 #include "engine/linked_backends.h"
+#include "hw/platform.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -257,6 +258,20 @@ std::vector<std::string> EngineWarnings(const EngineInfo& info, bool nvidia_gpu_
   return w;
 }
 
+namespace {
+
+// A folder of llama.cpp's Windows tools is the likely mistake under WSL: say so.
+std::string WindowsBuildNote(const std::string& dir) {
+  const std::string tool = WindowsToolIn(dir);
+  if (tool.empty()) return "";
+  return fmt::format(
+      "; {} is a Windows build, which moetune cannot run (`moetune doctor --llama-dir '{}'` "
+      "says how to use it from WSL, docs/platforms.md)",
+      tool, dir);
+}
+
+}  // namespace
+
 Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
   EngineInfo info;
   std::vector<std::string> looked;
@@ -266,9 +281,9 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
     if (!dir) {
       return Error(ErrorKind::kNotFound,
                    fmt::format("--llama-dir '{}' holds no executable llama-bench (looked in it, "
-                               "bin/ and build/bin/); "
+                               "bin/ and build/bin/){}; "
                                "point it at the folder with llama.cpp's tools",
-                               options.llama_dir));
+                               options.llama_dir, WindowsBuildNote(options.llama_dir)));
     }
     info.origin = "--llama-dir";
   }
@@ -280,8 +295,8 @@ Result<EngineInfo> DiscoverEngine(const DiscoveryOptions& options) {
             ErrorKind::kNotFound,
             fmt::format(
                 "MOETUNE_LLAMA_DIR='{}' holds no executable llama-bench (looked in it, bin/ and "
-                "build/bin/); fix the variable or unset it to use the default engine",
-                env));
+                "build/bin/){}; fix the variable or unset it to use the default engine",
+                env, WindowsBuildNote(env)));
       }
       info.origin = "MOETUNE_LLAMA_DIR";
     }

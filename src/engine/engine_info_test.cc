@@ -73,6 +73,28 @@ TEST(EngineDiscoveryTest, BadLlamaDirIsAClearError) {
   EXPECT_NE(r.error().message().find("/nonexistent/llama.cpp"), std::string::npos);
 }
 
+TEST(EngineDiscoveryTest, WindowsBuildIsNamedAsSuch) {
+  // llama.cpp's Windows release archive in a folder WSL can see: the error says
+  // what it is and where the way forward is, not only "no llama-bench".
+  const fs::path dir = fs::path(::testing::TempDir()) / "moetune_llama_windows";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "llama-bench.exe") << "MZ";
+  DiscoveryOptions o;
+  o.llama_dir = dir.string();
+  auto r = DiscoverEngine(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("llama-bench.exe is a Windows build"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("moetune doctor --llama-dir"), std::string::npos);
+  // A plain missing folder says nothing about Windows.
+  o.llama_dir = (dir / "missing").string();
+  r = DiscoverEngine(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message().find("Windows"), std::string::npos) << r.error().message();
+  fs::remove_all(dir);
+}
+
 TEST(EngineDiscoveryTest, LlamaDirAcceptsBuildTree) {
   const fs::path dir = fs::path(::testing::TempDir()) / "moetune_llama_tree";
   fs::remove_all(dir);

@@ -1,5 +1,5 @@
 #pragma once
-/// Hardened GGUF header reader (architecture.md rule 5: model files are untrusted).
+/// Hardened GGUF header reader (docs/architecture.md, Conventions: model files are untrusted).
 ///
 /// File layout (GGUF v2/v3, little-endian; v1 used 32-bit counts and is refused):
 ///

@@ -393,4 +393,9 @@ std::vector<ThreadSuggestion> SuggestThreads(const CpuTopology& topo) {
   return out;
 }
 
+std::string CpuFingerprint(const CpuTopology& cpu) {
+  return fmt::format("{} ({} logical CPUs, {} physical cores)", cpu.model_name, cpu.logical_cpus,
+                     cpu.allowed_physical_cores);
+}
+
 }  // namespace moetune

@@ -80,6 +80,10 @@ struct CpuTopology {
 /// `use_hwloc` lets the live system ask hwloc for core kinds first.
 CpuTopology ReadCpuTopology(const SysRoot& root, bool use_hwloc = true);
 
+/// One line that tells machines apart for a journal or a tune file:
+/// "<model name> (<logical> logical CPUs, <physical> physical cores)".
+std::string CpuFingerprint(const CpuTopology& cpu);
+
 /// As ReadCpuTopology, with `hwloc_kinds` standing in for what hwloc reports
 /// (tests pair fixture trees with kinds hwloc could report on them).
 CpuTopology ReadCpuTopologyWithKinds(const SysRoot& root,

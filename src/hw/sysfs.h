@@ -4,7 +4,7 @@
 /// Every hardware probe takes a SysRoot instead of opening "/sys/..." itself, so
 /// that unit tests can point it at a fixture tree (tests/fixtures/hw/<machine>)
 /// and assert what doctor concludes about machines the test host is not
-/// (architecture.md rule 3: side effects behind small interfaces).
+/// (docs/architecture.md, Conventions: side effects behind small seams).
 
 #include <cstdint>
 #include <optional>

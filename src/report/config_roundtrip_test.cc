@@ -7,7 +7,7 @@
 #include "config/server_argv.h"
 #include "report/emit.h"
 #include "report/emit_test_util.h"
-#include "report/tune_reader.h"
+#include "tune/tune_reader.h"
 #include "report/tune_report.h"
 #include "watch/serve_command.h"
 #include "watch/server_settings.h"

@@ -20,6 +20,14 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
                         {"fix", v.fix}});
   }
   j["verdicts"] = verdicts;
+  const Platform& pf = r.platform;
+  j["platform"] = {{"kernel", std::string(HostKernelName(pf.kernel))},
+                   {"evidence", pf.evidence},
+                   {"wsl_distro", pf.wsl_distro},
+                   {"engine_path", pf.engine_path},
+                   {"windows_engine", pf.windows_engine},
+                   {"shared_memory_gpu", pf.shared_memory_gpu},
+                   {"shared_memory_evidence", pf.shared_memory_evidence}};
   if (r.engine) {
     j["engine"] = {{"llama_bench", r.engine->llama_bench},
                    {"probed", r.engine->ran},
@@ -79,6 +87,17 @@ nlohmann::json DoctorReportToJson(const DoctorReport& r) {
 }
 
 namespace {
+
+// One line under the header when the platform is more than plain Linux.
+std::string PlatformLine(const Platform& p) {
+  std::string line;
+  if (p.kernel == HostKernel::kWsl1) line = "WSL 1 (" + p.evidence + ")";
+  if (p.kernel == HostKernel::kWsl2) line = "WSL 2 (" + p.evidence + ")";
+  if (!p.wsl_distro.empty()) line += ", distribution " + ForTerminalField(p.wsl_distro);
+  if (p.shared_memory_gpu)
+    line += (line.empty() ? "" : "; ") + ("GPU sharing RAM (" + p.shared_memory_evidence + ")");
+  return line.empty() ? "" : "platform: " + ForTerminalField(line) + "\n";
+}
 
 // The GPUs: memory, who holds it, the PCIe link and the memory bus.
 std::string GpusText(const MachineProfile& p) {
@@ -148,7 +167,8 @@ std::string MemoryText(const DoctorReport& r) {
 
 std::string FormatDoctorText(const DoctorReport& r) {
   const MachineProfile& p = r.profile;
-  std::string out = fmt::format("moetune doctor: {} ({})\n\nGPUs\n", p.hostname, p.created_at);
+  std::string out = fmt::format("moetune doctor: {} ({})\n{}\nGPUs\n", p.hostname, p.created_at,
+                                PlatformLine(r.platform));
   out += GpusText(p);
   const CpuTopology& c = p.cpu;
   out += fmt::format("\nCPU\n  {}: {} socket(s), {} physical cores, {} online CPUs",

@@ -256,7 +256,7 @@ std::string ServerEventText(const ServerEvent& e) {
     case ServerEvent::Kind::kApplied:
       return fmt::format("applied: {}\n", ForTerminal(e.message));
     case ServerEvent::Kind::kGaveUp:
-      return fmt::format("moetune serve stops: {}\n", ForTerminal(e.message));
+      return fmt::format("serve stops: {}\n", ForTerminal(e.message));
     case ServerEvent::Kind::kStopped:
       return fmt::format("llama-server stopped ({})\n", e.status);
     case ServerEvent::Kind::kUnreachable:
@@ -280,9 +280,12 @@ void JsonLinesSink::OnAlarm(const AlarmEvent& e) {
 }
 void JsonLinesSink::OnServer(const ServerEvent& e) {
   Write(ServerEventJson(e));
-  // serve records why it restarted the server in its log (stderr) as well.
-  if (e.kind == ServerEvent::Kind::kApplied || e.kind == ServerEvent::Kind::kGaveUp)
+  // serve says on stderr too why it restarted the server or stopped (stdout is JSON).
+  if (e.kind == ServerEvent::Kind::kApplied) {
     std::fprintf(stderr, "moetune serve: %s", ServerEventText(e).c_str());
+  } else if (e.kind == ServerEvent::Kind::kGaveUp) {
+    std::fprintf(stderr, "moetune serve: error: %s", ServerEventText(e).c_str());
+  }
 }
 void JsonLinesSink::OnEnd(const Verdict& v, double elapsed_s) {
   Write(EndJson(v, elapsed_s, v.ExitCode()));
@@ -319,8 +322,11 @@ void TerminalSink::OnAlarm(const AlarmEvent& e) {
 }
 void TerminalSink::OnServer(const ServerEvent& e) {
   const std::string text = ServerEventText(e);
-  if (e.kind == ServerEvent::Kind::kApplied || e.kind == ServerEvent::Kind::kGaveUp)
-    std::fprintf(stderr, "moetune serve: %s", text.c_str());
+  // Giving up is the command's error: said once, on stderr (the exit code is 1).
+  if (e.kind == ServerEvent::Kind::kGaveUp) {
+    std::fprintf(stderr, "moetune serve: error: %s", text.c_str());
+    return;
+  }
   if (redraw_) {
     events_ += text;
     return;

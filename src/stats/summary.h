@@ -2,7 +2,7 @@
 /// Summaries of repeated measurements, computed from the raw samples (which are
 /// always kept): mean, standard deviation (absent for a single sample, never a
 /// misleading 0), median, min/max, and outliers by the median absolute
-/// deviation, like hyperfine (architecture.md rule 7).
+/// deviation, like hyperfine (docs/architecture.md, Conventions: statistics keep raw samples).
 
 #include <cstddef>
 #include <optional>

@@ -26,7 +26,7 @@
 #include "speed/presets.h"
 #include "speed/test_speed.h"
 #include "tune/grid.h"
-#include "tune/space.h"
+#include "tune/tune_job.h"
 #include "tune/tuner.h"
 
 namespace moetune {
@@ -79,21 +79,19 @@ Outcome RunScenario(const Scenario& sc) {
   if (sc.vram > 0 && m.accel) m.accel->vram_free = sc.vram;
   auto model = LoadModelInfo(ModelPath());
   EXPECT_TRUE(model.ok());
-  // The space as `moetune tune --engine sim` builds it (src/cli/tune.cc).
-  const CpuTopology cpu = SimulatedCpuTopology(m.cpu);
-  SpaceInputs in;
-  in.model = &*model;
-  in.engine_has_gpu = m.has_gpu();
-  in.cpu = &cpu;
+  // The space as `moetune tune --engine sim` builds it (tune/tune_job.h).
+  TuneMachine machine;
+  machine.has_gpu = m.has_gpu();
+  machine.cpu = SimulatedCpuTopology(m.cpu);
   if (m.accel) {
-    PlanRequest req;
-    req.vram_free = m.accel->vram_free;
-    req.reserve = m.reserve;
-    req.ctx.n_ctx = sc.ctx;
-    in.plan = req;
+    machine.vram_free = m.accel->vram_free;
+    machine.reserve = m.reserve;
   }
+  TuneJobRequest request;
+  request.model = &*model;
+  request.ctx = sc.ctx;
   Outcome out;
-  out.space = BuildTuneSpace(in, nullptr);
+  out.space = TuneJobSpace(request, machine, nullptr);
   TuneOptions o;
   o.ctx = sc.ctx;
   o.budget_seconds = 1e9;

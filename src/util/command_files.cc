@@ -131,4 +131,12 @@ Status ClaimOutputFile(const std::string& path, std::string_view role,
   return OkStatus();
 }
 
+void ReleaseOutputFile(const std::string& path) {
+  Record& r = TheRecord();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.active || path.empty()) return;
+  const FileEntry e = Describe(path, "", /*output=*/true);
+  std::erase_if(r.files, [&](const FileEntry& f) { return f.output && Same(f, e); });
+}
+
 }  // namespace moetune

@@ -48,4 +48,9 @@ Status NoteInputFile(const std::string& path, std::string_view what);
 Status ClaimOutputFile(const std::string& path, std::string_view role,
                        std::string_view may_replace = {});
 
+/// The output at `path` is complete and this command writes it no more: it
+/// may be read from now on (the demo writes its model, then plans and tunes
+/// it). Reading it makes it an input, so writing it again is refused.
+void ReleaseOutputFile(const std::string& path);
+
 }  // namespace moetune

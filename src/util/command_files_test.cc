@@ -71,6 +71,22 @@ TEST(CommandFilesTest, AnUpdatedInputMayBeReplacedByItsOwnRoleOnly) {
   EXPECT_FALSE(ClaimOutputFile(profile, "-o").ok());
 }
 
+TEST(CommandFilesTest, AReleasedOutputMayBeReadButNotWrittenAgain) {
+  TempDir dir;
+  const std::string model = dir.File("tiny.gguf");
+  std::ofstream(model) << "GGUF";
+  CommandFilesScope scope;
+  ASSERT_TRUE(ClaimOutputFile(model, "-o").ok());
+  EXPECT_FALSE(NoteInputFile(model, "the model").ok());  // still being written
+  ReleaseOutputFile(model);
+  EXPECT_TRUE(NoteInputFile(model, "the model").ok());
+  // Read now: writing it again would destroy an input.
+  EXPECT_FALSE(ClaimOutputFile(model, "-o").ok());
+  // Releasing a file that is no output changes nothing.
+  ReleaseOutputFile(dir.File("other.gguf"));
+  EXPECT_FALSE(ClaimOutputFile(model, "--report").ok());
+}
+
 TEST(CommandFilesTest, OutputFileFollowsTheRecord) {
   TempDir dir;
   const std::string model = dir.File("m.gguf");

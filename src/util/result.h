@@ -1,5 +1,5 @@
 #pragma once
-/// Expected failures as values (architecture.md rule 4).
+/// Expected failures as values (docs/architecture.md, Conventions).
 ///
 /// std::expected is C++23 and this project targets C++20 on GCC 12, so a small
 /// Result<T> is written here instead. An Error carries a kind, a message that

@@ -1,5 +1,5 @@
 #pragma once
-/// One Markdown table renderer for every text report (architecture.md rule 8):
+/// One Markdown table renderer for every text report (docs/architecture.md, Reports):
 /// columns are padded so the table reads well in a terminal and renders in Markdown.
 
 #include <string>

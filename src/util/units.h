@@ -1,8 +1,8 @@
 #pragma once
 /// Units as types, and the one place where bytes, times and rates are formatted
-/// and parsed (architecture.md rule 6). Binary units (KiB, MiB, GiB) are printed
-/// everywhere; parsing accepts both binary and "G"/"GB" (taken as binary too,
-/// since that is what llama.cpp and nvidia-smi mean by them).
+/// and parsed (docs/architecture.md, Conventions: units are types). Binary units (KiB, MiB, GiB)
+/// are printed everywhere; parsing accepts both binary and "G"/"GB" (taken as binary too, since
+/// that is what llama.cpp and nvidia-smi mean by them).
 
 #include <compare>
 #include <cstdint>

@@ -7,38 +7,15 @@
 #include <limits>
 #include <map>
 
+#include "stats/summary.h"
+
 namespace moetune {
 namespace {
 
-using nlohmann::json;
-
-std::optional<double> Mean(const json& point, const char* key) {
-  auto it = point.find(key);
-  if (it == point.end()) return std::nullopt;
-  const json* v = &*it;
-  if (v->is_object()) {
-    auto m = v->find("mean");
-    if (m == v->end()) return std::nullopt;
-    v = &*m;
-  }
-  if (!v->is_number()) return std::nullopt;
-  const double x = v->get<double>();
-  if (!std::isfinite(x) || x <= 0 || x > 1e9) return std::nullopt;
-  return x;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::optional<int> IntOf(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
-  const auto v = it->get<int64_t>();
-  if (v < 0 || v > 1000000) return std::nullopt;
-  return static_cast<int>(v);
+// A speed a baseline can use: finite, positive, at most a billion tokens/s.
+std::optional<double> Mean(const std::optional<Summary>& s) {
+  if (!s || !std::isfinite(s->mean) || s->mean <= 0 || s->mean > 1e9) return std::nullopt;
+  return s->mean;
 }
 
 }  // namespace
@@ -86,30 +63,18 @@ ExpectedSpeed CurveBaseline::At(double depth) const {
   return {prefill_.TokensPerSecond(depth), decode_.TokensPerSecond(depth)};
 }
 
-Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const json& analysis,
+Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const Analysis& analysis,
                                                             std::optional<int> n_cpu_moe,
                                                             const std::string& source,
                                                             std::vector<std::string>* notes) {
-  auto curves = analysis.find("curves");
-  if (!analysis.is_object() || curves == analysis.end() || !curves->is_array()) {
-    return Error(ErrorKind::kFormat,
-                 fmt::format("{} has no 'curves' array (expected moetune analyze --json output, "
-                             "or tune --json with an 'analysis' object)",
-                             source));
-  }
   // Measured N values, each with its points by depth.
   std::map<int, std::vector<BaselinePoint>> by_n;
-  for (const auto& c : *curves) {
-    if (!c.is_object()) continue;
-    const auto depth = IntOf(c, "depth");
-    auto pts = c.find("points");
-    if (!depth || pts == c.end() || !pts->is_array()) continue;
-    for (const auto& p : *pts) {
-      if (!p.is_object()) continue;
-      const auto n = IntOf(p, "n_cpu_moe");
-      if (!n) continue;
-      BaselinePoint bp{*depth, Mean(p, "prefill_tps"), Mean(p, "decode_tps")};
-      if (bp.prefill_tps || bp.decode_tps) by_n[*n].push_back(bp);
+  for (const auto& c : analysis.curves) {
+    if (c.depth < 0) continue;
+    for (const auto& p : c.points) {
+      if (p.n_cpu_moe < 0) continue;
+      BaselinePoint bp{c.depth, Mean(p.prefill), Mean(p.decode)};
+      if (bp.prefill_tps || bp.decode_tps) by_n[p.n_cpu_moe].push_back(bp);
     }
   }
   if (by_n.empty()) {
@@ -118,10 +83,7 @@ Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const json& analysis
                              "prefill_tps/decode_tps)",
                              source));
   }
-  if (!n_cpu_moe) {
-    auto rec = analysis.find("recommendation");
-    if (rec != analysis.end() && rec->is_object()) n_cpu_moe = IntOf(*rec, "n_cpu_moe");
-  }
+  if (!n_cpu_moe) n_cpu_moe = analysis.recommendation.n_cpu_moe;
   int chosen = by_n.begin()->first;
   if (n_cpu_moe) {
     auto at_or_above = by_n.lower_bound(*n_cpu_moe);

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/analysis.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -83,14 +84,14 @@ class CurveBaseline : public Baseline {
   std::string description_;
 };
 
-/// The points of an analysis (`moetune analyze --json`, or the "analysis"
-/// object of tune's JSON: `curves[].depth` and `curves[].points[]` with
-/// `n_cpu_moe`, `prefill_tps.mean`, `decode_tps.mean`) at `n_cpu_moe`; when
+/// The points of an analysis (`moetune analyze --json`, or the analysis of a
+/// tune, read by tune/tune_reader.h: each curve's depth, each point's N and
+/// mean prefill and decode speeds) at `n_cpu_moe`; when
 /// that N was not measured, the nearest measured N at or above it (a more
 /// conservative placement, so no faster than the real one), else the nearest
 /// below, and `notes` says so. `n_cpu_moe` nullopt: the analysis's
 /// recommendation. Errors when the analysis has no usable point.
-Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const nlohmann::json& analysis,
+Result<std::unique_ptr<CurveBaseline>> BaselineFromAnalysis(const Analysis& analysis,
                                                             std::optional<int> n_cpu_moe,
                                                             const std::string& source,
                                                             std::vector<std::string>* notes);

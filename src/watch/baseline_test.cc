@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tune/tune_reader.h"
 #include "watch/trace_test_util.h"
 
 namespace moetune {
@@ -28,17 +29,24 @@ TEST(BaselineTest, TimePerTokenIsInterpolatedAndExtrapolated) {
   EXPECT_TRUE(empty.empty());
 }
 
-nlohmann::json Analysis() {
+// An analysis as tune/tune_reader.h reads it from moetune's JSON.
+Analysis Read(const nlohmann::json& j) {
+  auto a = AnalysisFromJson(j);
+  EXPECT_TRUE(a.ok()) << a.error().message();
+  return a.ok() ? *a : Analysis{};
+}
+
+Analysis RealAnalysis() {
   std::ifstream f(testing::WatchFixture("tiny16k-analysis.json"));
   std::stringstream ss;
   ss << f.rdbuf();
-  return nlohmann::json::parse(ss.str());
+  return Read(nlohmann::json::parse(ss.str()));
 }
 
 TEST(BaselineTest, FromARealAnalysis) {
   // moetune analyze --json of llama-bench -d 0,2048,4096 on the tiny model here.
   std::vector<std::string> notes;
-  auto b = BaselineFromAnalysis(Analysis(), 0, "a.json", &notes);
+  auto b = BaselineFromAnalysis(RealAnalysis(), 0, "a.json", &notes);
   ASSERT_TRUE(b.ok()) << b.error().message();
   EXPECT_TRUE(notes.empty());
   EXPECT_EQ((*b)->n_cpu_moe, 0);
@@ -52,22 +60,23 @@ TEST(BaselineTest, FromARealAnalysis) {
 }
 
 TEST(BaselineTest, NearestConservativeNWhenTheConfiguredOneWasNotMeasured) {
-  nlohmann::json a = {
-      {"curves",
-       {{{"depth", 0},
-         {"points",
-          {{{"n_cpu_moe", 10},
-            {"prefill_tps", {{"mean", 100.0}}},
-            {"decode_tps", {{"mean", 10.0}}}},
-           {{"n_cpu_moe", 14}, {"prefill_tps", {{"mean", 90.0}}}, {"decode_tps", 9.0}}}}}}},
-      {"recommendation", {{"n_cpu_moe", 14}}}};
+  const Analysis a = Read({{"curves",
+                            {{{"depth", 0},
+                              {"points",
+                               {{{"n_cpu_moe", 10},
+                                 {"prefill_tps", {{"mean", 100.0}}},
+                                 {"decode_tps", {{"mean", 10.0}}}},
+                                {{"n_cpu_moe", 14},
+                                 {"prefill_tps", {{"mean", 90.0}}},
+                                 {"decode_tps", {{"mean", 9.0}}}}}}}}},
+                           {"recommendation", {{"n_cpu_moe", 14}}}});
   std::vector<std::string> notes;
   auto b = BaselineFromAnalysis(a, 12, "t.json", &notes);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ((*b)->n_cpu_moe, 14);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("more conservative"), std::string::npos);
-  EXPECT_DOUBLE_EQ(*(*b)->At(0).decode_tps, 9.0);  // a plain number is read too
+  EXPECT_DOUBLE_EQ(*(*b)->At(0).decode_tps, 9.0);
   auto rec = BaselineFromAnalysis(a, std::nullopt, "t.json", nullptr);
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ((*rec)->n_cpu_moe, 14);  // the recommendation
@@ -77,16 +86,20 @@ TEST(BaselineTest, NearestConservativeNWhenTheConfiguredOneWasNotMeasured) {
 }
 
 TEST(BaselineTest, UnusableAnalysesAreErrors) {
-  EXPECT_FALSE(BaselineFromAnalysis(nlohmann::json::object(), 0, "x", nullptr).ok());
-  EXPECT_FALSE(BaselineFromAnalysis({{"curves", {{{"depth", 0}, {"points", {{{"x", 1}}}}}}}}, 0,
-                                    "x", nullptr)
-                   .ok());
+  EXPECT_FALSE(BaselineFromAnalysis(Analysis{}, 0, "x", nullptr).ok());
+  // A point with no speed, and one whose speed is not positive.
   EXPECT_FALSE(
-      BaselineFromAnalysis(
-          {{"curves",
-            {{{"depth", 0}, {"points", {{{"n_cpu_moe", 1}, {"prefill_tps", {{"mean", -1}}}}}}}}}},
-          0, "x", nullptr)
+      BaselineFromAnalysis(Read({{"curves", {{{"depth", 0}, {"points", {{{"n_cpu_moe", 1}}}}}}}}),
+                           0, "x", nullptr)
           .ok());
+  Analysis negative;
+  negative.curves.push_back({});
+  CurvePoint p;
+  p.n_cpu_moe = 1;
+  p.prefill = Summary{};
+  p.prefill->mean = -1;
+  negative.curves[0].points.push_back(p);
+  EXPECT_FALSE(BaselineFromAnalysis(negative, 0, "x", nullptr).ok());
 }
 
 TEST(BaselineTest, TheSessionLearnsFromItsFirstRequestsOnly) {

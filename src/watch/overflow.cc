@@ -5,16 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stats/summary.h"
+
 namespace moetune {
-namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 const char* JudgementName(Judgement j) {
   switch (j) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "plan/placement.h"
+#include "tune/tune_reader.h"
 #include "watch/replay.h"
 #include "watch/trace_test_util.h"
 
@@ -329,8 +330,10 @@ std::shared_ptr<const Baseline> TinyMeasured() {
   std::ifstream f(WatchFixture("tiny16k-analysis.json"));
   std::stringstream ss;
   ss << f.rdbuf();
-  auto b =
-      BaselineFromAnalysis(nlohmann::json::parse(ss.str()), 0, "tiny16k-analysis.json", nullptr);
+  auto analysis = AnalysisFromJson(nlohmann::json::parse(ss.str()));
+  EXPECT_TRUE(analysis.ok());
+  if (!analysis.ok()) return nullptr;
+  auto b = BaselineFromAnalysis(*analysis, 0, "tiny16k-analysis.json", nullptr);
   EXPECT_TRUE(b.ok());
   return b.ok() ? std::shared_ptr<const Baseline>(std::move(b).value()) : nullptr;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "speed/test_speed.h"
+#include "tune/tune_reader.h"
 
 namespace moetune {
 namespace {
@@ -15,11 +16,13 @@ TunedFile Tuned(bool analysis, bool prediction) {
   f.path = "tuned.json";
   f.command_argv = kCommand;
   if (analysis) {
-    f.analysis = nlohmann::json{
-        {"curves",
-         {{{"depth", 0},
-           {"points",
-            {{{"n_cpu_moe", 30}, {"prefill_tps", {{"mean", 300.0}}}, {"decode_tps", 20.0}}}}}}}};
+    f.analysis = AnalysisFromJson(nlohmann::json{{"curves",
+                                                  {{{"depth", 0},
+                                                    {"points",
+                                                     {{{"n_cpu_moe", 30},
+                                                       {"prefill_tps", {{"mean", 300.0}}},
+                                                       {"decode_tps", {{"mean", 20.0}}}}}}}}}})
+                     .value();
   }
   if (prediction) {
     f.prediction = nlohmann::json{

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tune/tune_reader.h"
 #include "util/command_files.h"
 #include "util/json_parse.h"
 #include "watch/prediction.h"
@@ -21,7 +22,68 @@ bool HasCurves(const nlohmann::json& j) {
   return j.is_object() && j.contains("curves") && j["curves"].is_array();
 }
 
+// A file's error, with the file named.
+Error InFile(const Error& e, const std::string& path) {
+  return Error(ErrorKind::kFormat, fmt::format("{}: {}", path, e.message()));
+}
+
+// plan --json: "command" is a string and "command_argv" the vector.
+Status ReadPlanCommand(const nlohmann::json& j, const std::string& path, TunedFile* f) {
+  auto it = j.find("command_argv");
+  if (it == j.end()) return OkStatus();
+  if (!it->is_array() || it->empty()) {
+    return Error(ErrorKind::kFormat,
+                 fmt::format("{}: 'command_argv' is not a non-empty array of strings", path));
+  }
+  std::vector<std::string> argv;
+  for (const auto& a : *it) {
+    if (!a.is_string()) {
+      return Error(ErrorKind::kFormat,
+                   fmt::format("{}: 'command_argv' holds a non-string element", path));
+    }
+    argv.push_back(a.get<std::string>());
+  }
+  f->command_argv = std::move(argv);
+  return OkStatus();
+}
+
 }  // namespace
+
+std::string ForeignTune::Describe() const {
+  switch (kind) {
+    case ForeignTuneKind::kSimulated:
+      return fmt::format(
+          "its pick was measured on the simulated engine ({}), never on this "
+          "machine's GPU",
+          recorded);
+    case ForeignTuneKind::kOtherMachine:
+      return fmt::format("it was measured on another machine ({}; this one is {})", recorded, here);
+    case ForeignTuneKind::kOtherEngine:
+      return fmt::format("it was measured with another llama.cpp ({}; this one is {})", recorded,
+                         here);
+  }
+  return "";
+}
+
+std::vector<ForeignTune> ForeignTuneChecks(const TuneOrigin& origin,
+                                           const std::string& machine_here,
+                                           const std::string& engine_version_here) {
+  std::vector<ForeignTune> out;
+  if (origin.simulated) {
+    out.push_back({ForeignTuneKind::kSimulated, origin.machine, ""});
+    return out;  // the engine and machine lines are the what-if machine's
+  }
+  if (!origin.machine.empty() && !machine_here.empty() && origin.machine != machine_here) {
+    out.push_back({ForeignTuneKind::kOtherMachine, origin.machine, machine_here});
+  }
+  // The tune wrote "VERSION_LINE at DIR": the same version from another folder is the same engine.
+  if (!origin.engine.empty() && !engine_version_here.empty() &&
+      origin.engine != engine_version_here &&
+      origin.engine.rfind(engine_version_here + " at ", 0) != 0) {
+    out.push_back({ForeignTuneKind::kOtherEngine, origin.engine, engine_version_here});
+  }
+  return out;
+}
 
 Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& path) {
   auto parsed = ParseJson(text, path);
@@ -35,39 +97,24 @@ Result<TunedFile> ParseTunedFile(const std::string& text, const std::string& pat
   }
   TunedFile f;
   f.path = path;
-  // plan --json: "command" is a string and "command_argv" the vector; tune
-  // --json: "command" is the vector itself.
-  auto it = j.find("command_argv");
-  std::string key = "command_argv";
-  if (it == j.end()) {
-    it = j.find("command");
-    key = "command";
-    if (it != j.end() && !it->is_array()) it = j.end();
-  }
-  if (it != j.end()) {
-    if (!it->is_array() || it->empty()) {
-      return Error(ErrorKind::kFormat,
-                   fmt::format("{}: '{}' is not a non-empty array of strings", path, key));
-    }
-    std::vector<std::string> argv;
-    for (const auto& a : *it) {
-      if (!a.is_string()) {
-        return Error(ErrorKind::kFormat,
-                     fmt::format("{}: '{}' holds a non-string element", path, key));
-      }
-      argv.push_back(a.get<std::string>());
-    }
-    f.command_argv = std::move(argv);
-  }
-  if (HasCurves(j)) {
-    f.analysis = j;
-    f.kind = "analyze";
-  } else if (auto a = j.find("analysis"); a != j.end() && HasCurves(*a)) {
-    f.analysis = *a;
+  if (auto c = j.find("command"); c != j.end() && c->is_array()) {
+    // tune --json: "command" is the pick's argv; the whole file is read.
+    auto tune = TuneReportFromJson(j);
+    if (!tune.ok()) return InFile(tune.error(), path);
+    if (auto argv = tune->Command(); !argv.empty()) f.command_argv = std::move(argv);
+    if (!tune->result.analysis.curves.empty()) f.analysis = std::move(tune->result.analysis);
+    f.origin = TuneOrigin{tune->simulated, tune->engine, tune->machine};
     f.kind = "tune";
+  } else if (HasCurves(j)) {
+    auto analysis = AnalysisFromJson(j);
+    if (!analysis.ok()) return InFile(analysis.error(), path);
+    f.analysis = std::move(analysis).value();
+    f.kind = "analyze";
+  } else {
+    MOETUNE_TRY(ReadPlanCommand(j, path, &f));
+    if (f.command_argv) f.kind = "plan";
   }
   if (HasPlanPrediction(j)) f.prediction = j;
-  if (f.kind.empty()) f.kind = f.command_argv ? "plan" : "";
   if (!f.command_argv && !f.analysis && !f.prediction) {
     return Error(ErrorKind::kFormat,
                  fmt::format("{} has neither a command ('command_argv' of moetune plan --json, "

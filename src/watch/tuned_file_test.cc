@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "util/test_temp_dir.h"
 #include "watch/trace_test_util.h"
 
@@ -21,12 +23,33 @@ TEST(TunedFileTest, PlanJsonGivesTheCommand) {
 
 TEST(TunedFileTest, TuneJsonGivesCommandAndAnalysis) {
   auto f = ParseTunedFile(
-      R"({"command":["llama-server","-m","m.gguf","--n-cpu-moe","7"],"analysis":{"curves":[]}})",
+      R"({"command":["llama-server","-m","m.gguf","--n-cpu-moe","7"],
+          "analysis":{"curves":[{"depth":0,"points":[{"n_cpu_moe":7,
+                                                      "prefill_tps":{"mean":90.5,"n":3}}]}]}})",
       "tune.json");
   ASSERT_TRUE(f.ok()) << f.error().message();
   EXPECT_EQ(f->kind, "tune");
   ASSERT_TRUE(f->command_argv && f->analysis);
-  EXPECT_EQ(f->command_argv->back(), "7");
+  // The command is the pick's, written by the one command builder.
+  const auto& argv = *f->command_argv;
+  const auto n = std::find(argv.begin(), argv.end(), "--n-cpu-moe");
+  ASSERT_TRUE(n != argv.end() && n + 1 != argv.end());
+  EXPECT_EQ(*(n + 1), "7");
+  ASSERT_EQ(f->analysis->curves.size(), 1u);
+  ASSERT_EQ(f->analysis->curves[0].points.size(), 1u);
+  EXPECT_DOUBLE_EQ(f->analysis->curves[0].points[0].prefill->mean, 90.5);
+  // Without curves the file still gives its command, and no baseline.
+  auto bare = ParseTunedFile(R"({"command":["llama-server","-m","m.gguf","--n-cpu-moe","7"]})",
+                             "tune.json");
+  ASSERT_TRUE(bare.ok()) << bare.error().message();
+  EXPECT_TRUE(bare->command_argv);
+  EXPECT_FALSE(bare->analysis);
+  // A tune file is read whole: a field of the wrong type is named.
+  auto bad =
+      ParseTunedFile(R"({"command":["llama-server","-m","m.gguf"],"ctx":"long"})", "tune.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("ctx"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("tune.json"), std::string::npos) << bad.error().message();
 }
 
 TEST(TunedFileTest, AnalyzeJsonGivesTheBaseline) {
@@ -35,7 +58,8 @@ TEST(TunedFileTest, AnalyzeJsonGivesTheBaseline) {
   EXPECT_EQ(f->kind, "analyze");
   EXPECT_FALSE(f->command_argv);
   ASSERT_TRUE(f->analysis);
-  EXPECT_TRUE((*f->analysis)["curves"].is_array());
+  EXPECT_FALSE(f->analysis->curves.empty());
+  EXPECT_FALSE(f->analysis->curves.front().points.empty());
 }
 
 TEST(TunedFileTest, PlanPredictJsonGivesThePrediction) {
@@ -65,6 +89,51 @@ TEST(TunedFileTest, BadFilesSayWhatIsExpected) {
   moetune::testing::TempDir dir;
   EXPECT_FALSE(LoadTunedFile(dir.path()).ok());
   EXPECT_EQ(LoadTunedFile(dir.File("absent")).error().kind(), ErrorKind::kNotFound);
+}
+
+}  // namespace
+}  // namespace moetune
+
+namespace moetune {
+namespace {
+
+TEST(ForeignTuneTest, SimulatedOtherMachineAndOtherEngineAreNamed) {
+  const std::string here = "AMD Ryzen 7 (16 logical CPUs, 8 physical cores)";
+  const std::string version = "version: 0.7.0 (build 11669, commit Debian)";
+  TuneOrigin made_here{false, version + " at /opt/llama", here};
+  EXPECT_TRUE(ForeignTuneChecks(made_here, here, version).empty());
+  // Unknown here: nothing to compare with.
+  EXPECT_TRUE(ForeignTuneChecks(made_here, "", "").empty());
+
+  TuneOrigin sim{true, "moetune simulated engine", "SIMULATED RTX 4070"};
+  auto s = ForeignTuneChecks(sim, here, version);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].kind, ForeignTuneKind::kSimulated);
+  EXPECT_NE(s[0].Describe().find("simulated engine (SIMULATED RTX 4070)"), std::string::npos)
+      << s[0].Describe();
+
+  TuneOrigin other{false, "version: 0.4.0 (build 1, commit x) at /usr/bin", "Intel i9 (32, 24)"};
+  auto o = ForeignTuneChecks(other, here, version);
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].kind, ForeignTuneKind::kOtherMachine);
+  EXPECT_EQ(o[1].kind, ForeignTuneKind::kOtherEngine);
+  EXPECT_NE(o[1].Describe().find("0.4.0"), std::string::npos) << o[1].Describe();
+  EXPECT_NE(o[1].Describe().find("0.7.0"), std::string::npos) << o[1].Describe();
+}
+
+TEST(ForeignTuneTest, ATuneFileCarriesItsOrigin) {
+  auto f = ParseTunedFile(
+      R"({"command":["llama-server","-m","m.gguf"],"simulated":true,
+          "engine":"moetune simulated engine","machine":"SIMULATED RTX 4070"})",
+      "t.json");
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  ASSERT_TRUE(f->origin);
+  EXPECT_TRUE(f->origin->simulated);
+  EXPECT_EQ(f->origin->machine, "SIMULATED RTX 4070");
+  // A plan file has none: it was never measured.
+  auto plan = ParseTunedFile(R"({"command_argv":["llama-server","-m","m.gguf"]})", "p.json");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->origin);
 }
 
 }  // namespace

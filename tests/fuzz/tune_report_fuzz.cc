@@ -13,7 +13,7 @@
 #include "config/server_argv.h"
 #include "report/emit.h"
 #include "report/tune_document.h"
-#include "report/tune_reader.h"
+#include "tune/tune_reader.h"
 #include "util/utf8.h"
 
 namespace {

@@ -51,7 +51,7 @@ TEST(DemoTest, CompletesWithEveryStepChecked) {
   const auto tune_at = r.out.find("## 7. Tune");
   ASSERT_NE(tune_at, std::string::npos) << r.out;
   EXPECT_GT(tune_at, r.out.find("## 6. Summary"));
-  EXPECT_NE(r.out.find("--engine sim --machine rtx4070-12g"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--engine sim --seed 1 --machine rtx4070-12g"), std::string::npos) << r.out;
   // The tiny model fits the simulated 12 GB card; the CPU engine has no GPU,
   // so the real tune keeps every layer on the host: -ngl 0 and no --n-cpu-moe
   // (printed as -1 on the tune step line).

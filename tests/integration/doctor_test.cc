@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -248,6 +249,58 @@ TEST(Doctor, FakeNvidiaDriverEndToEnd) {
   auto loaded = LoadMachineProfile(dir.File("machine.json"));
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   EXPECT_EQ(loaded->TotalFreeVramBytes(), g["free_bytes"].get<int64_t>());
+}
+
+TEST(Doctor, Wsl2GuidanceWhereItAppliesOnly) {
+  // A WSL 2 kernel under --sysroot with the fake NVIDIA driver: the verdict on
+  // the Windows driver's silent overflow (tune carries warnings into its checks).
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "proc/sys/kernel");
+  std::ofstream(dir.File("proc/sys/kernel/osrelease")) << "5.15.167.4-microsoft-standard-WSL2\n";
+  auto find = [](const json& j, const std::string& id) -> const json* {
+    for (const auto& v : j["verdicts"]) {
+      if (v["id"] == id) return &v;
+    }
+    return nullptr;
+  };
+  json j = RunDoctorJson({"--sysroot", dir.path().string(), "--nvml-library",
+                          MOETUNE_FAKE_NVML_PATH, "--no-bandwidth", "--no-engine", "--no-save"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["platform"]["kernel"], "wsl2");
+  const json* v = find(j, "wsl2_gpu");
+  ASSERT_NE(v, nullptr) << j["verdicts"].dump(2);
+  EXPECT_EQ((*v)["severity"], "warning");
+  EXPECT_NE((*v)["detail"].get<std::string>().find("CUDA - Sysmem Fallback Policy"),
+            std::string::npos);
+  // The text form says where it runs.
+  CommandResult text =
+      RunCommand({MoetuneBinary(), "doctor", "--sysroot", dir.path().string(), "--nvml-library",
+                  MOETUNE_FAKE_NVML_PATH, "--no-bandwidth", "--no-engine", "--no-save"},
+                 300);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("platform: WSL 2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Prefer No Sysmem Fallback"), std::string::npos) << text.out;
+
+  // A Windows llama.cpp named from WSL: discovery fails (exit 1), and the
+  // verdict says why and what to do.
+  const std::string win = "/mnt/c/llama-does-not-exist";
+  json w =
+      RunDoctorJson({"--sysroot", dir.path().string(), "--nvml-library", MOETUNE_FAKE_NVML_PATH,
+                     "--no-bandwidth", "--no-save", "--llama-dir", win},
+                    nullptr, 1);
+  ASSERT_TRUE(w.is_object());
+  const json* we = find(w, "windows_engine");
+  ASSERT_NE(we, nullptr) << w["verdicts"].dump(2);
+  EXPECT_NE((*we)["fix"].get<std::string>().find("--emit powershell"), std::string::npos);
+
+  // The same machine on a plain Linux kernel: no word of WSL or the driver setting.
+  std::ofstream(dir.File("proc/sys/kernel/osrelease")) << "6.1.0-18-amd64\n";
+  json plain = RunDoctorJson({"--sysroot", dir.path().string(), "--nvml-library",
+                              MOETUNE_FAKE_NVML_PATH, "--no-bandwidth", "--no-engine", "--no-save"},
+                             nullptr, 0, {{"WSL_DISTRO_NAME", ""}, {"WSL_INTEROP", ""}});
+  EXPECT_EQ(plain["platform"]["kernel"], "linux");
+  EXPECT_EQ(plain["verdicts"].dump().find("Sysmem"), std::string::npos)
+      << plain["verdicts"].dump(2);
 }
 
 TEST(Doctor, ProfilePathsThatAreNotFilesAreNamed) {

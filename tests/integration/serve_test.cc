@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "watch/trace_test_util.h"
 #include "watch_support.h"
@@ -501,6 +502,77 @@ TEST_F(ServeTest, WithoutAVramFigureAMachineWithoutAGpuServesFromTheHost) {
   Conversation chat(port);
   EXPECT_TRUE(chat.Turn(10, 4).has_value());
   InterruptAndCheck(serve, {server});
+}
+
+// A tune made elsewhere is refused without --force and named; with --force
+// it is served, and the warning stays.
+TEST_F(ServeTest, ATuneMadeElsewhereIsRefusedWithoutForce) {
+  TempDir tmp;
+  const std::string sim = tmp.File("sim.json");
+  const auto tune = RunCommand(
+      {MoetuneBinary(), "tune", model_, "--ctx", "1024", "--workload", "256:64", "--engine", "sim",
+       "--machine", "rtx4070-12g,ddr4-3200-2ch,8c16t", "--no-journal", "--json", "-o", sim},
+      300);
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  const int port = FreePort();
+  const std::vector<std::string> serve = {
+      MoetuneBinary(),      "serve",       model_, "--from", sim, "--port",
+      std::to_string(port), "--no-predict"};
+  const auto refused = RunCommand(serve, 120);
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("was not tuned here"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("simulated engine"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.out.find("llama-server started"), std::string::npos) << refused.out;
+
+  // The same pick as if measured on another machine: refused, the machine named.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(sim));
+  j["simulated"] = false;
+  j["machine"] = "Another CPU (64 logical CPUs, 32 physical cores)";
+  const std::string other = tmp.File("other.json");
+  std::ofstream(other) << j.dump();
+  std::vector<std::string> from_other = serve;
+  from_other[4] = other;
+  const auto elsewhere = RunCommand(from_other, 120);
+  EXPECT_EQ(elsewhere.exit_code, 1) << elsewhere.err;
+  EXPECT_NE(elsewhere.err.find("another machine (Another CPU"), std::string::npos) << elsewhere.err;
+
+  // --force serves it, and says what was forced.
+  std::vector<std::string> forced(serve.begin() + 1, serve.end());
+  forced.insert(forced.end(),
+                {"--force", "--json", "--interval", "0.5", "--server-log", tmp.File("server.log")});
+  Moetune run(forced, tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(run.out(), "start").empty(); }, 180)) << run.err();
+  EXPECT_NE(run.err().find("served anyway (--force)"), std::string::npos) << run.err();
+  const pid_t server = Events(run.out(), "server_started")[0]["pid"].get<pid_t>();
+  InterruptAndCheck(run, {server});
+}
+
+// A llama-server that cannot start ends serve with exit code 1 and its reason
+// said once.
+TEST_F(ServeTest, AServerThatCannotStartIsOneErrorSaidOnce) {
+  TempDir tmp;
+  const std::string engine = tmp.File("engine");
+  std::filesystem::create_directories(engine);
+  for (const auto& tool : std::filesystem::directory_iterator(*EngineDir())) {
+    if (tool.path().filename() == "llama-server") continue;
+    std::filesystem::create_symlink(tool.path(), engine + "/" + tool.path().filename().string());
+  }
+  std::ofstream(engine + "/llama-server")
+      << "#!/bin/sh\necho 'cannot load the model' >&2\nexit 1\n";
+  std::filesystem::permissions(engine + "/llama-server", std::filesystem::perms::owner_all);
+  const auto r = RunCommand({MoetuneBinary(), "serve", model_, "--llama-dir", engine, "--vram",
+                             "8GiB", "--max-restarts", "0", "--port", std::to_string(FreePort()),
+                             "--no-predict", "--server-log", tmp.File("server.log")},
+                            120);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("moetune serve: error: serve stops: llama-server exited before it was "
+                       "ready"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("cannot load the model"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("moetune serve: moetune serve"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("exited before it was ready"), std::string::npos) << r.out;
 }
 
 }  // namespace

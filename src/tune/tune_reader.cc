@@ -1,4 +1,4 @@
-#include "report/tune_reader.h"
+#include "tune/tune_reader.h"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,133 @@
+#include "cli/tune_engine.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <utility>
+#include <vector>
+
+#include "doctor/doctor.h"
+#include "engine/engine_info.h"
+#include "engine/llama_bench.h"
+#include "engine/sim_engine.h"
+#include "report/uncertainty_report.h"
+#include "util/utf8.h"
+
+namespace moetune {
+namespace {
+
+// Every figure of a what-if machine that changes a simulated result, so that a
+// journal of one machine never resumes a tune of another.
+std::string MachineFingerprint(const MachineSpec& m) {
+  std::string s = "SIMULATED " + m.Describe();
+  if (m.accel) {
+    s += fmt::format(", {} spill, reserve {} B, link {:.3g}/{:.3g} GB/s, {:.4g} TFLOPS x{}",
+                     SpillModeName(m.spill), m.reserve, m.accel->link_gbps,
+                     m.accel->link_pageable_gbps, m.accel->fp16_tflops, m.accel->count);
+  }
+  s += fmt::format(", core {:.4g} GFLOPS, E-core x{:.3g}, quota {}, RAM {} B",
+                   m.cpu.core_peak_gflops, m.cpu.e_core_relative,
+                   m.cpu.quota ? fmt::format("{:.3g}", *m.cpu.quota) : "none", m.ram.available);
+  return s;
+}
+
+// FNV-1a, for a short tag that tells journals of different what-if machines apart.
+std::string ShortHash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:08x}", static_cast<uint32_t>(h ^ (h >> 32)));
+}
+
+// The flags that describe the what-if machine, as given.
+std::string SimReproduce(const SimBenchOptions& sim, const std::string& reserve) {
+  std::string r = fmt::format(" --engine sim --seed {}", sim.seed);
+  const MachineFlags& f = sim.machine;
+  for (const auto& [flag, value] :
+       std::vector<std::pair<const char*, std::string>>{{"--machine", f.machine},
+                                                        {"--gpu-bw", f.gpu_bw},
+                                                        {"--pcie-bw", f.pcie_bw},
+                                                        {"--ram-bw", f.ram_bw},
+                                                        {"--cpu", f.cpu},
+                                                        {"--spill", f.spill},
+                                                        {"--reserve", reserve},
+                                                        {"--profile", f.profile}}) {
+    if (!value.empty()) r += fmt::format(" {} {}", flag, value);
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options, const std::string& vram,
+                                 const std::string& reserve) {
+  SimBenchOptions sim = options;
+  sim.machine.vram = vram;
+  sim.machine.reserve = reserve;
+  ResolvedMachine resolved;
+  MOETUNE_ASSIGN_OR_RETURN(SimEngineOptions so, ResolveSimEngine(sim, &resolved));
+  TuneEngine t;
+  TuneMachine& m = t.machine;
+  const MachineSpec& spec = resolved.spec;
+  m.has_gpu = spec.has_gpu();
+  m.cpu = SimulatedCpuTopology(spec.cpu);
+  if (spec.accel) {
+    m.vram_free = spec.accel->vram_free;
+    m.reserve = spec.reserve;
+    if (spec.accel->kind == AcceleratorKind::kRpcCpu) m.device_kind = DeviceKind::kRpc;
+  }
+  auto engine = std::make_unique<SimEngine>(so);
+  const std::string constants = resolved.calibration ? fmt::format("calibrated constants ({})",
+                                                                   resolved.calibration->created_at)
+                                                     : std::string("default constants");
+  m.simulated = true;
+  m.engine_line = fmt::format("{}; {}", engine->Info().version_line, constants);
+  m.machine_line = "SIMULATED " + spec.Describe();
+  m.notes.push_back(fmt::format(
+      "SIMULATED: every measurement comes from the speed model on {} (seed {}), not from "
+      "llama.cpp; the doctor's checks of this machine do not apply",
+      spec.Describe(), options.seed));
+  // Every simulated figure is a prediction: it carries the constants' band.
+  m.notes.push_back(UncertaintyText(resolved.uncertainty));
+  m.identity.engine = fmt::format("moetune simulated engine, seed {}, {}", options.seed, constants);
+  m.identity.machine = MachineFingerprint(spec);
+  t.journal_suffix = "-sim-" + ShortHash(m.identity.engine + "\n" + m.identity.machine);
+  t.reproduce = SimReproduce(options, reserve);
+  t.engine = std::move(engine);
+  return t;
+}
+
+Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force) {
+  DiscoveryOptions dopt;
+  dopt.llama_dir = llama_dir;
+  MOETUNE_ASSIGN_OR_RETURN(EngineInfo info, DiscoverEngine(dopt));
+  DoctorOptions d;
+  d.measure_bandwidth = false;
+  d.env = CurrentEnvironment();
+  d.engine = EngineProbeFromInfo(info);
+  const DoctorReport doctor = RunDoctor(d);
+  TuneEngine t;
+  TuneMachine& m = t.machine;
+  m.engine_line = info.version_line.empty() ? info.dir : info.version_line + " at " + info.dir;
+  m.machine_line = CpuFingerprint(doctor.profile.cpu);
+  bool critical = false;
+  for (const auto& v : doctor.verdicts) {
+    if (v.severity == "info") continue;
+    m.checks.push_back(fmt::format("{}: {}: {} Fix: {}", v.severity, v.title, v.detail, v.fix));
+    critical = critical || v.severity == "critical";
+  }
+  for (const auto& w : info.warnings) m.checks.push_back("engine: " + w);
+  if (critical && !force) {
+    for (const auto& c : m.checks) std::cerr << ForTerminal("moetune: " + c + "\n");
+    return Error(ErrorKind::kInvalidArgument,
+                 "a critical check failed (above); fix it first, or pass --force to tune anyway");
+  }
+  m.has_gpu = !info.devices.empty();
+  m.cpu = doctor.profile.cpu;
+  m.vram_free = doctor.profile.TotalFreeVramBytes();
+  m.identity.engine = m.engine_line;
+  m.identity.machine = m.machine_line;
+  t.engine = std::make_unique<LlamaBenchEngine>(info, LlamaBenchOptions{});
+  return t;
+}
+
+}  // namespace moetune

@@ -1,0 +1,124 @@
+#include "tune/tune_job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "tune/space.h"
+
+namespace moetune {
+
+std::string ModelFingerprint(const ModelInfo& m) {
+  return fmt::format("{} ({}, {} tensors, {} bytes of tensors, {})", m.arch.hp.name, m.arch.hp.arch,
+                     m.gguf.tensors.size(), m.weights.total, GgufFingerprint(m.gguf));
+}
+
+std::string DefaultTuneJournalPath(const std::string& model_path, int64_t ctx,
+                                   const std::string& workload, const std::string& suffix) {
+  std::string base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    base = x;
+  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    base = std::string(h) + "/.cache";
+  } else {
+    return "";
+  }
+  const std::string stem = std::filesystem::path(model_path).stem().string();
+  std::string safe_workload = workload;
+  std::replace(safe_workload.begin(), safe_workload.end(), ':', '-');
+  return fmt::format("{}/moetune/tune/{}-{}-{}{}.journal", base, stem, ctx, safe_workload, suffix);
+}
+
+namespace {
+
+// The report's header: what the tune runs on, before anything is measured.
+TuneReport ReportHeader(const TuneJobRequest& q, const TuneMachine& machine) {
+  TuneReport r;
+  r.model_path = q.model_path;
+  r.model_name = q.model->arch.hp.name;
+  r.ctx = q.ctx;
+  r.workload = q.workload;
+  r.engine = machine.engine_line;
+  r.simulated = machine.simulated;
+  r.machine = machine.machine_line;
+  r.checks = machine.checks;
+  r.reproduce = q.reproduce;
+  return r;
+}
+
+Result<std::unique_ptr<Journal>> OpenJournal(const TuneJobRequest& q, const TuneMachine& machine,
+                                             std::vector<std::string>* notes) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(q.journal_path).parent_path(), ec);
+  JournalIdentity id = machine.identity;
+  id.model = ModelFingerprint(*q.model);
+  return Journal::Open(q.journal_path, id, notes);
+}
+
+}  // namespace
+
+TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
+                       std::vector<std::string>* notes) {
+  SpaceInputs in;
+  in.model = q.model;
+  in.engine_has_gpu = machine.has_gpu;
+  in.cpu = &machine.cpu;
+  in.threads_override = q.threads;
+  if (machine.vram_free > 0) {
+    PlanRequest req;
+    req.vram_free = machine.vram_free;
+    req.reserve = machine.reserve;
+    req.device_kind = machine.device_kind;
+    req.ctx.n_ctx = q.ctx;
+    in.plan = req;
+  }
+  return BuildTuneSpace(in, notes);
+}
+
+Result<TuneJobResult> RunTuneJob(const TuneJobRequest& q, const TuneMachine& machine,
+                                 Engine& engine, const TuneJobHooks& hooks) {
+  if (q.model == nullptr) {
+    return Error(ErrorKind::kInternal, "tune: the request carries no model");
+  }
+  TuneJobResult out;
+  out.report = ReportHeader(q, machine);
+  TuneReport& report = out.report;
+  std::vector<std::string> notes = machine.notes;
+  const TuneSpace space = TuneJobSpace(q, machine, &notes);
+  if (machine.vram_free > 0) {
+    report.vram_budget = machine.vram_free - machine.reserve;
+    report.reserve = machine.reserve;
+  }
+
+  // The journal: resume what an earlier run measured.
+  std::unique_ptr<Journal> journal;
+  if (!q.journal_path.empty()) {
+    MOETUNE_ASSIGN_OR_RETURN(journal, OpenJournal(q, machine, &notes));
+    report.journal = q.journal_path;
+  }
+  if (hooks.before_measuring) hooks.before_measuring(notes);
+
+  TuneOptions opt;
+  opt.ctx = q.ctx;
+  opt.workload = q.workload;
+  opt.budget_seconds = q.budget_seconds;
+  opt.repetitions = q.repetitions;
+  opt.take_proven_edge = q.proven_edge;
+  Tuner tuner(engine, space, opt, journal.get(), hooks.progress);
+  report.result = tuner.Run();
+  report.result.notes.insert(report.result.notes.begin(), notes.begin(), notes.end());
+  if (journal && journal->unsaved() > 0) {
+    out.journal_error = Error(
+        ErrorKind::kIo,
+        fmt::format("{} of {} measurement(s) were not saved to the journal '{}' ({}); the result "
+                    "above is complete, but running the command again measures those again",
+                    journal->unsaved(), journal->results().size() - journal->resumed(),
+                    journal->path(), journal->write_error()->message()));
+  }
+  return out;
+}
+
+}  // namespace moetune

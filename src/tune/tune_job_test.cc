@@ -1,0 +1,134 @@
+#include "tune/tune_job.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/sim_engine.h"
+#include "speed/presets.h"
+#include "speed/test_speed.h"
+#include "util/test_temp_dir.h"
+
+namespace moetune {
+namespace {
+
+using testing::TempDir;
+
+// The what-if machine of a small GPU, as the simulated engine sees it and as
+// the tune job is told about it.
+struct SimMachine {
+  MachineSpec spec;
+  TuneMachine machine;
+};
+
+SimMachine SmallGpu() {
+  SimMachine s;
+  s.spec = DefaultMachineSpec();
+  EXPECT_TRUE(ApplyMachinePresets("rtx4070-12g,ddr4-3200-2ch,8c16t", &s.spec).ok());
+  TuneMachine& m = s.machine;
+  m.has_gpu = s.spec.has_gpu();
+  m.cpu = SimulatedCpuTopology(s.spec.cpu);
+  m.vram_free = s.spec.accel->vram_free;
+  m.simulated = true;
+  m.engine_line = "simulated";
+  m.machine_line = "SIMULATED " + s.spec.Describe();
+  m.identity.engine = "sim seed 1";
+  m.identity.machine = m.machine_line;
+  m.notes = {"SIMULATED: from the speed model"};
+  return s;
+}
+
+// A small MoE model in a temporary folder, the machine, and a request for it.
+class TuneJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path = WriteSparsePreset("qwen3moe", dir.File("qwen3moe.gguf"));
+    auto m = LoadModelInfo(path);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    model = std::move(m).value();
+    sim = SmallGpu();
+    so.machine = sim.spec;
+    q.model_path = path;
+    q.model = &model;
+  }
+  TempDir dir;
+  std::string path;
+  ModelInfo model;
+  SimMachine sim;
+  SimEngineOptions so;
+  TuneJobRequest q;
+};
+
+TEST_F(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
+  q.ctx = 8192;
+  q.journal_path = dir.File("cache/tune.journal");  // its folder is created
+  q.reproduce = {"moetune tune qwen3moe.gguf --ctx 8192"};
+  std::vector<std::string> early_notes;
+  TuneJobHooks hooks;
+  hooks.before_measuring = [&](const std::vector<std::string>& n) { early_notes = n; };
+
+  SimEngine engine(so);
+  auto first = RunTuneJob(q, sim.machine, engine, hooks);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  const TuneReport& r = first->report;
+  EXPECT_FALSE(first->journal_error);
+  EXPECT_EQ(r.model_path, path);
+  EXPECT_EQ(r.model_name, model.arch.hp.name);
+  EXPECT_EQ(r.ctx, 8192);
+  EXPECT_TRUE(r.simulated);
+  EXPECT_EQ(r.machine, sim.machine.machine_line);
+  EXPECT_EQ(r.vram_budget, sim.machine.vram_free);
+  EXPECT_EQ(r.journal, q.journal_path);
+  EXPECT_EQ(r.reproduce, q.reproduce);
+  ASSERT_FALSE(r.Command().empty());
+  EXPECT_EQ(r.result.best.ctx_size, 8192);
+  EXPECT_TRUE(r.result.memory.has_value());  // the pick's own memory map
+  EXPECT_GT(r.result.measured, 0u);
+  EXPECT_TRUE(std::filesystem::exists(q.journal_path));
+  // The caller's notes come first, and were told before the first measurement.
+  ASSERT_FALSE(early_notes.empty());
+  EXPECT_EQ(early_notes.front(), "SIMULATED: from the speed model");
+  ASSERT_FALSE(r.result.notes.empty());
+  EXPECT_EQ(r.result.notes.front(), early_notes.front());
+
+  // The same job again measures nothing new: every result is resumed.
+  SimEngine again(so);
+  auto second = RunTuneJob(q, sim.machine, again, hooks);
+  ASSERT_TRUE(second.ok()) << second.error().message();
+  EXPECT_EQ(second->report.result.measured, 0u);
+  EXPECT_GT(second->report.result.resumed, 0u);
+  EXPECT_EQ(second->report.result.best, r.result.best);
+}
+
+TEST_F(TuneJobTest, AJournalOfAnotherMachineIsRefusedAndNoModelIsAnError) {
+  q.ctx = 4096;
+  q.budget_seconds = 1;  // a first placement round is enough to write the journal
+  q.journal_path = dir.File("tune.journal");
+  SimEngine engine(so);
+  ASSERT_TRUE(RunTuneJob(q, sim.machine, engine).ok());
+  TuneMachine other = sim.machine;
+  other.identity.machine = "SIMULATED another GPU";
+  auto refused = RunTuneJob(q, other, engine);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("another GPU"), std::string::npos)
+      << refused.error().message();
+
+  q.model = nullptr;
+  EXPECT_FALSE(RunTuneJob(q, sim.machine, engine).ok());
+}
+
+TEST(TuneJobPathTest, DefaultJournalPathFollowsTheCacheFolder) {
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("XDG_CACHE_HOME", "/tmp/cache", 1);
+  EXPECT_EQ(DefaultTuneJournalPath("/models/Qwen3.gguf", 32768, "256:64", "-sim-1a2b"),
+            "/tmp/cache/moetune/tune/Qwen3-32768-256-64-sim-1a2b.journal");
+  if (old != nullptr) {
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_CACHE_HOME");
+  }
+}
+
+}  // namespace
+}  // namespace moetune
