@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

@@ -16,7 +16,7 @@
 #include "engine/engine_output.h"
 #include "engine/fit_params.h"
 #include "engine/llama_bench.h"
-#include "engine/server.h"
+#include "engine/server_test_util.h"
 
 namespace moetune {
 namespace {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "speed/presets.h"
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

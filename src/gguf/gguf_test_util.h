@@ -17,7 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/reader.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune::testing {
 

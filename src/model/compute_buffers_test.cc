@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "model/test_models.h"
+#include "model/models_test_util.h"
 
 namespace moetune {
 namespace {

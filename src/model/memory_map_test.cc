@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf/ggml_type.h"
-#include "model/test_models.h"
+#include "model/models_test_util.h"
 
 namespace moetune {
 namespace {

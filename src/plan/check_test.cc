@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/test_models.h"
+#include "model/models_test_util.h"
 
 namespace moetune {
 namespace {

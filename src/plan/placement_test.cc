@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/models_test_util.h"
 #include "model/synth.h"
-#include "model/test_models.h"
 
 namespace moetune {
 namespace {

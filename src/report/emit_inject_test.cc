@@ -18,7 +18,7 @@
 #include "config/server_argv.h"
 #include "report/emit.h"
 #include "report/emit_test_util.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 #include "util/text.h"
 
 namespace moetune {

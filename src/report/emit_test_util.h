@@ -17,7 +17,7 @@
 
 #include "config/flags.h"
 #include "report/emit.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune::testing {
 

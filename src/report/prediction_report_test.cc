@@ -7,7 +7,7 @@
 #include "report/markdown_document.h"
 #include "report/uncertainty_report.h"
 #include "speed/plan_prediction.h"
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

@@ -113,15 +113,10 @@ VerdictBlock Verdict(const TuneReport& t) {
   return v;
 }
 
-Section VersusDefaultsSection(const TuneReport& t) {
-  Section s{"defaults", "Tuned against llama.cpp's defaults", {}};
-  const auto& d = *t.result.versus_defaults;
-  s.blocks.push_back(Paragraph{fmt::format(
-      "Time to answer one request of the {} workload ({} prompt + {} answer tokens), tuned and "
-      "with llama.cpp's own choice for this machine ({}), measured in the same run.",
-      t.workload.name, t.workload.prompt_tokens, t.workload.answer_tokens, d.how)});
+// Time per request tuned and with a baseline, on an empty and a filled context.
+DocTable VersusTable(const DefaultsComparison& d, int64_t ctx, const std::string& baseline) {
   DocTable table;
-  table.header = {"context", "tuned", "llama.cpp defaults", "speed-up"};
+  table.header = {"context", "tuned", baseline, "speed-up"};
   table.numeric = {false, true, true, true};
   auto row = [&](const std::string& what, const std::optional<double>& tuned,
                  const std::optional<double>& def) {
@@ -130,8 +125,40 @@ Section VersusDefaultsSection(const TuneReport& t) {
                  x && *x >= 1 ? "pick" : "");
   };
   row("empty", d.tuned_seconds_depth0, d.default_seconds_depth0);
-  row(fmt::format("filled to {} tokens", t.ctx), d.tuned_seconds_ctx, d.default_seconds_ctx);
-  s.blocks.push_back(std::move(table));
+  row(fmt::format("filled to {} tokens", ctx), d.tuned_seconds_ctx, d.default_seconds_ctx);
+  return table;
+}
+
+// What moving from Ollama buys: its whole-layer split of the same GPU, measured alike.
+Section VersusOllamaSection(const TuneReport& t) {
+  Section s{"ollama", "Tuned against Ollama's split", {}};
+  const auto& d = *t.result.versus_ollama;
+  s.blocks.push_back(Paragraph{fmt::format(
+      "Time to answer one request of the {} workload, tuned and with the split Ollama's "
+      "automatic offload makes on this GPU ({}), measured in the same run. Ollama places whole "
+      "layers and knows nothing of experts; the pick keeps the experts that do not fit in host "
+      "memory instead.",
+      t.workload.name, d.how)});
+  s.blocks.push_back(VersusTable(d, t.ctx, "Ollama's split"));
+  KeyValues settings;
+  settings.items = {
+      {"-ngl", fmt::format("{} tuned, {} by Ollama", t.result.best.placement.n_gpu_layers,
+                           d.defaults.placement.n_gpu_layers)},
+      {"--n-cpu-moe",
+       fmt::format("{} tuned, none by Ollama", std::max(0, t.result.best.placement.n_cpu_moe))}};
+  s.blocks.push_back(std::move(settings));
+  if (!d.note.empty()) s.blocks.push_back(Paragraph{d.note});
+  return s;
+}
+
+Section VersusDefaultsSection(const TuneReport& t) {
+  Section s{"defaults", "Tuned against llama.cpp's defaults", {}};
+  const auto& d = *t.result.versus_defaults;
+  s.blocks.push_back(Paragraph{fmt::format(
+      "Time to answer one request of the {} workload ({} prompt + {} answer tokens), tuned and "
+      "with llama.cpp's own choice for this machine ({}), measured in the same run.",
+      t.workload.name, t.workload.prompt_tokens, t.workload.answer_tokens, d.how)});
+  s.blocks.push_back(VersusTable(d, t.ctx, "llama.cpp defaults"));
   const ServerConfig& b = t.result.best;
   const ServerConfig& o = d.defaults;
   KeyValues settings;
@@ -309,6 +336,7 @@ Report TuneDocument(const TuneReport& t, const std::vector<std::string>& invocat
   }
   if (t.result.memory) doc.sections.push_back(MemorySection(t));
   if (r.versus_defaults) doc.sections.push_back(VersusDefaultsSection(t));
+  if (r.versus_ollama) doc.sections.push_back(VersusOllamaSection(t));
   std::vector<std::string> notes = t.checks;
   notes.insert(notes.end(), r.notes.begin(), r.notes.end());
   notes.insert(notes.end(), r.analysis.notes.begin(), r.analysis.notes.end());

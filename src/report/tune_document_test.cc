@@ -7,7 +7,8 @@
 #include <regex>
 
 #include "report/emit_test_util.h"
-#include "report/tune_test_data.h"
+#include "report/tune_report.h"
+#include "report/tune_test_util.h"
 
 namespace moetune {
 namespace {
@@ -54,9 +55,9 @@ TEST(TuneDocument, FakeMachineHasTheShapesToDraw) {
 
 TEST(TuneDocument, SectionsInOrderWithTheVerdictFirst) {
   const Report doc = TuneDocument(Tune(), {"moetune", "tune", "x.gguf", "--report", "t.html"});
-  EXPECT_EQ(SectionIds(doc),
-            (std::vector<std::string>{"verdict", "n-curve", "depth", "threads", "memory",
-                                      "defaults", "decisions", "machine", "raw", "reproduce"}));
+  EXPECT_EQ(SectionIds(doc), (std::vector<std::string>{"verdict", "n-curve", "depth", "threads",
+                                                       "memory", "defaults", "ollama", "decisions",
+                                                       "machine", "raw", "reproduce"}));
   EXPECT_EQ(doc.title, "moetune tune: Fake-MoE-A3B-Q4_K_M.gguf");
   const auto& v = std::get<VerdictBlock>(doc.sections.front().blocks.front());
   EXPECT_EQ(v.command, Tune().Command());
@@ -70,6 +71,30 @@ TEST(TuneDocument, SectionsInOrderWithTheVerdictFirst) {
   bool simulated = false;
   for (const auto& f : v.facts) simulated = simulated || f.rfind("SIMULATED", 0) == 0;
   EXPECT_TRUE(simulated);
+}
+
+TEST(TuneDocument, OllamasSplitIsComparedInTheReportAndTheText) {
+  const Report doc = TuneDocument(Tune(), {"moetune", "tune", "x.gguf"});
+  const Section* ollama = nullptr;
+  for (const auto& s : doc.sections) {
+    if (s.id == "ollama") ollama = &s;
+  }
+  ASSERT_NE(ollama, nullptr);
+  const auto* table = std::get_if<DocTable>(&ollama->blocks.at(1));
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->header.at(2), "Ollama's split");
+  ASSERT_EQ(table->rows.size(), 2u);
+  // The fake machine runs whole CPU layers far slower: the pick wins.
+  EXPECT_NE(table->rows[0].at(3), "");
+  const std::string text = TuneText(Tune());
+  EXPECT_NE(text.find("Against Ollama's split of the same GPU, at the full context: "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("with Ollama's split: "), std::string::npos) << text;
+  EXPECT_NE(text.find("(Ollama's automatic offload: whole layers on the GPU, 20 of 24; measured "
+                      "in the same run)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(TuneDocument, ChartsCarryTheCliffFailuresComparisonsAndDefaults) {

@@ -1,14 +1,13 @@
-#include "tune/tune_reader.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "report/analysis_report.h"
 #include "report/tune_document.h"
-#include "report/tune_test_data.h"
+#include "report/tune_test_util.h"
 #include "report/verdict_text.h"
-#include "util/test_temp_dir.h"
+#include "tune/tune_reader.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {
@@ -35,6 +34,10 @@ TEST(TuneReader, RoundTripGivesTheSameJson) {
   EXPECT_EQ(read->result.versus_defaults->defaults, Tune().result.versus_defaults->defaults);
   EXPECT_EQ(VersusDefaultsMeasurements(*read).results.size(),
             VersusDefaultsMeasurements(Tune()).results.size());
+  ASSERT_TRUE(read->result.versus_ollama.has_value());
+  EXPECT_EQ(read->result.versus_ollama->defaults, Tune().result.versus_ollama->defaults);
+  EXPECT_EQ(read->result.versus_ollama->default_seconds_ctx,
+            Tune().result.versus_ollama->default_seconds_ctx);
   EXPECT_EQ(read->result.analysis.cliffs.size(), Tune().result.analysis.cliffs.size());
   EXPECT_EQ(read->result.analysis.shape, Tune().result.analysis.shape);
 }

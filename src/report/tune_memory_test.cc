@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "model/test_models.h"
+#include "model/models_test_util.h"
 #include "report/document.h"
 #include "report/tune_document.h"
 #include "report/tune_report.h"

@@ -20,9 +20,10 @@ using nlohmann::json;
 
 json OptSeconds(const std::optional<double>& s) { return s ? json(*s) : json(nullptr); }
 
-std::string Speedup(const std::optional<double>& tuned, const std::optional<double>& def) {
+std::string Speedup(const std::optional<double>& tuned, const std::optional<double>& def,
+                    const std::string& baseline = "llama.cpp's defaults") {
   if (!tuned || !def || *tuned <= 0) return "not measured";
-  return fmt::format("{:.2f} s vs {:.2f} s with llama.cpp's defaults: {:.2f}x", *tuned, *def,
+  return fmt::format("{:.2f} s vs {:.2f} s with {}: {:.2f}x", *tuned, *def, baseline,
                      *def / *tuned);
 }
 
@@ -35,6 +36,28 @@ json DeviceJson(const DeviceBreakdown& d) {
   return {{"weights", roles},           {"weights_bytes", d.weights_total()},
           {"kv_bytes", d.kv},           {"state_bytes", d.state},
           {"compute_bytes", d.compute}, {"total_bytes", d.total()}};
+}
+
+// The pick against a baseline measured in the same run: the baseline's
+// configuration, how it was found, and both times per request.
+json VersusJson(const std::optional<DefaultsComparison>& versus) {
+  if (!versus) return nullptr;
+  const auto& v = *versus;
+  json j = ServerConfigJson(v.defaults);
+  auto speedup = [](const std::optional<double>& tuned, const std::optional<double>& baseline) {
+    return tuned && baseline && *tuned > 0 ? json(*baseline / *tuned) : json(nullptr);
+  };
+  j.update(json{{"how", v.how},
+                {"seconds_per_request_depth0",
+                 {{"tuned", OptSeconds(v.tuned_seconds_depth0)},
+                  {"defaults", OptSeconds(v.default_seconds_depth0)}}},
+                {"seconds_per_request_at_ctx",
+                 {{"tuned", OptSeconds(v.tuned_seconds_ctx)},
+                  {"defaults", OptSeconds(v.default_seconds_ctx)}}},
+                {"speedup_depth0", speedup(v.tuned_seconds_depth0, v.default_seconds_depth0)},
+                {"speedup_at_ctx", speedup(v.tuned_seconds_ctx, v.default_seconds_ctx)},
+                {"note", v.note}});
+  return j;
 }
 
 }  // namespace
@@ -52,27 +75,6 @@ json TuneJson(const TuneReport& t) {
   for (const auto& c : r.comparisons) comparisons.push_back(ComparisonJson(c));
   json measurements = json::array();
   for (const auto& m : r.measurements) measurements.push_back(RunResultToJson(m));
-  json versus = nullptr;
-  if (r.versus_defaults) {
-    const auto& v = *r.versus_defaults;
-    versus = ServerConfigJson(v.defaults);
-    versus.update(json{
-        {"how", v.how},
-        {"seconds_per_request_depth0",
-         {{"tuned", OptSeconds(v.tuned_seconds_depth0)},
-          {"defaults", OptSeconds(v.default_seconds_depth0)}}},
-        {"seconds_per_request_at_ctx",
-         {{"tuned", OptSeconds(v.tuned_seconds_ctx)},
-          {"defaults", OptSeconds(v.default_seconds_ctx)}}},
-        {"speedup_depth0",
-         v.tuned_seconds_depth0 && v.default_seconds_depth0 && *v.tuned_seconds_depth0 > 0
-             ? json(*v.default_seconds_depth0 / *v.tuned_seconds_depth0)
-             : json(nullptr)},
-        {"speedup_at_ctx", v.tuned_seconds_ctx && v.default_seconds_ctx && *v.tuned_seconds_ctx > 0
-                               ? json(*v.default_seconds_ctx / *v.tuned_seconds_ctx)
-                               : json(nullptr)},
-        {"note", v.note}});
-  }
   AnalysisReport ar;
   ar.analysis = r.analysis;
   ar.options.workload = t.workload;
@@ -104,7 +106,8 @@ json TuneJson(const TuneReport& t) {
           {"memory", memory},
           {"decisions", decisions},
           {"comparisons", comparisons},
-          {"versus_defaults", versus},
+          {"versus_defaults", VersusJson(r.versus_defaults)},
+          {"versus_ollama", VersusJson(r.versus_ollama)},
           {"analysis", AnalysisJson(ar)},
           {"measurements", measurements},
           {"measured", r.measured},
@@ -134,6 +137,14 @@ std::string TuneText(const TuneReport& t) {
                      Speedup(v.tuned_seconds_depth0, v.default_seconds_depth0));
     o += fmt::format("(llama.cpp's defaults: {}; {})\n", v.how,
                      v.note.empty() ? "measured in the same run" : v.note);
+  }
+  if (r.versus_ollama) {
+    const auto& v = *r.versus_ollama;
+    o += fmt::format("Against Ollama's split of the same GPU, at the full context: {}\n",
+                     Speedup(v.tuned_seconds_ctx, v.default_seconds_ctx, "Ollama's split"));
+    o += fmt::format("Against Ollama's split, on an empty context: {}\n",
+                     Speedup(v.tuned_seconds_depth0, v.default_seconds_depth0, "Ollama's split"));
+    o += fmt::format("({}; {})\n", v.how, v.note.empty() ? "measured in the same run" : v.note);
   }
   if (r.memory) {
     o += fmt::format("GPU memory of the pick at {} tokens: {} of {} (headroom {})\n", t.ctx,

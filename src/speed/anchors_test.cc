@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/placement.h"
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "gguf/ggml_type.h"
 #include "plan/placement.h"
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

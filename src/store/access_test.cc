@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "store/test_stores.h"
+#include "store/stores_test_util.h"
 
 namespace moetune {
 namespace {

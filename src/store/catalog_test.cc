@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "store/test_stores.h"
+#include "store/stores_test_util.h"
 
 namespace moetune {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "gguf/split.h"
 #include "store/scan.h"
-#include "store/test_stores.h"
+#include "store/stores_test_util.h"
 
 namespace moetune {
 namespace {

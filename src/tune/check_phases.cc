@@ -36,7 +36,7 @@ std::string FailsAtDepth(const TuneLedger& ledger, const TuneSettings& cur, cons
 
 // Prefill and decode of `config` at `depth`, `reps` repetitions (journal first).
 std::vector<RunResult> MeasureServer(TuneLedger& ledger, const ServerConfig& config, int depth,
-                                     int reps) {
+                                     int reps, const std::string& label) {
   const TuneOptions& opt = ledger.options();
   std::vector<RunConfig> want;
   for (bool prefill : {true, false}) {
@@ -48,7 +48,7 @@ std::vector<RunResult> MeasureServer(TuneLedger& ledger, const ServerConfig& con
     want.push_back(c);
   }
   return ledger.MeasureConfigs(
-      want, fmt::format("llama.cpp defaults{}", depth ? fmt::format(" @ d{}", depth) : ""));
+      want, fmt::format("{}{}", label, depth ? fmt::format(" @ d{}", depth) : ""));
 }
 
 // Seconds per request of the workload from a prefill and a decode measurement.
@@ -90,28 +90,46 @@ PhaseOutcome RunFinalCheckPhase(TuneLedger& ledger, TuneSettings cur,
                             now + ": " + why)};
 }
 
-std::optional<DefaultsComparison> RunDefaultsPhase(TuneLedger& ledger, const TuneSettings& cur) {
+BaselineComparisons RunDefaultsPhase(TuneLedger& ledger, const TuneSettings& cur) {
   ledger.set_phase(TunePhase::kDefaults);
   const TuneSpace& space = ledger.space();
   const TuneOptions& opt = ledger.options();
-  if (!space.defaults) return std::nullopt;
-  DefaultsComparison d;
-  d.defaults = *space.defaults;
-  d.how = space.defaults_how;
   const int deep = DeepestDepth(opt);
   const ServerConfig tuned = SettingsConfig(space, cur);
-  d.default_seconds_depth0 =
-      SecondsPerRequest(MeasureServer(ledger, d.defaults, 0, opt.repetitions), opt.workload);
-  d.tuned_seconds_depth0 =
-      SecondsPerRequest(MeasureServer(ledger, tuned, 0, opt.repetitions), opt.workload);
-  if (deep > 0) {
-    d.default_seconds_ctx = SecondsPerRequest(
-        MeasureServer(ledger, d.defaults, deep, opt.depth_repetitions), opt.workload);
-    d.tuned_seconds_ctx =
-        SecondsPerRequest(MeasureServer(ledger, tuned, deep, opt.depth_repetitions), opt.workload);
+  auto seconds = [&](const ServerConfig& c, int depth, const std::string& label) {
+    const int reps = depth > 0 ? opt.depth_repetitions : opt.repetitions;
+    return SecondsPerRequest(MeasureServer(ledger, c, depth, reps, label), opt.workload);
+  };
+  // Each baseline just before the pick at the same depth (the report pairs
+  // them so: tune_document.cc VersusDefaultsMeasurements); the pick is
+  // measured once, and a later baseline is compared with the same figures.
+  std::vector<int> depths = {0};
+  if (deep > 0) depths.push_back(deep);
+  std::optional<DefaultsComparison> pick;
+  auto compare = [&](const ServerConfig& baseline, const std::string& how,
+                     const std::string& label) {
+    DefaultsComparison d;
+    d.defaults = baseline;
+    d.how = how;
+    for (int depth : depths) {
+      auto& base_s = depth == 0 ? d.default_seconds_depth0 : d.default_seconds_ctx;
+      auto& pick_s = depth == 0 ? d.tuned_seconds_depth0 : d.tuned_seconds_ctx;
+      base_s = seconds(baseline, depth, label);
+      pick_s = pick ? (depth == 0 ? pick->tuned_seconds_depth0 : pick->tuned_seconds_ctx)
+                    : seconds(tuned, depth, "pick");
+    }
+    if (!d.default_seconds_depth0) d.note = label + " did not produce a measurement";
+    if (!pick) pick = d;
+    return d;
+  };
+  BaselineComparisons out;
+  if (space.defaults) {
+    out.defaults = compare(*space.defaults, space.defaults_how, "llama.cpp's defaults");
   }
-  if (!d.default_seconds_depth0) d.note = "llama.cpp's defaults did not produce a measurement";
-  return d;
+  if (space.ollama && !ledger.out_of_time()) {
+    out.ollama = compare(*space.ollama, space.ollama_how, "Ollama's split");
+  }
+  return out;
 }
 
 }  // namespace moetune

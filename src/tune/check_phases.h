@@ -12,7 +12,9 @@
 
 namespace moetune {
 
-/// The pick against llama.cpp's defaults, at depth 0 and at the target context.
+/// The pick against a baseline measured in the same run (llama.cpp's
+/// defaults, or Ollama's whole-layer split), at depth 0 and at the target
+/// context; `defaults` is the baseline's configuration.
 struct DefaultsComparison {
   ServerConfig defaults;
   std::string how;
@@ -29,8 +31,15 @@ struct DefaultsComparison {
 PhaseOutcome RunFinalCheckPhase(TuneLedger& ledger, TuneSettings cur,
                                 const std::optional<TuneSettings>& validated);
 
-/// Measures llama.cpp's defaults (the space's) and the pick `cur` alike, at
-/// depth 0 and at the target context; nullopt when the space has no defaults.
-std::optional<DefaultsComparison> RunDefaultsPhase(TuneLedger& ledger, const TuneSettings& cur);
+/// The pick against each baseline of the space.
+struct BaselineComparisons {
+  std::optional<DefaultsComparison> defaults;  // llama.cpp's own choice (its fit)
+  std::optional<DefaultsComparison> ollama;    // Ollama's whole-layer split (tune/ollama_split.h)
+};
+
+/// Measures the pick `cur` and each baseline of the space (llama.cpp's
+/// defaults, Ollama's split) alike, at depth 0 and at the target context; a
+/// baseline the space does not have is nullopt.
+BaselineComparisons RunDefaultsPhase(TuneLedger& ledger, const TuneSettings& cur);
 
 }  // namespace moetune

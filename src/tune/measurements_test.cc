@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

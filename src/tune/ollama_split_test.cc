@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "speed/test_speed.h"
-#include "util/test_temp_dir.h"
+#include "speed/speed_test_util.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

@@ -1,7 +1,7 @@
 // Scenario tests: `tune` against an exhaustive grid over the same space, on
 // the simulated engine with a full-scale model shape (a sparse synth file) and
 // what-if machines. For each scenario the tuner runs, then every configuration
-// it could have chosen is measured and read by the same rules (tune/grid.h),
+// it could have chosen is measured and read by the same rules (tune/grid_test_util.h),
 // and the test asserts:
 //   - tune's pick is the grid's pick, or ties with it on the grid's own
 //     measurements (Welch's test at 95%, or under 2%) and is safe on the grid's
@@ -24,8 +24,8 @@
 
 #include "engine/sim_engine.h"
 #include "speed/presets.h"
-#include "speed/test_speed.h"
-#include "tune/grid.h"
+#include "speed/speed_test_util.h"
+#include "tune/grid_test_util.h"
 #include "tune/tune_job.h"
 #include "tune/tuner.h"
 

@@ -3,7 +3,7 @@
 /// before measuring (TuneSpace), the options of a run (TuneOptions), the
 /// settings a phase moves (TuneSettings) and how they become a server
 /// configuration and a measurement. Shared by the ledger (tune/ledger.h), the
-/// phases and the exhaustive grid (tune/grid.h).
+/// phases and the exhaustive grid (tune/grid_test_util.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +58,11 @@ struct TuneSpace {
   /// default threads and batch sizes), measured for the comparison.
   std::optional<ServerConfig> defaults;
   std::string defaults_how;  // how the defaults were obtained
+  /// Ollama's whole-layer split for the same GPU and context
+  /// (tune/ollama_split.h), measured for the comparison; nullopt without a GPU
+  /// plan or for a dense model.
+  std::optional<ServerConfig> ollama;
+  std::string ollama_how;
   /// -ngl and anything else held fixed, and the starting micro-batch, batch,
   /// flash attention and KV type.
   ServerConfig base;

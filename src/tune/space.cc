@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gguf/ggml_type.h"
+#include "tune/ollama_split.h"
 
 namespace moetune {
 namespace {
@@ -192,6 +193,13 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
                              "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
                              s.defaults->threads,
                              in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
+  // Ollama's whole-layer split, for people who arrive from Ollama: MoE models on a GPU.
+  if (in.plan && in.engine_has_gpu && s.moe) {
+    if (auto o = OllamaWholeLayerSplit(m, *in.plan, in.cpu)) {
+      s.ollama = o->config;
+      s.ollama_how = o->how;
+    }
+  }
   return s;
 }
 

@@ -6,8 +6,8 @@
 
 #include "engine/sim_engine.h"
 #include "speed/presets.h"
-#include "speed/test_speed.h"
-#include "util/test_temp_dir.h"
+#include "speed/speed_test_util.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {
@@ -85,6 +85,18 @@ TEST_F(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
   EXPECT_TRUE(r.result.memory.has_value());  // the pick's own memory map
   EXPECT_GT(r.result.measured, 0u);
   EXPECT_TRUE(std::filesystem::exists(q.journal_path));
+  // Ollama's whole-layer split of the same GPU, measured alike (-ngl K, no expert placement).
+  ASSERT_TRUE(r.result.versus_ollama.has_value());
+  const DefaultsComparison& ollama = *r.result.versus_ollama;
+  EXPECT_LT(ollama.defaults.placement.n_gpu_layers, static_cast<int>(model.weights.layers.size()));
+  EXPECT_EQ(ollama.defaults.placement.n_cpu_moe, -1);
+  EXPECT_NE(ollama.how.find("whole layers"), std::string::npos) << ollama.how;
+  ASSERT_TRUE(ollama.default_seconds_depth0 && ollama.tuned_seconds_depth0);
+  // The same pick figures as the comparison with llama.cpp's defaults.
+  ASSERT_TRUE(r.result.versus_defaults.has_value());
+  EXPECT_EQ(ollama.tuned_seconds_depth0, r.result.versus_defaults->tuned_seconds_depth0);
+  // On a 12 GB card a 30B-A3B model's whole layers lose to the experts on the CPU.
+  EXPECT_LT(*ollama.tuned_seconds_depth0, *ollama.default_seconds_depth0);
   // The caller's notes come first, and were told before the first measurement.
   ASSERT_FALSE(early_notes.empty());
   EXPECT_EQ(early_notes.front(), "SIMULATED: from the speed model");

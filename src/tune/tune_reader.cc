@@ -376,9 +376,27 @@ DeviceBreakdown DeviceFrom(Fields& f, const json& j, const std::string& where) {
   return d;
 }
 
-std::optional<double> Seconds(Fields& f, const json& v, const char* key, const char* which) {
-  const json* o = f.Object(v, key, "versus_defaults.");
-  return o ? f.OptNum(*o, which, fmt::format("versus_defaults.{}.", key)) : std::nullopt;
+std::optional<double> Seconds(Fields& f, const json& v, const std::string& where, const char* key,
+                              const char* which) {
+  const json* o = f.Object(v, key, where);
+  return o ? f.OptNum(*o, which, fmt::format("{}{}.", where, key)) : std::nullopt;
+}
+
+// A comparison with a baseline ("versus_defaults", "versus_ollama"), when the file has it.
+std::optional<DefaultsComparison> VersusFrom(Fields& f, const json& j, const char* key,
+                                             const std::vector<RunResult>& measurements) {
+  const json* v = f.Object(j, key, "");
+  if (v == nullptr) return std::nullopt;
+  const std::string where = std::string(key) + ".";
+  DefaultsComparison d;
+  d.defaults = ConfigFrom(f, *v, where, measurements, ServerConfig{});
+  d.how = f.Str(*v, "how", where);
+  d.note = f.Str(*v, "note", where);
+  d.tuned_seconds_depth0 = Seconds(f, *v, where, "seconds_per_request_depth0", "tuned");
+  d.default_seconds_depth0 = Seconds(f, *v, where, "seconds_per_request_depth0", "defaults");
+  d.tuned_seconds_ctx = Seconds(f, *v, where, "seconds_per_request_at_ctx", "tuned");
+  d.default_seconds_ctx = Seconds(f, *v, where, "seconds_per_request_at_ctx", "defaults");
+  return d;
 }
 
 }  // namespace
@@ -457,17 +475,8 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   }
   for (const json& c : f.Array(j, "comparisons", ""))
     r.comparisons.push_back(ComparisonFrom(f, c, "comparisons[]."));
-  if (const json* v = f.Object(j, "versus_defaults", "")) {
-    DefaultsComparison d;
-    d.defaults = ConfigFrom(f, *v, "versus_defaults.", r.measurements, ServerConfig{});
-    d.how = f.Str(*v, "how", "versus_defaults.");
-    d.note = f.Str(*v, "note", "versus_defaults.");
-    d.tuned_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "tuned");
-    d.default_seconds_depth0 = Seconds(f, *v, "seconds_per_request_depth0", "defaults");
-    d.tuned_seconds_ctx = Seconds(f, *v, "seconds_per_request_at_ctx", "tuned");
-    d.default_seconds_ctx = Seconds(f, *v, "seconds_per_request_at_ctx", "defaults");
-    r.versus_defaults = d;
-  }
+  r.versus_defaults = VersusFrom(f, j, "versus_defaults", r.measurements);
+  r.versus_ollama = VersusFrom(f, j, "versus_ollama", r.measurements);
   if (const json* a = f.Object(j, "analysis", "")) r.analysis = AnalysisFrom(f, *a, "analysis.");
   r.measured = static_cast<std::size_t>(f.OptInt(j, "measured", "", 0, INT32_MAX).value_or(0));
   r.resumed = static_cast<std::size_t>(f.OptInt(j, "resumed", "", 0, INT32_MAX).value_or(0));

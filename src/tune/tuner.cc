@@ -73,7 +73,11 @@ TuneResult Tuner::Run() {
   }
   if (!ledger_.out_of_time()) take(RunKvCachePhase(ledger_, cur, result.placement_tuned));
   if (!ledger_.out_of_time()) take(RunFinalCheckPhase(ledger_, cur, validated));
-  if (!ledger_.out_of_time()) result.versus_defaults = RunDefaultsPhase(ledger_, cur);
+  if (!ledger_.out_of_time()) {
+    BaselineComparisons baselines = RunDefaultsPhase(ledger_, cur);
+    result.versus_defaults = std::move(baselines.defaults);
+    result.versus_ollama = std::move(baselines.ollama);
+  }
   if (result.analysis.curves.empty()) result.analysis = ledger_.AnalyzeNow(cur, true);
   result.best = PickConfig(space, opt, cur);
   if (space.memory_of) result.memory = space.memory_of(result.best);

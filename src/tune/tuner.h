@@ -15,7 +15,7 @@
 ///   4. a final check at the target context of what the pick holds on the GPU;
 ///   5. llama.cpp's defaults measured in the same run, for the comparison
 ///      (both tune/check_phases.h).
-/// The constants of the search are TuneRules (tune/rules.h). tune/grid.h
+/// The constants of the search are TuneRules (tune/rules.h). tune/grid_test_util.h
 /// measures everything this could choose, for the scenario tests. Every
 /// decision is recorded with its rule and evidence. Measurements go through
 /// the journal (resume without re-measuring) and the time budget.
@@ -54,6 +54,9 @@ struct TuneResult {
   std::vector<DimensionComparison> comparisons;
   std::vector<RunResult> measurements;  // everything used (resumed ones included)
   std::optional<DefaultsComparison> versus_defaults;
+  /// Ollama's whole-layer split for the same GPU, measured alike (people
+  /// arrive from Ollama); nullopt without a GPU plan or a dense model.
+  std::optional<DefaultsComparison> versus_ollama;
   std::size_t measured = 0, resumed = 0;
   double seconds = 0;
   bool budget_exhausted = false;

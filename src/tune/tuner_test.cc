@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

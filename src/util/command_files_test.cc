@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "util/output_file.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "util/elf_test_util.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

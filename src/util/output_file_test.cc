@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "util/temp_dir_test_util.h"
 #include "util/temp_files.h"
-#include "util/test_temp_dir.h"
 
 namespace moetune {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 
 namespace moetune {
 namespace {

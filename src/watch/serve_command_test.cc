@@ -5,7 +5,7 @@
 #include "config/server_argv.h"
 #include "hw/machine_profile.h"
 #include "model/synth.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

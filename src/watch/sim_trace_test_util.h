@@ -35,7 +35,7 @@
 #include "speed/gpu_footprint.h"
 #include "speed/model_shape.h"
 #include "speed/presets.h"
-#include "speed/test_speed.h"
+#include "speed/speed_test_util.h"
 #include "watch/baseline.h"
 #include "watch/prediction.h"
 #include "watch/trace_test_util.h"

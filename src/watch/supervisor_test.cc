@@ -13,7 +13,7 @@
 #include <memory>
 #include <thread>
 
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 #include "watch/trace_test_util.h"
 
 namespace moetune {

@@ -16,7 +16,7 @@
 
 #include "config/server_argv.h"
 #include "engine/engine_info.h"
-#include "engine/server.h"
+#include "engine/server_test_util.h"
 #include "report/emit_test_util.h"
 #include "report/report_blocks.h"
 #include "support.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "store/test_stores.h"
+#include "store/stores_test_util.h"
 #include "support.h"
 
 namespace moetune::itest {

@@ -1,8 +1,6 @@
 // Integration: llama-server lifecycle against the real engine: start, requests,
 // a port taken before the bind, the private log, timeouts, and no orphan on any
 // exit path (signals to moetune are tested in signal_test.cc).
-#include "engine/server.h"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,6 +14,7 @@
 #include <thread>
 
 #include "engine/engine_info.h"
+#include "engine/server_test_util.h"
 #include "support.h"
 #include "util/subprocess.h"
 

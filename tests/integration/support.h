@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/engine_info.h"
-#include "engine/server.h"
+#include "engine/server_test_util.h"
 #include "util/subprocess.h"
 
 namespace moetune::itest {

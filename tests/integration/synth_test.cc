@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/server.h"
+#include "engine/server_test_util.h"
 #include "support.h"
 
 namespace moetune::itest {

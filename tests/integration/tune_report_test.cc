@@ -23,7 +23,7 @@
 #include "report/emit_test_util.h"
 #include "report/svg_chart.h"
 #include "report/tune_document.h"
-#include "report/tune_test_data.h"
+#include "report/tune_test_util.h"
 #include "support.h"
 
 namespace moetune::itest {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "model/model_info.h"
+#include "model/models_test_util.h"
 #include "model/synth_sparse.h"
-#include "model/test_models.h"
 #include "speed/presets.h"
 #include "speed/speed_model.h"
 

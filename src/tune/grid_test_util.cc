@@ -1,4 +1,4 @@
-#include "tune/grid.h"
+#include "tune/grid_test_util.h"
 
 #include <fmt/format.h>
 

@@ -35,7 +35,7 @@ class FakeGpuMachine : public Engine {
       RunResult r;
       r.config = c;
       const int n = c.placement.n_cpu_moe;
-      if (n < kLoads) {
+      if (n >= 0 && n < kLoads) {
         r.failure = EngineFailure{
             FailureKind::kOutOfMemoryDevice, "cudaMalloc failed: out of memory", "exit code 1", {}};
         out.results.push_back(std::move(r));
@@ -67,6 +67,9 @@ class FakeGpuMachine : public Engine {
                        : (14 + 0.5 * (kLayers - n)) / (1 + c.n_depth / 60000.0);
     v *= t;
     if (prefill && c.n_ubatch > 512) v *= 1.15;
+    // Whole layers on the CPU (Ollama's split: -ngl K, no --n-cpu-moe): their
+    // attention runs there too.
+    if (n < 0) return (prefill ? 120 : 9) * t;
     if (n < kFits) v *= prefill ? 0.2 : 0.8;  // silent spill over PCIe
     return v;
   }
@@ -88,6 +91,14 @@ inline TuneSpace FakeGpuSpace() {
       FakeGpuMachine::kLayers;  // llama.cpp's fit keeps them on the CPU
   s.defaults->threads = 8;
   s.defaults_how = "llama-fit-params placement, llama.cpp's default threads and batch sizes";
+  s.ollama = ServerConfig{};
+  s.ollama->model = s.model;
+  s.ollama->placement.n_gpu_layers = 20;
+  s.ollama->placement.n_cpu_moe = -1;
+  s.ollama->n_batch = 512;
+  s.ollama->flash_attn = FlashAttn::kOff;
+  s.ollama->threads = 4;
+  s.ollama_how = "Ollama's automatic offload: whole layers on the GPU, 20 of 24";
   return s;
 }
 

@@ -1,4 +1,4 @@
-#include "engine/server.h"
+#include "engine/server_test_util.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
 #include "model/synth.h"
 #include "model/synth_sparse.h"
 #include "store/places.h"
-#include "util/test_temp_dir.h"
+#include "util/temp_dir_test_util.h"
 
 namespace moetune::testing {
 
