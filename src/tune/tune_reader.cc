@@ -409,27 +409,27 @@ Result<Analysis> AnalysisFromJson(const json& j) {
   return a;
 }
 
-Result<TuneReport> TuneReportFromJson(const json& j) {
-  if (!j.is_object()) return Error(ErrorKind::kFormat, "tune JSON: not an object");
-  Fields f;
-  TuneReport t;
+namespace {
+
+// What the tune ran on: model, context, workload, engine, machine, checks.
+void ReadTuneHeader(Fields& f, const json& j, TuneReport* t) {
   if (const json* m = f.Object(j, "model", "")) {
-    t.model_path = f.Str(*m, "path", "model.");
-    t.model_name = f.Str(*m, "name", "model.");
+    t->model_path = f.Str(*m, "path", "model.");
+    t->model_name = f.Str(*m, "name", "model.");
   }
-  t.ctx = f.OptInt(j, "ctx", "", 0, int64_t{1} << 40).value_or(0);
+  t->ctx = f.OptInt(j, "ctx", "", 0, int64_t{1} << 40).value_or(0);
   if (const json* w = f.Object(j, "workload", "")) {
-    t.workload.name = f.Str(*w, "name", "workload.");
-    t.workload.prompt_tokens = f.Int(*w, "prompt_tokens", "workload.");
-    t.workload.answer_tokens = f.Int(*w, "answer_tokens", "workload.");
+    t->workload.name = f.Str(*w, "name", "workload.");
+    t->workload.prompt_tokens = f.Int(*w, "prompt_tokens", "workload.");
+    t->workload.answer_tokens = f.Int(*w, "answer_tokens", "workload.");
   }
-  t.engine = f.Str(j, "engine", "");
-  t.simulated = f.Bool(j, "simulated", "");
-  t.machine = f.Str(j, "machine", "");
-  t.checks = f.Strings(j, "checks", "");
-  const std::vector<std::string> command = f.Strings(j, "command", "");
-  TuneResult& r = t.result;
-  // The measurements first: older files complete the pick's settings from them.
+  t->engine = f.Str(j, "engine", "");
+  t->simulated = f.Bool(j, "simulated", "");
+  t->machine = f.Str(j, "machine", "");
+  t->checks = f.Strings(j, "checks", "");
+}
+
+Status ReadMeasurements(Fields& f, const json& j, std::vector<RunResult>* out) {
   size_t i = 0;
   for (const json& m : f.Array(j, "measurements", "")) {
     auto x = RunResultFromJson(m);
@@ -437,11 +437,17 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
       return Error(ErrorKind::kFormat,
                    fmt::format("tune JSON: measurements[{}]: {}", i, x.error().message()));
     }
-    r.measurements.push_back(std::move(x).value());
+    out->push_back(std::move(x).value());
     ++i;
   }
-  // The pick: the printed command read back, with the pick's fields over it
-  // (files before the pick carried every field hold only the command's).
+  return OkStatus();
+}
+
+// The pick: the printed command read back, with the pick's fields over it
+// (files before the pick carried every field hold only the command's), and
+// its memory map.
+void ReadPick(Fields& f, const json& j, const std::vector<std::string>& command, TuneReport* t) {
+  TuneResult& r = t->result;
   ServerConfig from_command = ParseServerArgv(command).config;
   if (from_command.placement.n_cpu_moe < 0 && !from_command.placement.all_cpu_moe)
     from_command.placement.n_cpu_moe = 0;  // older tunes left out --n-cpu-moe 0
@@ -458,9 +464,13 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
     o.headroom = f.Bytes(*m, "headroom_bytes", "memory.");
     o.fits = o.headroom >= 0;
     r.memory = o;
-    t.vram_budget = f.Bytes(*m, "vram_budget_bytes", "memory.");
-    t.reserve = f.Bytes(*m, "reserve_bytes", "memory.");
+    t->vram_budget = f.Bytes(*m, "vram_budget_bytes", "memory.");
+    t->reserve = f.Bytes(*m, "reserve_bytes", "memory.");
   }
+}
+
+std::vector<Decision> ReadDecisions(Fields& f, const json& j) {
+  std::vector<Decision> out;
   for (const json& d : f.Array(j, "decisions", "")) {
     Decision x;
     x.phase = NameFrom(f, d, "phase", "decisions[].", TunePhaseFromName,
@@ -471,8 +481,24 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
     x.rule = f.Str(d, "rule", "decisions[].");
     // The evidence as rendered (report/verdict_text.h); its typed parts are not re-read.
     x.evidence = f.Str(d, "evidence", "decisions[].");
-    r.decisions.push_back(std::move(x));
+    out.push_back(std::move(x));
   }
+  return out;
+}
+
+}  // namespace
+
+Result<TuneReport> TuneReportFromJson(const json& j) {
+  if (!j.is_object()) return Error(ErrorKind::kFormat, "tune JSON: not an object");
+  Fields f;
+  TuneReport t;
+  ReadTuneHeader(f, j, &t);
+  const std::vector<std::string> command = f.Strings(j, "command", "");
+  TuneResult& r = t.result;
+  // The measurements first: older files complete the pick's settings from them.
+  MOETUNE_TRY(ReadMeasurements(f, j, &r.measurements));
+  ReadPick(f, j, command, &t);
+  r.decisions = ReadDecisions(f, j);
   for (const json& c : f.Array(j, "comparisons", ""))
     r.comparisons.push_back(ComparisonFrom(f, c, "comparisons[]."));
   r.versus_defaults = VersusFrom(f, j, "versus_defaults", r.measurements);
