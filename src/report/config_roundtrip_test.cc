@@ -7,8 +7,8 @@
 #include "config/server_argv.h"
 #include "report/emit.h"
 #include "report/emit_test_util.h"
-#include "tune/tune_reader.h"
 #include "report/tune_report.h"
+#include "tune/tune_reader.h"
 #include "watch/serve_command.h"
 #include "watch/server_settings.h"
 
