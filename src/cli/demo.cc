@@ -76,7 +76,7 @@ Result<std::array<DemoTune, 2>> RunDemoTunes(const DemoArgs& a, const std::strin
   sim_options.machine.machine = a.sim_machine;
   std::array<DemoTune, 2> tunes;
   tunes[0].label = "simulated";
-  MOETUNE_ASSIGN_OR_RETURN(tunes[0].engine, SimTuneEngine(sim_options, "", ""));
+  MOETUNE_ASSIGN_OR_RETURN(tunes[0].engine, SimTuneEngine(sim_options));
   tunes[1].label = "real CPU";
   MOETUNE_ASSIGN_OR_RETURN(tunes[1].engine, RealTuneEngine(a.llama_dir, /*force=*/false));
   for (DemoTune& t : tunes) {

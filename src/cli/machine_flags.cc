@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iostream>
+
 #include "cli/validators.h"
 #include "hw/cpu_topology.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "speed/presets.h"
 #include "util/units.h"
+#include "util/utf8.h"
 
 namespace moetune {
 
@@ -41,20 +45,60 @@ void AddMachineFlags(CLI::App* cmd, MachineFlags* f, bool with_vram, bool with_p
   cmd->add_option("--spill", f->spill,
                   "GPU overflow: strict (allocations fail) or silent (spill to host memory)")
       ->check(Parses(ParseSpillMode, "strict|silent"));
-  if (with_vram) {
-    cmd->add_option("--vram", f->vram, "What-if free GPU memory, e.g. 12GiB")
-        ->check(ByteSize(0, kMaxMemoryBytes));
-    cmd->add_option("--reserve", f->reserve, "GPU memory other programs hold, e.g. 1.5GiB")
-        ->check(ByteSize(0, kMaxMemoryBytes));
-  }
+  if (with_vram) AddGpuBudgetFlags(cmd, &f->gpu);
   if (with_profile)
     cmd->add_option("--profile", f->profile, "Machine profile (default: the doctor's)");
 }
 
-bool HasWhatIf(const MachineFlags& f) {
-  return !f.machine.empty() || !f.gpu_bw.empty() || !f.pcie_bw.empty() || !f.ram_bw.empty() ||
-         !f.cpu.empty() || !f.spill.empty() || !f.vram.empty() || !f.reserve.empty();
+std::vector<CLI::Option*> AddGpuBudgetFlags(CLI::App* cmd, GpuBudgetOptions* o) {
+  std::vector<CLI::Option*> added;
+  added.push_back(
+      cmd->add_option("--vram", o->vram,
+                      "The GPU's total memory, e.g. 12GiB (default: the doctor's profile, or the "
+                      "what-if GPU's); 0 for no GPU")
+          ->check(ByteSize(0, kMaxMemoryBytes)));
+  added.push_back(
+      cmd->add_option("--vram-used", o->vram_used,
+                      "GPU memory other programs hold now, e.g. 1.7GiB (default: measured by the "
+                      "doctor; a what-if GPU assumes an idle desktop's share)")
+          ->check(ByteSize(0, kMaxMemoryBytes)));
+  added.push_back(
+      cmd->add_option("--reserve", o->reserve,
+                      "GPU memory to keep free beyond that, for programs that start later "
+                      "(default 0)")
+          ->check(ByteSize(0, kMaxMemoryBytes)));
+  return added;
 }
+
+std::string GpuBudgetFlagsText(const GpuBudgetOptions& o) {
+  std::string out;
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--vram", o.vram},
+                                    {"--vram-used", o.vram_used},
+                                    {"--reserve", o.reserve}}) {
+    if (!value.empty()) out += fmt::format(" {} {}", flag, value);
+  }
+  return out;
+}
+
+GpuBudgetFlags ParsedGpuBudgetFlags(const GpuBudgetOptions& o) {
+  GpuBudgetFlags f;
+  auto bytes = [](const std::string& s) -> std::optional<int64_t> {
+    if (s.empty()) return std::nullopt;
+    auto v = ParseBytes(s);
+    return v.ok() ? std::optional<int64_t>(v->count()) : std::nullopt;
+  };
+  f.vram = bytes(o.vram);
+  f.vram_used = bytes(o.vram_used);
+  f.reserve = bytes(o.reserve);
+  return f;
+}
+
+bool HasWhatIfMachine(const MachineFlags& f) {
+  return !f.machine.empty() || !f.gpu_bw.empty() || !f.pcie_bw.empty() || !f.ram_bw.empty() ||
+         !f.cpu.empty() || !f.spill.empty();
+}
+
+bool HasWhatIf(const MachineFlags& f) { return HasWhatIfMachine(f) || f.gpu.any(); }
 
 namespace {
 
@@ -114,8 +158,8 @@ Status LoadProfile(const MachineFlags& f, ResolvedMachine* r) {
   return OkStatus();
 }
 
-// The what-if flags (--machine, --gpu-bw, --pcie-bw, --ram-bw, --cpu, --vram,
-// --reserve, --spill) applied to `spec`.
+// The what-if flags (--machine, --gpu-bw, --pcie-bw, --ram-bw, --cpu, --spill)
+// applied to `spec`; the GPU memory flags are applied by ApplyGpuBudget.
 Status ApplyWhatIfFlags(const MachineFlags& f, MachineSpec* spec) {
   if (!f.machine.empty()) {
     auto st = ApplyMachinePresets(f.machine, spec);
@@ -144,23 +188,40 @@ Status ApplyWhatIfFlags(const MachineFlags& f, MachineSpec* spec) {
     auto st = ParseCpuShape(f.cpu, &spec->cpu);
     if (!st.ok()) return FlagError("--cpu", st.error());
   }
-  if (!f.vram.empty()) {
-    auto v = ParseBytes(f.vram);
-    if (!v.ok()) return FlagError("--vram", v.error());
-    EnsureGpu(spec, "--vram");
-    spec->accel->vram_free = v->count();
-    spec->accel->vram_total = std::max(spec->accel->vram_total, v->count());
-  }
-  if (!f.reserve.empty()) {
-    auto v = ParseBytes(f.reserve);
-    if (!v.ok()) return FlagError("--reserve", v.error());
-    spec->reserve = v->count();
-  }
+  if (!f.gpu.vram.empty() || !f.gpu.vram_used.empty()) EnsureGpu(spec, "--vram");
   if (!f.spill.empty()) {
     auto v = ParseSpillMode(f.spill);
     if (!v.ok()) return v.take_error();
     spec->spill = *v;
   }
+  return OkStatus();
+}
+
+// The GPU memory model of the machine: the flags over the spec's GPU (a
+// preset's total and idle-desktop share, or the profile's measurement), then
+// written back into the spec, so that every figure has one source.
+Status ApplyGpuBudget(const MachineFlags& f, bool profile_found, ResolvedMachine* r) {
+  GpuBudgetDefaults d;
+  MachineSpec& spec = r->spec;
+  const bool preset = !f.machine.empty();
+  d.what_if_total = spec.accel ? spec.accel->vram_total : 0;
+  d.what_if_from = preset ? "--machine " + f.machine
+                          : (profile_found ? std::string("the machine profile, measured by "
+                                                         "moetune doctor")
+                                           : std::string("no GPU in the machine description"));
+  if (spec.accel) {
+    d.what_if_used = std::max<int64_t>(0, spec.accel->vram_total - spec.accel->vram_free);
+    d.what_if_used_from =
+        preset ? "assumed for an idle desktop: the display and driver hold about 7% of a "
+                 "consumer card (--vram-used SIZE to say otherwise)"
+               : "the machine profile, measured by moetune doctor";
+  }
+  MOETUNE_ASSIGN_OR_RETURN(r->gpu, ResolveGpuBudget(ParsedGpuBudgetFlags(f.gpu), d));
+  if (spec.accel) {
+    spec.accel->vram_total = r->gpu.total;
+    spec.accel->vram_free = r->gpu.free();
+  }
+  spec.reserve = r->gpu.reserve;
   return OkStatus();
 }
 
@@ -172,6 +233,7 @@ Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
   const std::string base = r.spec.label;
   const CpuSpec cpu_before = r.spec.cpu;
   MOETUNE_TRY(ApplyWhatIfFlags(f, &r.spec));
+  MOETUNE_TRY(ApplyGpuBudget(f, r.profile_found, &r));
   const bool cpu_replaced =
       r.spec.cpu.name != cpu_before.name || r.spec.cpu.p_cores != cpu_before.p_cores ||
       r.spec.cpu.e_cores != cpu_before.e_cores || r.spec.cpu.smt != cpu_before.smt;
@@ -192,6 +254,31 @@ Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
   r.uncertainty = r.calibration && !r.spec.what_if ? CalibratedUncertainty(*r.calibration)
                                                    : UncalibratedUncertainty();
   return r;
+}
+
+Result<GpuMemoryBudget> ResolveCommandGpuBudget(const MachineFlags& f,
+                                                std::optional<bool> engine_has_gpu) {
+  if (HasWhatIfMachine(f)) {
+    MOETUNE_ASSIGN_OR_RETURN(ResolvedMachine m, ResolveMachine(f));
+    return m.gpu;
+  }
+  GpuBudgetDefaults d;
+  d.engine_has_gpu = engine_has_gpu;
+  d.profile_path = f.profile.empty() ? DefaultMachineProfilePath() : f.profile;
+  std::optional<MachineProfile> profile;
+  if (d.profile_path.empty()) {
+    d.profile_error = "no machine profile path ($HOME is not set)";
+  } else if (auto p = LoadMachineProfile(d.profile_path); p.ok()) {
+    profile = std::move(p).value();
+    d.profile = &*profile;
+  } else {
+    d.profile_error = p.error().message();
+  }
+  return ResolveGpuBudget(ParsedGpuBudgetFlags(f.gpu), d);
+}
+
+void PrintGpuBudget(const GpuMemoryBudget& budget) {
+  std::cerr << ForTerminal("moetune: " + GpuBudgetText(budget) + "\n");
 }
 
 }  // namespace moetune

@@ -36,9 +36,7 @@ namespace {
 struct PlanOpts {
   std::string model;
   std::string ctx = "4096";
-  std::string vram;
   std::string profile;
-  std::string reserve = "0";
   std::string margin = "1024MiB";
   std::string host_ram;
   std::string ctk = "f16";
@@ -61,52 +59,18 @@ struct PlanOpts {
   MachineFlags machine;
 };
 
-// Free VRAM of the first GPU in the profile `moetune doctor` saved; 0 (a
-// host-only plan) when the profile lists no GPU.
-Result<Bytes> VramFromProfile(const std::string& path_opt) {
-  const std::string path = path_opt.empty() ? DefaultMachineProfilePath() : path_opt;
-  auto no_vram = [](const std::string& why) {
-    return Error(
-        ErrorKind::kInvalidArgument,
-        fmt::format("no --vram given, and {}. Pass --vram SIZE (free VRAM, e.g. --vram 12GiB; "
-                    "--vram 0 for a machine without a GPU)",
-                    why));
-  };
-  if (path.empty()) return no_vram("no machine profile path ($HOME is not set)");
-  auto profile = LoadMachineProfile(path);
-  if (!profile.ok()) return no_vram(profile.error().message());
-  if (profile->gpus.empty()) {
-    std::cerr << ForTerminal(fmt::format(
-        "moetune: --vram 0 from {} (it lists no GPU, measured {})\n", path, profile->created_at));
-    return Bytes(0);
-  }
-  const GpuInfo& g = profile->gpus.front();
-  std::cerr << ForTerminal(fmt::format("moetune: --vram from {} ({}, {} free, measured {})\n", path,
-                                       g.name, FormatBytes(Bytes(g.free_bytes)),
-                                       profile->created_at));
-  return Bytes(g.free_bytes);
-}
-
 Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   PlanRequest r;
   MOETUNE_ASSIGN_OR_RETURN(r.ctx.n_ctx, ParseTokenCount(o.ctx));
-  Bytes vram;
-  if (o.vram.empty()) {
-    MOETUNE_ASSIGN_OR_RETURN(vram, VramFromProfile(o.profile));
-  } else {
-    MOETUNE_ASSIGN_OR_RETURN(vram, ParseBytes(o.vram));
-  }
-  MOETUNE_ASSIGN_OR_RETURN(Bytes reserve, ParseBytes(o.reserve));
+  // The GPU memory model first (flags, the what-if machine or the doctor's
+  // profile), printed before anything is planned.
+  MOETUNE_ASSIGN_OR_RETURN(const GpuMemoryBudget gpu,
+                           ResolveCommandGpuBudget(o.machine, std::nullopt));
+  PrintGpuBudget(gpu);
   MOETUNE_ASSIGN_OR_RETURN(Bytes margin, ParseBytes(o.margin));
-  r.vram_free = vram.count();
-  r.reserve = reserve.count();
+  r.vram_free = gpu.free();
+  r.reserve = gpu.reserve;
   r.margin = margin.count();
-  if (r.reserve > r.vram_free)
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("--reserve {} is more than the free VRAM ({}{}); give a smaller "
-                             "--reserve or the right --vram",
-                             FormatBytes(reserve), FormatBytes(vram),
-                             o.vram.empty() ? ", from the machine profile" : ""));
   if (!o.host_ram.empty()) {
     MOETUNE_ASSIGN_OR_RETURN(Bytes h, ParseBytes(o.host_ram));
     r.host_ram_available = h.count();
@@ -242,7 +206,6 @@ Status WritePlanReport(const ModelInfo& m, const Plan& plan, const PlanRequest& 
 // `moetune plan` with its options parsed.
 int RunPlan(PlanOpts& o) {
   o.machine.profile = o.profile;
-  if (o.vram.empty()) o.vram = WhatIfVram(o.machine);
   auto req = BuildRequest(o);
   if (!req.ok()) return ReportError(req.error());
   if (!o.rpc.empty() && !o.check) {
@@ -310,14 +273,8 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")
       ->check(TokenCount(1, kMaxContext))
       ->capture_default_str();
-  cmd->add_option(
-         "--vram", o->vram,
-         "Free GPU memory (e.g. 12GiB, 11500MiB); default: first GPU of the doctor's profile")
-      ->check(ByteSize(0, kMaxMemoryBytes));
+  AddGpuBudgetFlags(cmd, &o->machine.gpu);
   cmd->add_option("--profile", o->profile, "Machine profile to read when --vram is absent");
-  cmd->add_option("--reserve", o->reserve, "Memory other programs hold or will hold on the GPU")
-      ->check(ByteSize(0, kMaxMemoryBytes))
-      ->capture_default_str();
   cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
       ->check(ByteSize(0, kMaxMemoryBytes))
       ->capture_default_str();

@@ -6,13 +6,6 @@
 
 namespace moetune {
 
-std::string WhatIfVram(const MachineFlags& flags) {
-  if (!HasWhatIf(flags)) return "";
-  auto m = ResolveMachine(flags);
-  if (!m.ok() || !m->spec.accel) return "";
-  return std::to_string(m->spec.accel->vram_free);
-}
-
 Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
                                       const PlanRequest& request, const MachineFlags& flags,
                                       int threads) {

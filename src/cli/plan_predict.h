@@ -11,10 +11,6 @@
 
 namespace moetune {
 
-/// Free VRAM of the what-if machine (a GPU preset or --machine), as a --vram
-/// value, when the user gave none; "" otherwise.
-std::string WhatIfVram(const MachineFlags& flags);
-
 /// Predicts `plan` on the machine the flags describe (the plan's budget wins).
 Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
                                       const PlanRequest& request, const MachineFlags& flags,

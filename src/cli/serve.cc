@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/machine_flags.h"
 #include "cli/model_argument.h"
 #include "cli/sampling_options.h"
 #include "cli/validators.h"
@@ -30,9 +31,8 @@ struct ServeOpts {
   std::string model;
   std::string from;
   std::string ctx = "4096";
-  std::string vram;
+  GpuBudgetOptions gpu;  // --vram, --vram-used, --reserve
   std::string profile;
-  std::string reserve = "0";
   std::string margin = "1024MiB";
   std::string ctk = "f16";
   std::string ctv = "f16";
@@ -74,9 +74,12 @@ std::chrono::milliseconds Ms(double seconds) {
 Result<ServerConfig> PlannedBase(const ServeOpts& o, std::vector<std::string>* notes) {
   ServePlanOptions p;
   p.n_ctx = *ParseTokenCount(o.ctx);  // validated
-  if (!o.vram.empty()) p.vram_free = ParseBytes(o.vram)->count();
-  p.profile = o.profile;
-  p.reserve = ParseBytes(o.reserve)->count();
+  MachineFlags gpu;
+  gpu.gpu = o.gpu;
+  gpu.profile = o.profile;
+  const std::optional<bool> engine_gpu =
+      o.gpu.vram.empty() ? EngineHasGpu(o.llama_dir) : std::nullopt;
+  MOETUNE_ASSIGN_OR_RETURN(p.gpu, ResolveCommandGpuBudget(gpu, engine_gpu));
   p.margin = ParseBytes(o.margin)->count();
   p.type_k = o.ctk;
   p.type_v = o.ctv;
@@ -84,7 +87,6 @@ Result<ServerConfig> PlannedBase(const ServeOpts& o, std::vector<std::string>* n
   p.n_batch = static_cast<int>(o.batch);
   p.n_parallel = static_cast<int>(o.parallel);
   p.flash_attn = o.fa == "on";
-  if (o.vram.empty()) p.engine_has_gpu = EngineHasGpu(o.llama_dir);
   return PlannedServerConfig(o.model, p, notes);
 }
 
@@ -226,13 +228,7 @@ std::vector<CLI::Option*> AddPlanOptions(CLI::App* cmd, ServeOpts* o) {
   plan_opts.push_back(cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")
                           ->check(TokenCount(256, int64_t{1} << 24))
                           ->capture_default_str());
-  plan_opts.push_back(
-      cmd->add_option("--vram", o->vram, "Free GPU memory (default: the doctor's profile)")
-          ->check(ByteSize(0, int64_t{1} << 50)));
-  plan_opts.push_back(
-      cmd->add_option("--reserve", o->reserve, "GPU memory other programs hold or will hold")
-          ->check(ByteSize(0, int64_t{1} << 50))
-          ->capture_default_str());
+  for (CLI::Option* g : AddGpuBudgetFlags(cmd, &o->gpu)) plan_opts.push_back(g);
   plan_opts.push_back(cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
                           ->check(ByteSize(0, int64_t{1} << 40))
                           ->capture_default_str());

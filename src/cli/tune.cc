@@ -32,8 +32,6 @@ struct TuneArgs {
   std::string output;
   bool force = false;
   std::string llama_dir;
-  std::string vram;
-  std::string reserve;  // "" = none (0, or the what-if machine's)
   std::string threads;
   int repetitions = 3;
   bool progress = false;
@@ -57,7 +55,7 @@ void PrintProgress(const TuneProgress& p) {
 
 int Run(const TuneArgs& a) {
   const bool sim = a.sim.engine == "sim";
-  if (!sim && HasWhatIf(a.sim.machine)) {
+  if (!sim && HasWhatIfMachine(a.sim.machine)) {
     std::cerr << "moetune: error: --machine, --gpu-bw, --pcie-bw, --ram-bw, --cpu and --spill "
                  "describe a what-if machine: add --engine sim\n";
     return kExitUsage;
@@ -66,13 +64,11 @@ int Run(const TuneArgs& a) {
   if (!m.ok()) return ReportError(m.error());
 
   // Step 0: the engine and the machine, checked first.
-  auto te = sim ? SimTuneEngine(a.sim, a.vram, a.reserve) : RealTuneEngine(a.llama_dir, a.force);
+  auto te = sim ? SimTuneEngine(a.sim) : RealTuneEngine(a.llama_dir, a.force, a.sim.machine.gpu);
   if (!te.ok()) return ReportError(te.error());
   TuneMachine& machine = te->machine;
-  if (!sim) {  // every value was checked by its option's validator
-    if (!a.vram.empty()) machine.vram_free = ParseBytes(a.vram)->count();
-    if (!a.reserve.empty()) machine.reserve = ParseBytes(a.reserve)->count();
-  }
+  // The GPU budget and where each figure came from, said first.
+  machine.notes.insert(machine.notes.begin(), GpuBudgetText(te->gpu));
 
   TuneJobRequest q;
   q.model_path = a.model;
@@ -90,7 +86,7 @@ int Run(const TuneArgs& a) {
   }
   q.reproduce = {fmt::format("moetune tune {} --ctx {} --workload {}{}{}{}", a.model, a.ctx,
                              a.workload, a.proven_edge ? " --proven-edge" : "",
-                             a.vram.empty() ? "" : " --vram " + a.vram, te->reproduce)};
+                             sim ? "" : GpuBudgetFlagsText(a.sim.machine.gpu), te->reproduce)};
   const bool live = !a.no_progress && (a.progress || ::isatty(2));
   TuneJobHooks hooks;
   hooks.before_measuring = [](const std::vector<std::string>& notes) {
@@ -131,13 +127,6 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
   cmd->add_option("--journal", a->journal,
                   "Journal file (default: ~/.cache/moetune/tune/<model>-<ctx>-<workload>.journal)");
   cmd->add_flag("--no-journal", a->no_journal, "Do not keep a journal");
-  cmd->add_option("--vram", a->vram,
-                  "Free GPU memory (default: the machine's; with --engine sim, the what-if GPU's)")
-      ->check(ByteSize(1, int64_t{1} << 50));
-  cmd->add_option("--reserve", a->reserve,
-                  "GPU memory other programs hold or will hold (default 0, or the what-if "
-                  "machine's)")
-      ->check(ByteSize(0, int64_t{1} << 50));
   cmd->add_option("-t,--threads", a->threads, "Thread counts to try (default: from the topology)")
       ->check(IntList(1, 4096, 64));
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per measurement")
@@ -147,7 +136,7 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--proven-edge", a->proven_edge,
                 "Take the edge when it was measured healthy at the target context instead of "
                 "one layer more conservative (the output says what the step back costs)");
-  AddSimBenchFlags(cmd, &a->sim, /*with_vram=*/false);
+  AddSimBenchFlags(cmd, &a->sim, /*with_vram=*/true);
   cmd->add_option("--llama-dir", a->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", a->json, "Print JSON (fields in docs/cli.md)");

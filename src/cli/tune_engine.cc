@@ -39,7 +39,7 @@ std::string ShortHash(const std::string& text) {
 }
 
 // The flags that describe the what-if machine, as given.
-std::string SimReproduce(const SimBenchOptions& sim, const std::string& reserve) {
+std::string SimReproduce(const SimBenchOptions& sim) {
   std::string r = fmt::format(" --engine sim --seed {}", sim.seed);
   const MachineFlags& f = sim.machine;
   for (const auto& [flag, value] :
@@ -49,23 +49,19 @@ std::string SimReproduce(const SimBenchOptions& sim, const std::string& reserve)
                                                         {"--ram-bw", f.ram_bw},
                                                         {"--cpu", f.cpu},
                                                         {"--spill", f.spill},
-                                                        {"--reserve", reserve},
                                                         {"--profile", f.profile}}) {
     if (!value.empty()) r += fmt::format(" {} {}", flag, value);
   }
-  return r;
+  return r + GpuBudgetFlagsText(f.gpu);
 }
 
 }  // namespace
 
-Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options, const std::string& vram,
-                                 const std::string& reserve) {
-  SimBenchOptions sim = options;
-  sim.machine.vram = vram;
-  sim.machine.reserve = reserve;
+Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options) {
   ResolvedMachine resolved;
-  MOETUNE_ASSIGN_OR_RETURN(SimEngineOptions so, ResolveSimEngine(sim, &resolved));
+  MOETUNE_ASSIGN_OR_RETURN(SimEngineOptions so, ResolveSimEngine(options, &resolved));
   TuneEngine t;
+  t.gpu = resolved.gpu;
   TuneMachine& m = t.machine;
   const MachineSpec& spec = resolved.spec;
   m.has_gpu = spec.has_gpu();
@@ -91,12 +87,13 @@ Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options, const std::stri
   m.identity.engine = fmt::format("moetune simulated engine, seed {}, {}", options.seed, constants);
   m.identity.machine = MachineFingerprint(spec);
   t.journal_suffix = "-sim-" + ShortHash(m.identity.engine + "\n" + m.identity.machine);
-  t.reproduce = SimReproduce(options, reserve);
+  t.reproduce = SimReproduce(options);
   t.engine = std::move(engine);
   return t;
 }
 
-Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force) {
+Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force,
+                                  const GpuBudgetOptions& gpu) {
   DiscoveryOptions dopt;
   dopt.llama_dir = llama_dir;
   MOETUNE_ASSIGN_OR_RETURN(EngineInfo info, DiscoverEngine(dopt));
@@ -123,7 +120,13 @@ Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force) {
   }
   m.has_gpu = !info.devices.empty();
   m.cpu = doctor.profile.cpu;
-  m.vram_free = doctor.profile.TotalFreeVramBytes();
+  // The doctor's measurement now is the profile the budget starts from; an
+  // engine without a GPU device plans host-only whatever the profile lists.
+  GpuBudgetDefaults defaults;
+  defaults.profile = &doctor.profile;
+  MOETUNE_ASSIGN_OR_RETURN(t.gpu, ResolveGpuBudget(ParsedGpuBudgetFlags(gpu), defaults));
+  m.vram_free = m.has_gpu ? t.gpu.free() : 0;
+  m.reserve = t.gpu.reserve;
   m.identity.engine = m.engine_line;
   m.identity.machine = m.machine_line;
   t.engine = std::make_unique<LlamaBenchEngine>(info, LlamaBenchOptions{});

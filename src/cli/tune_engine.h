@@ -21,16 +21,19 @@ struct TuneEngine {
   std::string journal_suffix;
   /// The flags that select this engine and machine again (" --engine sim --seed 1 ...").
   std::string reproduce;
+  /// The GPU memory model the plan's budget comes from (plan/gpu_budget.h).
+  GpuMemoryBudget gpu;
 };
 
-/// The simulated engine on the what-if machine of `sim`; `vram` and `reserve`
-/// (flag text, may be empty) describe that machine's GPU and so the plan's budget.
-Result<TuneEngine> SimTuneEngine(const SimBenchOptions& sim, const std::string& vram,
-                                 const std::string& reserve);
+/// The simulated engine on the what-if machine of `sim` (its GPU memory flags
+/// `sim.machine.gpu` included).
+Result<TuneEngine> SimTuneEngine(const SimBenchOptions& sim);
 
 /// The real engine found from `llama_dir` (else MOETUNE_LLAMA_DIR, the
 /// default, PATH) after the doctor's checks of this machine: a critical
-/// finding stops the tune (printed to stderr) unless `force`.
-Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force);
+/// finding stops the tune (printed to stderr) unless `force`. The GPU budget
+/// is `gpu` over what the doctor measured now.
+Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force,
+                                  const GpuBudgetOptions& gpu = {});
 
 }  // namespace moetune

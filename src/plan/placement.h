@@ -52,7 +52,7 @@ struct PlacementOption {
 struct PlanRequest {
   std::string model_path;          // -m of the planned command (CommandModelPath)
   int64_t vram_free = 0;           // bytes the GPU has free (before --reserve); 0: no GPU
-  int64_t reserve = 0;             // bytes other programs hold or will hold
+  int64_t reserve = 0;             // bytes kept free beyond what others hold (--reserve)
   int64_t margin = 1024ll << 20;   // llama.cpp --fit's default target margin (-fitt 1024 MiB)
   int64_t host_ram_available = 0;  // 0 = unknown
   ContextParams ctx;

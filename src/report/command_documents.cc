@@ -207,7 +207,7 @@ Report PlanDocument(const ModelInfo& m, const Plan& plan, const PlanRequest& req
   if (best) {
     const std::string caption = fmt::format(
         "Where every byte of the pick goes. The GPU bar is as long as the free VRAM: the model's "
-        "parts, then the {} margin, what other programs hold (--reserve), and the headroom left "
+        "parts, then the {} margin, what is kept free (--reserve), and the headroom left "
         "({}). The host bar is as long as the available RAM.",
         FormatBytes(Bytes(plan.margin)), FormatBytes(Bytes(best->headroom)));
     doc.sections.push_back(

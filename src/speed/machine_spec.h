@@ -88,7 +88,7 @@ struct MachineSpec {
   CpuSpec cpu;
   RamSpec ram;
   SpillMode spill = SpillMode::kStrict;
-  int64_t reserve = 0;  // VRAM other programs hold or will hold
+  int64_t reserve = 0;  // VRAM kept free beyond what others hold (--reserve)
   std::vector<std::string> notes;
 
   bool has_gpu() const { return accel.has_value(); }

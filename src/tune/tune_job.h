@@ -39,7 +39,7 @@ struct TuneReport {
   std::string machine;                 // one line
   std::vector<std::string> checks;     // warnings from the machine and engine checks
   int64_t vram_budget = 0;             // free VRAM minus reserve, when known
-  int64_t reserve = 0;                 // GPU memory other programs hold (--reserve)
+  int64_t reserve = 0;                 // GPU memory kept free beyond what others hold (--reserve)
   std::vector<std::string> reproduce;  // commands that reproduce this tune
   std::string journal;
   TuneResult result;  // the pick (result.best), its memory map (result.memory), ...
@@ -59,7 +59,7 @@ struct TuneMachine {
   bool has_gpu = false;
   CpuTopology cpu;
   int64_t vram_free = 0;  // the plan's budget before the reserve (0 = unknown: no plan)
-  int64_t reserve = 0;    // GPU memory other programs hold
+  int64_t reserve = 0;    // GPU memory kept free beyond what others hold (--reserve)
   DeviceKind device_kind = DeviceKind::kCuda;
   /// The engine and machine parts of the journal's identity (the job adds the model's).
   JournalIdentity identity;

@@ -39,52 +39,12 @@ ServerConfig ConfigFromCommand(const std::vector<std::string>& argv,
   return cmd.config;
 }
 
-namespace {
-
-// The free VRAM to plan with when no --vram is given: the profile's first
-// GPU; 0 (no GPU: a host-only plan) when the profile lists none or, without a
-// profile, the engine has no GPU device.
-Result<int64_t> VramWithoutFlag(const ServePlanOptions& o, std::vector<std::string>* notes) {
-  const std::string path = o.profile.empty() ? DefaultMachineProfilePath() : o.profile;
-  auto profile = path.empty() ? Result<MachineProfile>(Error(ErrorKind::kNotFound, "no path"))
-                              : LoadMachineProfile(path);
-  if (profile.ok() && !profile->gpus.empty()) {
-    if (notes != nullptr)
-      notes->push_back(fmt::format("--vram from {}: {} free on {}", path,
-                                   FormatBytes(Bytes(profile->gpus.front().free_bytes)),
-                                   profile->gpus.front().name));
-    return profile->gpus.front().free_bytes;
-  }
-  if (profile.ok() || o.engine_has_gpu == false) {
-    if (notes != nullptr)
-      notes->push_back(profile.ok()
-                           ? fmt::format("--vram 0: the machine profile {} lists no GPU", path)
-                           : "--vram 0: the engine lists no GPU device");
-    return int64_t{0};
-  }
-  return Error(ErrorKind::kInvalidArgument,
-               fmt::format("no --vram given and no GPU in the machine profile ({}): pass --vram "
-                           "SIZE (free VRAM, e.g. --vram 12GiB; --vram 0 for no GPU), run moetune "
-                           "doctor first, or serve a tuned configuration with --from FILE",
-                           profile.error().message()));
-}
-
-}  // namespace
-
 Result<ServerConfig> PlannedServerConfig(const std::string& model, const ServePlanOptions& o,
                                          std::vector<std::string>* notes) {
   PlanRequest r;
-  if (o.vram_free) {
-    r.vram_free = *o.vram_free;
-  } else {
-    MOETUNE_ASSIGN_OR_RETURN(r.vram_free, VramWithoutFlag(o, notes));
-  }
-  if (o.reserve > r.vram_free) {
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("--reserve {} is more than the free VRAM {}",
-                             FormatBytes(Bytes(o.reserve)), FormatBytes(Bytes(r.vram_free))));
-  }
-  r.reserve = o.reserve;
+  if (notes != nullptr) notes->push_back(GpuBudgetText(o.gpu));
+  r.vram_free = o.gpu.free();
+  r.reserve = o.gpu.reserve;
   r.margin = o.margin;
   r.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
   r.ctx.n_ctx = o.n_ctx;

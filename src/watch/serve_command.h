@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/server_config.h"
+#include "plan/gpu_budget.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -38,13 +39,9 @@ ServerConfig ConfigFromCommand(const std::vector<std::string>& argv,
 /// (the same meaning as `moetune plan`'s options).
 struct ServePlanOptions {
   int64_t n_ctx = 4096;
-  std::optional<int64_t> vram_free;  // nullopt: the doctor's machine profile; 0: no GPU
-  std::string profile;               // its path ("" = the default)
-  /// Whether the engine lists a GPU device (nullopt: not asked). Without
-  /// --vram and without a GPU in the profile, an engine without one plans
-  /// host-only, as a profile that lists no GPU does.
-  std::optional<bool> engine_has_gpu;
-  int64_t reserve = 0;
+  /// The GPU memory model (plan/gpu_budget.h): total 0 is no GPU, planned
+  /// host-only.
+  GpuMemoryBudget gpu;
   int64_t margin = 1024ll << 20;
   std::string type_k = "f16", type_v = "f16";
   int n_ubatch = 512, n_batch = 2048, n_parallel = 1;

@@ -50,26 +50,21 @@ TEST(ServeCommandTest, TheTunedCommandWithTheEnginesServer) {
                                                "k", "--path", "/srv/www", "--jinja"}));
 }
 
-TEST(ServeCommandTest, PlanningNeedsAVramFigure) {
+// A bad cache type is named; the budget comes resolved (plan/gpu_budget.h,
+// whose own tests cover where each figure comes from).
+TEST(ServeCommandTest, ABadCacheTypeIsNamed) {
   ServePlanOptions p;
-  p.profile = "/nonexistent/machine.json";
-  auto r = PlannedServerConfig("/nonexistent.gguf", p, nullptr);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("--vram"), std::string::npos);
-  // An engine with a GPU does not make up a VRAM figure either.
-  p.engine_has_gpu = true;
-  EXPECT_FALSE(PlannedServerConfig("/nonexistent.gguf", p, nullptr).ok());
-  p.engine_has_gpu.reset();
-  p.vram_free = int64_t{8} << 30;
+  p.gpu.total = int64_t{8} << 30;
   p.type_k = "q3_k";
   auto bad = PlannedServerConfig("/nonexistent.gguf", p, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("--ctk: 'q3_k' is not a KV cache type"), std::string::npos);
 }
 
-// No GPU is a normal case: --vram 0, a profile that lists no GPU, or (without
-// a profile) an engine without a GPU device plan every layer on the host, and
-// the command says it with -ngl 0 and no --n-cpu-moe.
+// No GPU is a normal case: a budget with no GPU (--vram 0, a profile that
+// lists none, an engine without a device) plans every layer on the host, says
+// so once, and the command says it with -ngl 0 and no --n-cpu-moe; the GPU
+// budget is the first note.
 TEST(ServeCommandTest, NoGpuServesEveryLayerFromTheHost) {
   testing::TempDir dir;
   const std::string model = dir.File("tiny.gguf");
@@ -82,41 +77,27 @@ TEST(ServeCommandTest, NoGpuServesEveryLayerFromTheHost) {
   };
 
   ServePlanOptions zero;
-  zero.vram_free = 0;
+  zero.gpu.total_from = "the engine lists no GPU device";
   std::vector<std::string> notes;
   auto a = PlannedServerConfig(model, zero, &notes);
   ASSERT_TRUE(a.ok()) << a.error().message();
   EXPECT_TRUE(host_only(*a)) << ShellJoin(ServerArgv(*a));
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes.front(), "GPU memory: none (the engine lists no GPU device)");
   int said = 0;
-  for (const auto& n : notes) said += n.find("no GPU") != std::string::npos ? 1 : 0;
+  for (const auto& n : notes) said += n.rfind("no GPU:", 0) == 0 ? 1 : 0;
   EXPECT_EQ(said, 1);
 
-  ServePlanOptions cpu_engine;
-  cpu_engine.profile = dir.File("absent.json");
-  cpu_engine.engine_has_gpu = false;
-  notes.clear();
-  auto b = PlannedServerConfig(model, cpu_engine, &notes);
-  ASSERT_TRUE(b.ok()) << b.error().message();
-  EXPECT_TRUE(host_only(*b)) << ShellJoin(ServerArgv(*b));
-  ASSERT_FALSE(notes.empty());
-  EXPECT_NE(notes.front().find("the engine lists no GPU device"), std::string::npos)
-      << notes.front();
-
-  // A profile that lists no GPU (doctor on a machine without one).
-  const std::string profile = dir.File("machine.json");
-  ASSERT_TRUE(SaveMachineProfile(MachineProfile{}, profile).ok());
-  ServePlanOptions no_gpu_profile;
-  no_gpu_profile.profile = profile;
-  auto c = PlannedServerConfig(model, no_gpu_profile, nullptr);
-  ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_TRUE(host_only(*c)) << ShellJoin(ServerArgv(*c));
-
-  // With a GPU the plan is the usual one.
+  // With a GPU the plan is the usual one, within total - used - reserve.
   ServePlanOptions gpu;
-  gpu.vram_free = int64_t{8} << 30;
-  auto d = PlannedServerConfig(model, gpu, nullptr);
+  gpu.gpu.total = int64_t{12} << 30;
+  gpu.gpu.used = int64_t{4} << 30;
+  notes.clear();
+  auto d = PlannedServerConfig(model, gpu, &notes);
   ASSERT_TRUE(d.ok()) << d.error().message();
   EXPECT_FALSE(host_only(*d)) << ShellJoin(ServerArgv(*d));
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes.front().rfind("GPU budget 8.00 GiB = 12.00 GiB total", 0), 0u) << notes.front();
 }
 
 }  // namespace
