@@ -16,11 +16,6 @@ using nlohmann::json;
 
 json OptSummary(const std::optional<Summary>& s) { return s ? SummaryJson(*s) : json(nullptr); }
 
-json EstimateJson(const std::optional<Estimate>& e) {
-  if (!e) return nullptr;
-  return {{"mean", e->mean}, {"sd", e->sd ? json(*e->sd) : json(nullptr)}, {"n", e->n}};
-}
-
 json CliffJson(const Cliff& c) {
   return {{"n_cpu_moe_safe", c.n_cpu_moe_safe},
           {"n_cpu_moe_collapsed", c.n_cpu_moe_collapsed},
@@ -142,6 +137,11 @@ json ComparisonJson(const DimensionComparison& c) {
           {"entries", entries},
           {"chosen", c.chosen},
           {"reason", ComparisonReason(c)}};
+}
+
+json EstimateJson(const std::optional<Estimate>& e) {
+  if (!e) return nullptr;
+  return {{"mean", e->mean}, {"sd", e->sd ? json(*e->sd) : json(nullptr)}, {"n", e->n}};
 }
 
 json SummaryJson(const Summary& s) {

@@ -30,6 +30,9 @@ std::string AnalysisText(const AnalysisReport& report);
 /// {"mean", "sd", "n", "ci95": [low, high]} of a summary (sd/ci null when unknown).
 nlohmann::json SummaryJson(const Summary& s);
 
+/// {"mean", "sd", "n"} of an estimate (requests/s, tokens/s); null when absent.
+nlohmann::json EstimateJson(const std::optional<Estimate>& estimate);
+
 /// One comparison of threads or micro-batch (AnalysisJson's "comparisons[]").
 nlohmann::json ComparisonJson(const DimensionComparison& comparison);
 

@@ -64,7 +64,9 @@ const Decision* FindDecision(const TuneResult& r, TunePhase phase) {
 VerdictBlock Verdict(const TuneReport& t) {
   const TuneResult& r = t.result;
   VerdictBlock v;
-  v.headline = "Run llama-server with " + PickFlags(r.best);
+  v.headline = r.defaults_chosen
+                   ? "Run llama-server with llama.cpp's defaults: the tuned settings were slower"
+                   : "Run llama-server with " + PickFlags(r.best);
   v.command = t.Command();
   const Decision* placement = FindDecision(r, TunePhase::kLongContext);
   if (placement == nullptr) placement = FindDecision(r, TunePhase::kPlacement);
@@ -103,6 +105,8 @@ VerdictBlock Verdict(const TuneReport& t) {
   }
   if (t.simulated)
     v.facts.push_back("SIMULATED: measured on the simulated engine, not on this machine's GPU");
+  if (r.safety.tight() || !r.safety.safe())
+    v.facts.push_back("GPU safety: " + PickSafetyText(r.safety, r.best.placement.n_cpu_moe));
   if (!r.placement_tuned)
     v.facts.push_back("placement was not measured (see the decisions); N comes from the plan");
   if (r.budget_exhausted)
@@ -203,13 +207,16 @@ Section MemorySection(const TuneReport& t) {
       "Where every byte of the pick (--n-cpu-moe {}) goes at {} tokens of context, as planned "
       "from the model file for the pick's own settings (micro-batch {}, {} KV cache, flash "
       "attention {}). The GPU bar is as long as the free VRAM: the model's parts, then the {} "
-      "margin, what other programs hold (--reserve), and the headroom left ({}).",
+      "margin, what is kept free (--reserve), and the headroom left ({}).",
       o.n_cpu_moe, t.ctx, b.n_ubatch, GgmlTypeName(b.type_k),
       b.flash_attn == FlashAttn::kOff ? "off" : "on", FormatBytes(Bytes(budget.margin)),
       FormatBytes(Bytes(o.headroom)));
-  return Section{"memory",
-                 "Memory map of the pick",
-                 {MemoryMapFigure(PlacementMemoryRows(o, budget), "memmap", caption)}};
+  std::vector<DocBlock> blocks = {
+      MemoryMapFigure(PlacementMemoryRows(o, budget), "memmap", caption)};
+  if (const std::string safety = PickSafetyText(t.result.safety, b.placement.n_cpu_moe);
+      !safety.empty())
+    blocks.push_back(Paragraph{"GPU safety of the pick: " + safety + "."});
+  return Section{"memory", "Memory map of the pick", std::move(blocks)};
 }
 
 std::vector<DecisionRow> Decisions(const TuneReport& t) {

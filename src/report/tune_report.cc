@@ -38,6 +38,17 @@ json DeviceJson(const DeviceBreakdown& d) {
           {"compute_bytes", d.compute}, {"total_bytes", d.total()}};
 }
 
+// The pick's safety verdict, with the sentence a person reads.
+json PickSafetyJson(const PickSafety& s, int n_cpu_moe) {
+  return {{"headroom", HeadroomStandingName(s.headroom)},
+          {"headroom_bytes", s.headroom_bytes},
+          {"margin_bytes", s.margin_bytes},
+          {"proven_depth", s.proven_depth ? json(*s.proven_depth) : json(nullptr)},
+          {"prefill_kept", s.prefill_kept ? json(*s.prefill_kept) : json(nullptr)},
+          {"safe", s.safe()},
+          {"text", PickSafetyText(s, n_cpu_moe)}};
+}
+
 // The pick against a baseline measured in the same run: the baseline's
 // configuration, how it was found, and both times per request.
 json VersusJson(const std::optional<DefaultsComparison>& versus) {
@@ -56,6 +67,11 @@ json VersusJson(const std::optional<DefaultsComparison>& versus) {
                   {"defaults", OptSeconds(v.default_seconds_ctx)}}},
                 {"speedup_depth0", speedup(v.tuned_seconds_depth0, v.default_seconds_depth0)},
                 {"speedup_at_ctx", speedup(v.tuned_seconds_ctx, v.default_seconds_ctx)},
+                {"pick_versus", VersusName(v.pick)},
+                {"compared_depth", v.compared_depth},
+                {"requests_per_second",
+                 {{"tuned", EstimateJson(v.tuned_objective)},
+                  {"defaults", EstimateJson(v.default_objective)}}},
                 {"note", v.note}});
   return j;
 }
@@ -104,9 +120,11 @@ json TuneJson(const TuneReport& t) {
           {"pick", pick},
           {"placement_tuned", r.placement_tuned},
           {"memory", memory},
+          {"pick_safety", PickSafetyJson(r.safety, r.best.placement.n_cpu_moe)},
           {"decisions", decisions},
           {"comparisons", comparisons},
           {"versus_defaults", VersusJson(r.versus_defaults)},
+          {"defaults_chosen", r.defaults_chosen},
           {"versus_ollama", VersusJson(r.versus_ollama)},
           {"analysis", AnalysisJson(ar)},
           {"measurements", measurements},
@@ -128,6 +146,10 @@ std::string TuneText(const TuneReport& t) {
                    t.workload.answer_tokens, t.simulated ? "  [SIMULATED engine]" : "");
   o += fmt::format("Engine: {}\nMachine: {}\n", t.engine, t.machine);
   for (const auto& c : t.checks) o += "check: " + c + "\n";
+  if (r.defaults_chosen) {
+    o += "\nllama.cpp's defaults are the pick: the tuned settings were slower beyond the noise "
+         "(the defaults decision below).\n";
+  }
   o += "\nRun this:\n\n    " + ShellJoin(t.Command()) + "\n\n";
   if (r.versus_defaults) {
     const auto& v = *r.versus_defaults;
@@ -147,10 +169,12 @@ std::string TuneText(const TuneReport& t) {
     o += fmt::format("({}; {})\n", v.how, v.note.empty() ? "measured in the same run" : v.note);
   }
   if (r.memory) {
-    o += fmt::format("GPU memory of the pick at {} tokens: {} of {} (headroom {})\n", t.ctx,
-                     FormatBytes(Bytes(r.memory->gpu.total())), FormatBytes(Bytes(t.vram_budget)),
-                     FormatBytes(Bytes(r.memory->headroom)));
+    o += fmt::format("GPU memory of the pick at {} tokens: {} of {}\n", t.ctx,
+                     FormatBytes(Bytes(r.memory->gpu.total())), FormatBytes(Bytes(t.vram_budget)));
   }
+  if (const std::string safety = PickSafetyText(r.safety, r.best.placement.n_cpu_moe);
+      !safety.empty())
+    o += "GPU safety of the pick: " + safety + "\n";
   o += "\nDecisions:\n\n";
   MarkdownTable dt({{"phase", MarkdownTable::Align::kLeft},
                     {"choice", MarkdownTable::Align::kLeft},

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "util/units.h"
+
 namespace moetune {
 namespace {
 
@@ -154,6 +156,46 @@ std::string ComparisonReason(const DimensionComparison& c) {
   return fmt::format(
       "{} {} is within the noise of the best measured ({}); a tie goes to the smaller value",
       dimension, c.chosen, best);
+}
+
+std::string PickSafetyText(const PickSafety& s, int n_cpu_moe) {
+  std::string plan;
+  const std::string margin = FormatBytes(Bytes(s.margin_bytes));
+  switch (s.headroom) {
+    case HeadroomStanding::kUnknown:
+      break;
+    case HeadroomStanding::kClear:
+      plan = fmt::format("headroom {}: the plan's {} margin is intact",
+                         FormatBytes(Bytes(s.headroom_bytes)), margin);
+      break;
+    case HeadroomStanding::kInsideMargin:
+      plan = fmt::format(
+          "headroom -{}: the pick uses {} of the plan's {} margin (the GPU budget is not "
+          "exceeded)",
+          FormatBytes(Bytes(-s.headroom_bytes)), FormatBytes(Bytes(-s.headroom_bytes)), margin);
+      break;
+    case HeadroomStanding::kOverBudget:
+      plan = fmt::format("headroom -{}: the plan puts the pick {} beyond the GPU budget",
+                         FormatBytes(Bytes(-s.headroom_bytes)),
+                         FormatBytes(Bytes(-s.headroom_bytes - s.margin_bytes)));
+      break;
+  }
+  std::string proof;
+  if (s.proven_depth) {
+    proof = fmt::format("{} it ran with {} tokens in the context without failing or collapsing{}",
+                        s.tight() ? "safe by measurement:" : "measured:", *s.proven_depth,
+                        s.prefill_kept ? fmt::format(" (prefill kept {:.0f}% of its empty-context "
+                                                     "speed)",
+                                                     *s.prefill_kept * 100)
+                                       : "");
+  } else if (s.tight()) {
+    proof = fmt::format(
+        "NOT proven safe: it was not measured at the target context; --n-cpu-moe {} keeps "
+        "more of the margin, or tune again with a larger --budget to measure it",
+        n_cpu_moe + 1);
+  }
+  if (plan.empty()) return proof;
+  return proof.empty() ? plan : plan + "; " + proof;
 }
 
 std::string DepthCheckText(const DepthCheck& c) {

@@ -33,6 +33,12 @@ std::string DepthCheckText(const DepthCheck& check);
 /// joined with "; ".
 std::string DecisionEvidence(const Decision& decision);
 
+/// The pick's safety on the GPU: its headroom against the plan's margin, and
+/// whether a measurement at the target context proved it ("headroom -190 MiB:
+/// the pick uses 190 MiB of the plan's 1 GiB margin ...; safe by measurement:
+/// ..."), or that it is not proven. Empty when nothing is known.
+std::string PickSafetyText(const PickSafety& safety, int n_cpu_moe);
+
 /// What the cliff rule and the collapse rule say, with their thresholds, for
 /// decision tables: "prefill drops below 70% of its neighbour, beyond the
 /// noise (Welch, 95%)".

@@ -180,5 +180,48 @@ TEST(VerdictText, RuleTextsNameTheThresholds) {
   EXPECT_EQ(CollapseRuleText(c), "prefill(depth)/prefill(0) below 50% of the healthiest N's ratio");
 }
 
+// The pick's headroom is told against the plan's margin, with the proof (or
+// its absence) beside it: a negative headroom is never called safe silently.
+TEST(VerdictText, PickSafetySaysWhyATightPickIsSafeOrThatItIsNot) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  const PickSafety clear = AssessPickSafety(300 * kMiB, 1024 * kMiB, 32000, 0.9);
+  EXPECT_EQ(clear.headroom, HeadroomStanding::kClear);
+  EXPECT_TRUE(clear.safe());
+  EXPECT_EQ(PickSafetyText(clear, 20).rfind("headroom 300.0 MiB: the plan's 1.00 GiB margin is "
+                                            "intact; measured:",
+                                            0),
+            0u)
+      << PickSafetyText(clear, 20);
+
+  const PickSafety proven = AssessPickSafety(-190 * kMiB, 1024 * kMiB, 32000, 0.84);
+  EXPECT_EQ(proven.headroom, HeadroomStanding::kInsideMargin);
+  EXPECT_TRUE(proven.tight());
+  EXPECT_TRUE(proven.safe());
+  const std::string p = PickSafetyText(proven, 20);
+  EXPECT_NE(p.find("uses 190.0 MiB of the plan's 1.00 GiB margin"), std::string::npos) << p;
+  EXPECT_NE(p.find("safe by measurement: it ran with 32000 tokens"), std::string::npos) << p;
+  EXPECT_NE(p.find("prefill kept 84%"), std::string::npos) << p;
+
+  const PickSafety unproven = AssessPickSafety(-452 * kMiB, 1024 * kMiB, std::nullopt, 0.84);
+  EXPECT_FALSE(unproven.safe());
+  EXPECT_FALSE(unproven.prefill_kept.has_value());
+  const std::string u = PickSafetyText(unproven, 20);
+  EXPECT_NE(u.find("NOT proven safe"), std::string::npos) << u;
+  EXPECT_NE(u.find("--n-cpu-moe 21"), std::string::npos) << u;
+
+  const PickSafety over = AssessPickSafety(-1224 * kMiB, 1024 * kMiB, std::nullopt, std::nullopt);
+  EXPECT_EQ(over.headroom, HeadroomStanding::kOverBudget);
+  EXPECT_NE(PickSafetyText(over, 20).find("200.0 MiB beyond the GPU budget"), std::string::npos)
+      << PickSafetyText(over, 20);
+
+  const PickSafety unknown = AssessPickSafety(std::nullopt, 0, std::nullopt, std::nullopt);
+  EXPECT_EQ(unknown.headroom, HeadroomStanding::kUnknown);
+  EXPECT_EQ(PickSafetyText(unknown, 20), "");
+  for (auto h : {HeadroomStanding::kUnknown, HeadroomStanding::kClear,
+                 HeadroomStanding::kInsideMargin, HeadroomStanding::kOverBudget})
+    EXPECT_EQ(HeadroomStandingFromName(HeadroomStandingName(h)), h);
+  EXPECT_FALSE(HeadroomStandingFromName("fine").has_value());
+}
+
 }  // namespace
 }  // namespace moetune

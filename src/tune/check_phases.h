@@ -5,12 +5,20 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "config/server_config.h"
 #include "tune/ledger.h"
 #include "tune/phase.h"
 
 namespace moetune {
+
+/// How the pick stands against a baseline on the workload's objective, by
+/// the tie rule (tune/rules.h CompareEstimates).
+enum class Versus { kFaster, kTied, kSlower, kUnmeasured };
+/// "faster", "tie", "slower", "not measured" (stable names, used in JSON).
+const char* VersusName(Versus versus);
+std::optional<Versus> VersusFromName(std::string_view name);
 
 /// The pick against a baseline measured in the same run (llama.cpp's
 /// defaults, or Ollama's whole-layer split), at depth 0 and at the target
@@ -20,6 +28,13 @@ struct DefaultsComparison {
   std::string how;
   std::optional<double> tuned_seconds_depth0, default_seconds_depth0;
   std::optional<double> tuned_seconds_ctx, default_seconds_ctx;  // at the target context
+  /// The pick against the baseline on the workload's requests/s at
+  /// `compared_depth` (the target context when both ran there, else an empty
+  /// context), every repetition pooled: a baseline that looked faster is
+  /// measured again before it is believed.
+  Versus pick = Versus::kUnmeasured;
+  int compared_depth = 0;
+  std::optional<Estimate> tuned_objective, default_objective;  // requests/s there
   std::string note;
 };
 
@@ -39,7 +54,15 @@ struct BaselineComparisons {
 
 /// Measures the pick `cur` and each baseline of the space (llama.cpp's
 /// defaults, Ollama's split) alike, at depth 0 and at the target context; a
-/// baseline the space does not have is nullopt.
+/// baseline the space does not have is nullopt. A baseline that is faster
+/// than the pick beyond the noise is measured again (both, the same
+/// repetitions) before the comparison says so.
 BaselineComparisons RunDefaultsPhase(TuneLedger& ledger, const TuneSettings& cur);
+
+/// The decision when llama.cpp's defaults beat the pick beyond the noise on
+/// the workload at the compared depth (the pick becomes the defaults: tune is
+/// never behind them); nullopt otherwise.
+std::optional<Decision> DefaultsWinDecision(const DefaultsComparison& defaults,
+                                            const Workload& workload);
 
 }  // namespace moetune

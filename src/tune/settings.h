@@ -43,6 +43,8 @@ struct TuneSpace {
   /// its headroom in bytes; empty functions mean "unknown" (treated as fits).
   std::function<bool(int n, int ubatch, uint32_t kv_type)> fits;
   std::function<int64_t(int n)> headroom;
+  /// The plan's margin on the GPU (what the headroom leaves out); 0 without a plan.
+  int64_t margin = 0;
   /// The memory map of a whole configuration at the target context on the
   /// target GPU (plan/placement.h PlanServerConfig); empty or nullopt when unknown.
   std::function<std::optional<PlacementOption>(const ServerConfig&)> memory_of;

@@ -105,6 +105,7 @@ void AddPlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::stri
   const Plan& p = cache->Get(s->base.n_ubatch, s->base.type_k);
   s->predicted_boundary = p.best() ? p.best()->n_cpu_moe : s->n_layer;
   s->fixed_n = s->predicted_boundary;
+  s->margin = in.plan->margin;
   s->fits = [cache](int n, int ub, uint32_t kv) {
     const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
     return o != nullptr && o->fits;

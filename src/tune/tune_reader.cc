@@ -396,7 +396,34 @@ std::optional<DefaultsComparison> VersusFrom(Fields& f, const json& j, const cha
   d.default_seconds_depth0 = Seconds(f, *v, where, "seconds_per_request_depth0", "defaults");
   d.tuned_seconds_ctx = Seconds(f, *v, where, "seconds_per_request_at_ctx", "tuned");
   d.default_seconds_ctx = Seconds(f, *v, where, "seconds_per_request_at_ctx", "defaults");
+  // Files written before the typed comparison have none: not measured.
+  d.pick =
+      NameFrom(f, *v, "pick_versus", where, VersusFromName, "faster, tie, slower or not measured")
+          .value_or(Versus::kUnmeasured);
+  d.compared_depth =
+      static_cast<int>(f.OptInt(*v, "compared_depth", where, 0, 1 << 30).value_or(0));
+  if (const json* rps = f.Object(*v, "requests_per_second", where)) {
+    const std::string w = where + "requests_per_second.";
+    d.tuned_objective = EstimateFrom(f, *rps, "tuned", w);
+    d.default_objective = EstimateFrom(f, *rps, "defaults", w);
+  }
   return d;
+}
+
+// The pick's safety verdict ("pick_safety"); files written before it have none.
+PickSafety PickSafetyFrom(Fields& f, const json& j) {
+  PickSafety s;
+  const json* o = f.Object(j, "pick_safety", "");
+  if (o == nullptr) return s;
+  const std::string w = "pick_safety.";
+  s.headroom = NameFrom(f, *o, "headroom", w, HeadroomStandingFromName,
+                        "unknown, clear, inside_margin or over_budget")
+                   .value_or(HeadroomStanding::kUnknown);
+  s.headroom_bytes = f.Bytes(*o, "headroom_bytes", w);
+  s.margin_bytes = f.Bytes(*o, "margin_bytes", w);
+  if (auto d = f.OptInt(*o, "proven_depth", w, 0, 1 << 30)) s.proven_depth = static_cast<int>(*d);
+  s.prefill_kept = f.OptNum(*o, "prefill_kept", w);
+  return s;
 }
 
 }  // namespace
@@ -508,6 +535,8 @@ Result<TuneReport> TuneReportFromJson(const json& j) {
   r.resumed = static_cast<std::size_t>(f.OptInt(j, "resumed", "", 0, INT32_MAX).value_or(0));
   r.seconds = f.Num(j, "seconds", "");
   r.budget_exhausted = f.Bool(j, "budget_exhausted", "");
+  r.defaults_chosen = f.Bool(j, "defaults_chosen", "");
+  r.safety = PickSafetyFrom(f, j);
   t.journal = f.Str(j, "journal", "");
   t.reproduce = f.Strings(j, "reproduce", "");
   r.notes = f.Strings(j, "notes", "");

@@ -41,6 +41,33 @@ ServerConfig PickConfig(const TuneSpace& space, const TuneOptions& options,
   return best;
 }
 
+// llama.cpp's defaults as the pick: as they were measured, at the target
+// context, one slot, -fit off (their placement is written out as fit made it).
+ServerConfig DefaultsPick(const TuneOptions& options, ServerConfig defaults) {
+  defaults.ctx_size = options.ctx;
+  defaults.n_parallel = 1;
+  defaults.fit = Switch::kOff;
+  return defaults;
+}
+
+// Whether the pick ran at the target context: the tuned settings' own runs
+// there, or the defaults' when they are the pick.
+PickSafety SafetyOf(const TuneLedger& ledger, const TuneResult& r, const TuneSettings& cur) {
+  const int deep = DeepestDepth(ledger.options());
+  std::optional<int> proven;
+  std::optional<double> kept;
+  if (deep > 0 && r.defaults_chosen) {
+    if (r.versus_defaults->compared_depth == deep && r.versus_defaults->default_objective)
+      proven = deep;
+  } else if (deep > 0) {
+    const TuneLedger::Scored s = ledger.Score(cur, deep);
+    if (s.pp && s.tg) proven = deep;
+    if (const auto d = ledger.PrefillAtDepth(cur, deep); d && d->valid()) kept = d->ratio();
+  }
+  return AssessPickSafety(r.memory ? std::optional<int64_t>(r.memory->headroom) : std::nullopt,
+                          ledger.space().margin, proven, kept);
+}
+
 }  // namespace
 
 Tuner::Tuner(Engine& engine, TuneSpace space, TuneOptions options, Journal* journal,
@@ -77,10 +104,18 @@ TuneResult Tuner::Run() {
     BaselineComparisons baselines = RunDefaultsPhase(ledger_, cur);
     result.versus_defaults = std::move(baselines.defaults);
     result.versus_ollama = std::move(baselines.ollama);
+    if (result.versus_defaults) {
+      if (auto d = DefaultsWinDecision(*result.versus_defaults, opt.workload)) {
+        result.decisions.push_back(std::move(*d));
+        result.defaults_chosen = true;
+      }
+    }
   }
   if (result.analysis.curves.empty()) result.analysis = ledger_.AnalyzeNow(cur, true);
-  result.best = PickConfig(space, opt, cur);
+  result.best = result.defaults_chosen ? DefaultsPick(opt, result.versus_defaults->defaults)
+                                       : PickConfig(space, opt, cur);
   if (space.memory_of) result.memory = space.memory_of(result.best);
+  result.safety = SafetyOf(ledger_, result, cur);
   result.measurements = ledger_.results();
   result.comparisons =
       CompareTuneDimensions(ledger_.results(), opt.workload, cur.n, opt.rules.analysis.curve);

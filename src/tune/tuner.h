@@ -13,8 +13,9 @@
 ///      layer (tune/switch_phases.h); in every phase the contenders tied with
 ///      the best get repetitions until the intervals separate;
 ///   4. a final check at the target context of what the pick holds on the GPU;
-///   5. llama.cpp's defaults measured in the same run, for the comparison
-///      (both tune/check_phases.h).
+///   5. llama.cpp's defaults measured in the same run, for the comparison;
+///      when they are faster beyond the noise they are the pick (never behind
+///      the defaults; both tune/check_phases.h).
 /// The constants of the search are TuneRules (tune/rules.h). tune/grid_test_util.h
 /// measures everything this could choose, for the scenario tests. Every
 /// decision is recorded with its rule and evidence. Measurements go through
@@ -34,6 +35,7 @@
 #include "tune/decision.h"
 #include "tune/journal.h"
 #include "tune/ledger.h"
+#include "tune/pick_safety.h"
 #include "tune/settings.h"
 
 namespace moetune {
@@ -47,6 +49,9 @@ struct TuneResult {
   /// The pick's own memory map and headroom at the target context (its
   /// micro-batch, KV type, flash attention); nullopt when no GPU budget is known.
   std::optional<PlacementOption> memory;
+  /// The pick's headroom against the plan's margin, and whether a measurement
+  /// at the target context proved it safe (tune/pick_safety.h).
+  PickSafety safety;
   Analysis analysis;  // the final reading of all placement measurements
   std::vector<Decision> decisions;
   /// Threads and micro-batch compared on every measurement at depth 0
@@ -54,6 +59,9 @@ struct TuneResult {
   std::vector<DimensionComparison> comparisons;
   std::vector<RunResult> measurements;  // everything used (resumed ones included)
   std::optional<DefaultsComparison> versus_defaults;
+  /// llama.cpp's defaults beat the tuned settings beyond the noise on the
+  /// workload, so `best` is the defaults as measured (DefaultsWinDecision).
+  bool defaults_chosen = false;
   /// Ollama's whole-layer split for the same GPU, measured alike (people
   /// arrive from Ollama); nullopt without a GPU plan or a dense model.
   std::optional<DefaultsComparison> versus_ollama;

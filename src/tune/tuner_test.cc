@@ -22,6 +22,9 @@ class FakeGpuEngine : public Engine {
   int boundary0 = 18;  // at depth 0, micro-batch 512
   double ctx_layers_per_32k = 2;
   double spill_growth = 0;  // per layer of overflow: a deeper spill is slower still
+  /// A factor on both speeds of a configuration (1 = none): e.g. something
+  /// only llama.cpp's defaults run with.
+  std::function<double(const RunConfig&)> factor;
   std::size_t runs = 0;
 
   int Boundary(const RunConfig& c) const {
@@ -49,6 +52,7 @@ class FakeGpuEngine : public Engine {
       if (!fits) v *= 0.8 / (1 + spill_growth * (Boundary(c) - n));
     }
     if (c.type_k == ggml_type::kQ8_0) v *= 0.98;
+    if (factor) v *= factor(c);
     return v;
   }
   BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& = {}) override {
@@ -125,6 +129,96 @@ TEST(TunerTest, FindsTheBoundaryValidatesDepthAndTunesThreads) {
   for (const auto& d : r.decisions)
     long_context = long_context || d.phase == TunePhase::kLongContext;
   EXPECT_TRUE(long_context);
+}
+
+// Never behind llama.cpp's defaults: when the defaults run faster beyond the
+// noise (here a setting only they use makes both speeds 1.5x), they are
+// measured again and become the pick, and the decision says so.
+TEST(TunerTest, DefaultsFasterBeyondTheNoiseBecomeThePick) {
+  FakeGpuEngine engine;
+  engine.factor = [](const RunConfig& c) { return c.threads == 3 ? 1.5 : 1.0; };
+  TuneOptions o;
+  o.ctx = 32768;
+  TuneSpace space = Space(engine, o.ctx);
+  space.defaults->threads = 3;
+  space.defaults->placement.n_cpu_moe = 24;  // safe at 32K
+  Tuner t(engine, space, o);
+  const TuneResult r = t.Run();
+  ASSERT_TRUE(r.versus_defaults);
+  EXPECT_EQ(r.versus_defaults->pick, Versus::kSlower);
+  EXPECT_TRUE(r.defaults_chosen);
+  EXPECT_EQ(r.best.threads, 3);
+  EXPECT_EQ(r.best.placement.n_cpu_moe, 24);
+  EXPECT_EQ(r.best.ctx_size, o.ctx);
+  EXPECT_EQ(r.best.fit, Switch::kOff);
+  ASSERT_FALSE(r.decisions.empty());
+  EXPECT_EQ(r.decisions.back().phase, TunePhase::kDefaults);
+  EXPECT_EQ(r.decisions.back().choice, "llama.cpp's defaults");
+  // Measured again before believed: the pooled estimates hold both rounds.
+  ASSERT_TRUE(r.versus_defaults->default_objective && r.versus_defaults->tuned_objective);
+  EXPECT_GT(r.versus_defaults->compared_depth, o.ctx / 2);  // the target context
+  EXPECT_EQ(r.versus_defaults->default_objective->n, 2 * o.depth_repetitions);
+  EXPECT_GT(r.versus_defaults->default_objective->mean, r.versus_defaults->tuned_objective->mean);
+}
+
+// A pick inside the plan's margin is called safe only with the measurement
+// at the target context that proves it, and the figures say so.
+TEST(TunerTest, ATightPickIsProvenAtTheTargetContext) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  TuneSpace space = Space(engine, o.ctx);
+  space.margin = int64_t{1024} << 20;
+  space.memory_of = [](const ServerConfig&) {
+    PlacementOption p;
+    p.headroom = -(int64_t{190} << 20);
+    return std::optional<PlacementOption>(p);
+  };
+  Tuner t(engine, space, o);
+  const TuneResult r = t.Run();
+  EXPECT_EQ(r.safety.headroom, HeadroomStanding::kInsideMargin);
+  EXPECT_EQ(r.safety.headroom_bytes, -(int64_t{190} << 20));
+  ASSERT_TRUE(r.safety.proven_depth.has_value());
+  EXPECT_GT(*r.safety.proven_depth, o.ctx / 2);  // the target context less the prompt
+  EXPECT_LT(*r.safety.proven_depth, o.ctx);
+  ASSERT_TRUE(r.safety.prefill_kept.has_value());
+  EXPECT_GT(*r.safety.prefill_kept, 0.3);
+  EXPECT_LE(*r.safety.prefill_kept, 1.0);
+  EXPECT_TRUE(r.safety.safe());
+}
+
+// Without any depth to measure (a context no larger than the prompt), a tight
+// pick is not proven, and the verdict says so.
+TEST(TunerTest, ATightPickWithoutADepthIsNotProven) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 1024;
+  TuneSpace space = Space(engine, o.ctx);
+  space.margin = int64_t{1024} << 20;
+  space.memory_of = [](const ServerConfig&) {
+    PlacementOption p;
+    p.headroom = -(int64_t{452} << 20);
+    return std::optional<PlacementOption>(p);
+  };
+  Tuner t(engine, space, o);
+  const TuneResult r = t.Run();
+  EXPECT_EQ(r.safety.headroom, HeadroomStanding::kInsideMargin);
+  EXPECT_FALSE(r.safety.proven_depth.has_value());
+  EXPECT_FALSE(r.safety.safe());
+}
+
+// The usual case: the tuned settings beat the defaults, which stay the baseline.
+TEST(TunerTest, TunedFasterThanTheDefaultsKeepsThePick) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  Tuner t(engine, Space(engine, o.ctx), o);
+  const TuneResult r = t.Run();
+  ASSERT_TRUE(r.versus_defaults);
+  EXPECT_EQ(r.versus_defaults->pick, Versus::kFaster);
+  EXPECT_FALSE(r.defaults_chosen);
+  EXPECT_EQ(r.versus_defaults->default_objective->n, o.depth_repetitions);
+  for (const auto& d : r.decisions) EXPECT_NE(d.phase, TunePhase::kDefaults);
 }
 
 // The case of the "safety rule steps back once" through tune's decision path:
