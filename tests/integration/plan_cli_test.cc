@@ -291,5 +291,40 @@ TEST_F(PlanCliTest, MicroBatchIsClampedAndHugeValuesDoNotWrap) {
   EXPECT_GT(h["options"][0]["gpu"]["kv_bytes"].get<int64_t>(), int64_t{1} << 40);
 }
 
+// GPU memory described one way (docs/cli.md "GPU memory"): --vram-used is a
+// flag; a preset's total with --vram-used and --vram with --vram-used are the
+// same budget and the same N; --reserve comes off once; the budget and the
+// source of each figure are printed first.
+TEST_F(PlanCliTest, OneGpuMemoryModelWhicheverWayTheCardIsDescribed) {
+  const std::string m = Model("qwen3moe");
+  auto preset = Plan({m, "--ctx", "32K", "--machine", "rtx3060-12g", "--vram-used", "1.7GiB",
+                      "--reserve", "512MiB", "--json"});
+  ASSERT_EQ(preset.exit_code, 0) << preset.err;
+  auto flags = Plan(
+      {m, "--ctx", "32K", "--vram", "12GiB", "--vram-used", "1.7GiB", "--reserve", "512MiB",
+       "--json"});
+  ASSERT_EQ(flags.exit_code, 0) << flags.err;
+  EXPECT_EQ(Json(preset)["n_cpu_moe"], Json(flags)["n_cpu_moe"]) << preset.out << flags.out;
+  EXPECT_EQ(flags.err.rfind("moetune: GPU budget 9.80 GiB = 12.00 GiB total (--vram) - 1.70 GiB "
+                            "held by other programs (--vram-used) - 512.0 MiB kept free "
+                            "(--reserve)",
+                            0),
+            0u)
+      << flags.err;
+  EXPECT_NE(preset.err.find("12.00 GiB total (--machine rtx3060-12g)"), std::string::npos)
+      << preset.err;
+  // The preset's idle-desktop share is an assumption, named, and replaced
+  // (never added to) by --vram-used.
+  auto assumed = Plan({m, "--ctx", "32K", "--machine", "rtx3060-12g", "--json"});
+  ASSERT_EQ(assumed.exit_code, 0) << assumed.err;
+  EXPECT_NE(assumed.err.find("assumed for an idle desktop"), std::string::npos) << assumed.err;
+  // Impossible figures are refused by name.
+  auto bad = Plan({m, "--vram", "8GiB", "--vram-used", "9GiB"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--vram-used 9.00 GiB is more than the GPU's total memory"),
+            std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 }  // namespace moetune::itest
