@@ -19,7 +19,7 @@ Summary Speed(double mean, double sd, size_t n) {
 }
 
 // A curve point as analyze builds it: its speeds and the workload objective.
-CurvePoint Point(int n, std::optional<Summary> prefill, std::optional<Summary> decode,
+CurvePoint Point(int n, const std::optional<Summary>& prefill, const std::optional<Summary>& decode,
                  const Workload& w) {
   CurvePoint p;
   p.n_cpu_moe = n;
