@@ -66,13 +66,69 @@ Status Placement::SetOverrideTensor(std::string_view value) {
   return AddOverrideTensor(value);
 }
 
+OverrideRule ExpertLayersRule(const std::vector<int>& layers) {
+  std::string list;
+  for (int i : layers) list += (list.empty() ? "" : "|") + std::to_string(i);
+  return {fmt::format("blk\\.({})\\.{}", list, kExpertKinds), "CPU"};
+}
+
+namespace {
+
+// The layers of a rule in ExpertLayersRule's form; nullopt for any other rule.
+std::optional<std::vector<int>> ExpertLayersOf(const OverrideRule& r) {
+  constexpr std::string_view kPrefix = "blk\\.(";
+  const std::string suffix = std::string(")\\.") + kExpertKinds;
+  std::string_view p = r.pattern;
+  if (r.buft != "CPU" || p.size() <= kPrefix.size() + suffix.size() ||
+      p.substr(0, kPrefix.size()) != kPrefix || p.substr(p.size() - suffix.size()) != suffix)
+    return std::nullopt;
+  p = p.substr(kPrefix.size(), p.size() - kPrefix.size() - suffix.size());
+  std::vector<int> layers;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t bar = p.find('|', start);
+    if (bar == std::string_view::npos) bar = p.size();
+    const std::string_view digits = p.substr(start, bar - start);
+    const auto layer = digits.size() == LeadingDigits(digits).size() && digits.size() <= 6
+                           ? ParseIntInRange(digits, 0, 999999)
+                           : std::nullopt;
+    if (!layer) return std::nullopt;
+    layers.push_back(static_cast<int>(*layer));
+    start = bar + 1;
+  }
+  return layers;
+}
+
+}  // namespace
+
+CpuExperts CpuExpertsOf(const Placement& p) {
+  CpuExperts out;
+  out.all = p.all_cpu_moe;
+  std::vector<int> layers;
+  if (!p.all_cpu_moe && p.cpu_experts == CpuExpertsFrom::kFirst) {
+    for (int i = 0; i < p.n_cpu_moe; ++i) layers.push_back(i);
+  }
+  for (const auto& f : p.fine_fill) out.partial.push_back(f.layer);
+  for (const auto& r : p.Rules()) {
+    if (auto l = ExpertLayersOf(r)) {
+      layers.insert(layers.end(), l->begin(), l->end());
+      out.from_ot = true;
+    } else if (std::find(p.overrides.begin(), p.overrides.end(), r) != p.overrides.end()) {
+      out.unread.push_back(r);
+    }
+  }
+  std::sort(layers.begin(), layers.end());
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+  if (!out.all) out.layers = std::move(layers);
+  return out;
+}
+
 std::vector<OverrideRule> Placement::Rules() const {
   std::vector<OverrideRule> out;
   if (cpu_experts == CpuExpertsFrom::kLast && n_cpu_moe > 0 && n_layer > 0) {
-    std::string layers;
-    for (int i = std::max(0, n_layer - n_cpu_moe); i < n_layer; ++i)
-      layers += (layers.empty() ? "" : "|") + std::to_string(i);
-    out.push_back({fmt::format("blk\\.({})\\.{}", layers, kExpertKinds), "CPU"});
+    std::vector<int> layers;
+    for (int i = std::max(0, n_layer - n_cpu_moe); i < n_layer; ++i) layers.push_back(i);
+    out.push_back(ExpertLayersRule(layers));
   }
   for (const auto& f : fine_fill) {
     const std::string value = OverrideValue(f.layer, f.kinds);

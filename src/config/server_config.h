@@ -143,6 +143,24 @@ const char* SwitchName(Switch s);
 /// `blk\.L\.(ffn_up_exps|ffn_gate_exps)=CPU` (a regex, substring match).
 std::string OverrideValue(int layer, const std::vector<std::string>& kinds);
 
+/// The -ot rule that keeps the routed experts of whole `layers` in host memory:
+/// `blk\.(20|21|22)\.ffn_(up|down|gate|gate_up)_(ch|)exps` on CPU (the tensors
+/// llama.cpp's --n-cpu-moe names, common/arg.cpp llm_ffn_exps_block_regex). The
+/// last-N placement and tune's statement of llama.cpp's automatic fit
+/// (tune/space.h LlamaDefaults) write it; CpuExpertsOf reads it back.
+OverrideRule ExpertLayersRule(const std::vector<int>& layers);
+
+/// Which layers' routed experts a placement keeps in host memory, read from its
+/// typed fields and from -ot rules in ExpertLayersRule's form.
+struct CpuExperts {
+  bool all = false;                  // --cpu-moe: every layer's experts
+  std::vector<int> layers;           // whole layers, ascending, without repeats
+  bool from_ot = false;              // some of `layers` come from -ot rules
+  std::vector<int> partial;          // layers with some expert tensors on the CPU (fine fill)
+  std::vector<OverrideRule> unread;  // other -ot rules (what they place is not read)
+};
+CpuExperts CpuExpertsOf(const Placement& placement);
+
 /// The context settings of `config` that size llama.cpp's memory. The
 /// engine's defaults stand for what is not given: -np auto is 4 slots sharing
 /// one cache, -fa auto or not given is on (llama.cpp enables it on the CPU and

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "config/server_argv.h"
 #include "report/verdict_text.h"
 #include "stats/interval.h"
 #include "util/table.h"
+#include "util/units.h"
 
 namespace moetune {
 namespace {
@@ -113,12 +115,17 @@ std::string Tps(const std::optional<Summary>& s) {
   if (!s) return "";
   const Interval iv = MeanInterval(*s);
   if (!iv.has_spread) return fmt::format("{:.1f}", s->mean);
-  return fmt::format("{:.1f} ({:.1f}-{:.1f})", s->mean, iv.low, iv.high);
+  return fmt::format("{:.1f} ({})", s->mean, FormatNonNegativeRange(iv.low, iv.high));
 }
 
-std::string Seconds(const std::optional<Estimate>& e, bool both) {
-  if (!e || e->mean <= 0) return "";
-  return both ? fmt::format("{:.2f} s", 1.0 / e->mean) : "";
+// The time to answer one request of the workload at a point: blank unless both
+// of its speeds were measured (an objective read on one speed alone is that
+// speed, not a time, and would print as "0.00 s").
+std::string Seconds(const CurvePoint& p, const Workload& w) {
+  if (p.failed() || !p.prefill || !p.decode || p.prefill->mean <= 0 || p.decode->mean <= 0)
+    return "";
+  const double s = w.SecondsPerRequest(p.prefill->mean, p.decode->mean);
+  return std::isfinite(s) && s > 0 ? FormatSeconds(s) : "";
 }
 
 }  // namespace
@@ -224,8 +231,13 @@ std::string CurveText(const AnalysisReport& r, const CurveAtDepth& c) {
         c.points.empty()
             ? ""
             : fmt::format("  (N {} .. {})", c.points.front().n_cpu_moe, c.points.back().n_cpu_moe);
-    if (a.has_prefill) o += "  prefill " + Sparkline(pp, *r.sketch) + range + "\n";
-    if (a.has_decode) o += "  decode  " + Sparkline(tg, *r.sketch) + range + "\n";
+    // A sketch that does not start at zero names its floor.
+    auto line = [&](const char* what, const std::vector<std::optional<double>>& v) {
+      const std::string note = SparklineScaleNote(v);
+      return what + Sparkline(v, *r.sketch) + range + (note.empty() ? "" : " ") + note + "\n";
+    };
+    if (a.has_prefill) o += line("  prefill ", pp);
+    if (a.has_decode) o += line("  decode  ", tg);
     o += "\n";
   }
   // With a sketch, a bar after each prefill figure shows it against the best.
@@ -248,7 +260,7 @@ std::string CurveText(const AnalysisReport& r, const CurveAtDepth& c) {
                         ? HorizontalBar(p.prefill->mean / best_pp, 12, *r.sketch)
                         : std::string());
     }
-    row.insert(row.end(), {Tps(p.decode), Seconds(p.objective, both), mark});
+    row.insert(row.end(), {Tps(p.decode), both ? Seconds(p, r.options.workload) : "", mark});
     t.AddRow(std::move(row));
   }
   o += t.Render();
@@ -257,11 +269,17 @@ std::string CurveText(const AnalysisReport& r, const CurveAtDepth& c) {
 
 }  // namespace
 
+std::string ResultsOrigin(const AnalysisReport& r) {
+  if (!r.files.empty())
+    return fmt::format("{} result(s) from {} file(s)", r.result_count, r.files.size());
+  return fmt::format("{} result(s){}{}", r.result_count, r.source.empty() ? "" : " ", r.source);
+}
+
 std::string AnalysisText(const AnalysisReport& r) {
   const Analysis& a = r.analysis;
   const Recommendation& rec = a.recommendation;
-  std::string o = fmt::format("moetune analyze: {} result(s) from {} file(s); model {}\n",
-                              r.result_count, r.files.size(), a.model.empty() ? "?" : a.model);
+  std::string o = fmt::format("moetune analyze: {}; model {}\n", ResultsOrigin(r),
+                              a.model.empty() ? "?" : a.model);
   if (!a.settings.empty()) o += fmt::format("Settings along the N curve: {}\n", a.settings);
   o += "\n";
   if (rec.n_cpu_moe) {

@@ -19,10 +19,17 @@ struct AnalysisReport {
   std::vector<LoadedFile> files;
   std::vector<std::string> load_notes;
   std::size_t result_count = 0;
+  /// Where the results came from when not from `files` (e.g. "measured by this
+  /// tune"); written instead of a file count.
+  std::string source;
   /// Text output: sparklines of each curve and a bar per row in these glyphs
   /// (nullopt: tables only).
   std::optional<Glyphs> sketch;
 };
+
+/// "92 result(s) from 2 file(s)", or with no files "92 result(s) measured by
+/// this tune" (the report's `source`), never "from 0 file(s)".
+std::string ResultsOrigin(const AnalysisReport& report);
 
 nlohmann::json AnalysisJson(const AnalysisReport& report);
 std::string AnalysisText(const AnalysisReport& report);

@@ -63,9 +63,9 @@ Report AnalyzeDocument(const AnalysisReport& r, const std::vector<RunResult>& re
   Report doc;
   doc.title = "moetune analyze: " + (a.model.empty() ? std::string("results") : FileName(a.model));
   doc.subtitle = fmt::format(
-      "{} result(s) from {} file(s); workload {} ({} prompt + {} answer "
+      "{}; workload {} ({} prompt + {} answer "
       "tokens){}",
-      r.result_count, r.files.size(), r.options.workload.name, r.options.workload.prompt_tokens,
+      ResultsOrigin(r), r.options.workload.name, r.options.workload.prompt_tokens,
       r.options.workload.answer_tokens,
       r.options.target_ctx ? fmt::format("; target context {}", *r.options.target_ctx) : "");
   doc.generator = GeneratorLine();

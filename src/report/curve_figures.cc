@@ -29,7 +29,7 @@ ChartPoint MeasuredPoint(double x, const Summary& s, std::string note) {
   const Interval iv = MeanInterval(s);
   if (iv.has_spread) {
     // Speeds are never negative: a wide interval of few repetitions stops at 0
-    // on the chart (the data table keeps its numbers).
+    // on the chart, as in the table (FormatNonNegativeRange).
     p.low = std::max(0.0, iv.low);
     p.high = iv.high;
   }
@@ -40,8 +40,8 @@ ChartPoint MeasuredPoint(double x, const Summary& s, std::string note) {
 std::string Describe(const char* what, const Summary& s) {
   const Interval iv = MeanInterval(s);
   if (!iv.has_spread) return fmt::format("{} {:.1f} t/s (n={})", what, s.mean, s.n);
-  return fmt::format("{} {:.1f} t/s, 95% CI {:.1f}-{:.1f} (n={})", what, s.mean, iv.low, iv.high,
-                     s.n);
+  return fmt::format("{} {:.1f} t/s, 95% CI {} (n={})", what, s.mean,
+                     FormatNonNegativeRange(iv.low, iv.high), s.n);
 }
 
 std::vector<LegendItem> MeasuredLegend(bool predicted, bool rejected, bool failed, bool cliff,
@@ -81,7 +81,7 @@ std::string FormatTps(const std::optional<Summary>& s) {
 std::string FormatInterval(const std::optional<Summary>& s) {
   if (!s) return "";
   const Interval iv = MeanInterval(*s);
-  return iv.has_spread ? fmt::format("{:.1f}-{:.1f}", iv.low, iv.high) : "";
+  return iv.has_spread ? FormatNonNegativeRange(iv.low, iv.high) : "";
 }
 
 namespace {
@@ -176,6 +176,15 @@ void AddNCurveRow(const Analysis& a, const NCurveOptions& o, int n, const CurveP
   data->AddRow(std::move(row), cls);
 }
 
+// One sketch line: its sparkline, the range of N and, when it does not start
+// at zero, its floor.
+std::string SketchLine(const char* what, const std::vector<std::optional<double>>& values,
+                       const std::string& range) {
+  const std::string note = SparklineScaleNote(values);
+  return what + Sparkline(values, Glyphs::kUnicode) + "  " + range + (note.empty() ? "" : " ") +
+         note;
+}
+
 // The cliffs of the curve over N and the pick, marked on its chart.
 std::vector<VerticalMarker> NCurveMarkers(const CurveAtDepth* curve, const Recommendation& rec) {
   std::vector<VerticalMarker> markers;
@@ -214,6 +223,12 @@ void AddDepthRows(const Analysis& a, const PointsByDepth& by_n, Figure* f) {
     f->legend.push_back({fmt::format("line c{}", color++ % 6), fmt::format("N={}", n)});
     const CurvePoint* base = depths.begin()->second;
     for (const auto& [depth, p] : depths) {
+      if (p->failed()) {
+        f->data.AddRow({std::to_string(n), std::to_string(depth), "", "", "", "", "",
+                        "fails to run: " + p->failure},
+                       "failed");
+        continue;
+      }
       std::string ratio;
       if (base->prefill && p->prefill && base->prefill->mean > 0 && depth != depths.begin()->first)
         ratio = fmt::format("{:.2f}", p->prefill->mean / base->prefill->mean);
@@ -293,10 +308,8 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
   }
   if (curve != nullptr) {
     const std::string range = ns.empty() ? "" : fmt::format("N {}..{}", *ns.begin(), *ns.rbegin());
-    if (a.has_prefill)
-      f.sketch.push_back("prefill " + Sparkline(spark_pp, Glyphs::kUnicode) + "  " + range);
-    if (a.has_decode)
-      f.sketch.push_back("decode  " + Sparkline(spark_tg, Glyphs::kUnicode) + "  " + range);
+    if (a.has_prefill) f.sketch.push_back(SketchLine("prefill ", spark_pp, range));
+    if (a.has_decode) f.sketch.push_back(SketchLine("decode  ", spark_tg, range));
     f.caption = fmt::format(
         "Tokens/s against N at depth {} ({}). Curve shape: {}: {}. Read prefill first: the VRAM "
         "boundary shows there long before decode moves.",
@@ -311,19 +324,81 @@ std::optional<Figure> NCurveFigure(const Analysis& a, const NCurveOptions& o) {
   return f;
 }
 
-std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> target_ctx,
-                                  const std::string& id) {
-  // N -> depth -> point, for every N measured (not failed) at two depths or more.
+namespace {
+
+// N -> depth -> point (measured or failed), for every N measured at two depths or more.
+PointsByDepth DepthPoints(const Analysis& a) {
   PointsByDepth by_n;
   for (const auto& c : a.curves) {
     for (const auto& p : c.points) {
-      if (!p.failed() && (p.prefill || p.decode)) by_n[p.n_cpu_moe][c.depth] = &p;
+      if (p.failed() || p.prefill || p.decode) by_n[p.n_cpu_moe][c.depth] = &p;
     }
   }
-  for (auto it = by_n.begin(); it != by_n.end();)
-    it = it->second.size() < 2 ? by_n.erase(it) : ++it;
-  if (by_n.empty()) return std::nullopt;
+  for (auto it = by_n.begin(); it != by_n.end();) {
+    const auto measured = std::count_if(it->second.begin(), it->second.end(),
+                                        [](const auto& d) { return !d.second->failed(); });
+    it = measured < 2 ? by_n.erase(it) : ++it;
+  }
+  return by_n;
+}
+
+// The series of one N in one panel, over every depth of the figure: a depth
+// this N was not measured at (or not in this panel's test) is a gap, so that
+// no line crosses it and no point stands for it; a depth it failed at is a
+// cross on the floor.
+ChartSeries DepthSeries(const Analysis& a, int n, const std::map<int, const CurvePoint*>& depths,
+                        const std::set<int>& grid, bool prefill, int color, bool* any_collapse,
+                        bool* any_failed) {
   const auto& rec = a.recommendation;
+  const bool pick = rec.n_cpu_moe && *rec.n_cpu_moe == n;
+  ChartSeries s{fmt::format("N={}{}", n, pick ? " (pick)" : ""), color, false, true, true, {}};
+  for (int depth : grid) {
+    const auto it = depths.find(depth);
+    const CurvePoint* p = it == depths.end() ? nullptr : it->second;
+    const auto* v = p == nullptr ? nullptr : prefill ? &p->prefill : &p->decode;
+    if (p != nullptr && p->failed()) {
+      ChartPoint cp;
+      cp.x = depth;
+      cp.mark = PointMark::kFailed;
+      cp.note = fmt::format("N={} at depth {}: fails to run: {}", n, depth, p->failure);
+      s.points.push_back(cp);
+      *any_failed = true;
+      continue;
+    }
+    if (v == nullptr || !*v) {
+      ChartPoint gap;
+      gap.x = depth;
+      gap.mark = PointMark::kGap;
+      s.points.push_back(gap);
+      continue;
+    }
+    ChartPoint cp = MeasuredPoint(depth, **v,
+                                  fmt::format("N={} at depth {}: {}", n, depth,
+                                              Describe(prefill ? "prefill" : "decode", **v)));
+    if (const DepthCheck* d = CollapsedAt(a, n, depth); d && prefill) {
+      cp.mark = PointMark::kRejected;
+      cp.note += fmt::format("; collapses: {:.2f} of depth 0 (healthiest {:.2f})", d->ratio,
+                             d->reference_ratio);
+      *any_collapse = true;
+    } else if (pick && depth == depths.begin()->first) {
+      cp.mark = PointMark::kPick;
+    }
+    s.points.push_back(cp);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> target_ctx,
+                                  const std::string& id) {
+  const PointsByDepth by_n = DepthPoints(a);
+  if (by_n.empty()) return std::nullopt;
+  // Every depth measured for any N of the figure.
+  std::set<int> grid;
+  for (const auto& [n, depths] : by_n) {
+    for (const auto& d : depths) grid.insert(d.first);
+  }
   ChartSpec spec;
   spec.id = id;
   spec.described_by = id + "-data";
@@ -335,7 +410,7 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
   f.data.header = {"N",          "depth",         "prefill t/s",        "prefill 95% CI",
                    "decode t/s", "decode 95% CI", "prefill vs depth 0", "status"};
   f.data.numeric = {true, true, true, true, true, true, true, false};
-  bool any_collapse = false;
+  bool any_collapse = false, any_failed = false;
   for (int kind = 0; kind < 2; ++kind) {
     const bool prefill = kind == 0;
     if ((prefill && !a.has_prefill) || (!prefill && !a.has_decode)) continue;
@@ -344,26 +419,8 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
     panel.y_label = "tokens/s";
     int color = 0;
     for (const auto& [n, depths] : by_n) {
-      const bool pick = rec.n_cpu_moe && *rec.n_cpu_moe == n;
-      ChartSeries s{
-          fmt::format("N={}{}", n, pick ? " (pick)" : ""), color++ % 6, false, true, true, {}};
-      for (const auto& [depth, p] : depths) {
-        const auto& v = prefill ? p->prefill : p->decode;
-        if (!v) continue;
-        ChartPoint cp = MeasuredPoint(depth, *v,
-                                      fmt::format("N={} at depth {}: {}", n, depth,
-                                                  Describe(prefill ? "prefill" : "decode", *v)));
-        if (const DepthCheck* d = CollapsedAt(a, n, depth); d && prefill) {
-          cp.mark = PointMark::kRejected;
-          cp.note += fmt::format("; collapses: {:.2f} of depth 0 (healthiest {:.2f})", d->ratio,
-                                 d->reference_ratio);
-          any_collapse = true;
-        } else if (pick && depth == depths.begin()->first) {
-          cp.mark = PointMark::kPick;
-        }
-        s.points.push_back(cp);
-      }
-      panel.series.push_back(std::move(s));
+      panel.series.push_back(
+          DepthSeries(a, n, depths, grid, prefill, color++ % 6, &any_collapse, &any_failed));
     }
     spec.panels.push_back(std::move(panel));
   }
@@ -375,10 +432,12 @@ std::optional<Figure> DepthFigure(const Analysis& a, std::optional<int64_t> targ
   AddDepthRows(a, by_n, &f);
   f.legend.push_back({"errbar", "95% confidence interval of the mean"});
   if (any_collapse) f.legend.push_back({"hollow", "prefill collapses with depth: rejected"});
+  if (any_failed) f.legend.push_back({"cross", "fails to run at this depth"});
   f.caption =
       "Tokens/s as the context fills, for every N measured at more than one depth. A split that "
       "fits with an empty context can overflow later: its prefill collapses with depth while the "
-      "healthy ones fall gently.";
+      "healthy ones fall gently. Lines join measured depths only: a depth an N was not measured "
+      "at is a gap.";
   spec.description = f.caption;
   f.svg = RenderSvgChart(spec);
   return f;

@@ -63,6 +63,9 @@ struct VerdictBlock {
   std::string reason;                // one line
   std::string speedup;               // e.g. "1.42x faster than llama.cpp's defaults"; may be empty
   std::vector<std::string> facts;    // short extra lines (the rule applied, what was not measured)
+  /// A warning as prominent as the headline, shown above it in the same weight
+  /// (a simulated tune: "SIMULATED: ..."); empty for none.
+  std::string banner;
 };
 
 struct Paragraph {

@@ -40,11 +40,12 @@ Report Sample() {
   f.data.AddRow({"1", "2.0"}, "pick");
   f.data.AddRow({"2", "a|b"}, "failed");
   f.sketch = {"pp ▁█"};
-  VerdictBlock v{"Run it",
-                 {"llama-server", "-ot", "blk\\.(1[0-9])\\.ffn_.*_exps=CPU"},
-                 "because",
-                 "1.4x faster",
-                 {"rule: safety"}};
+  VerdictBlock v;
+  v.headline = "Run it";
+  v.command = {"llama-server", "-ot", "blk\\.(1[0-9])\\.ffn_.*_exps=CPU"};
+  v.reason = "because";
+  v.speedup = "1.4x faster";
+  v.facts = {"rule: safety"};
   r.sections.push_back(Section{"verdict", "Verdict", {v}});
   r.sections.push_back(Section{"fig", "Figures", {f, Paragraph{"<not markup>"}}});
   r.sections.push_back(

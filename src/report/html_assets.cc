@@ -49,6 +49,7 @@ margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
 .verdict{border:2px solid var(--good);border-radius:10px;padding:14px 16px;margin:1em 0;
 background:var(--box)}
 .verdict .headline{font-size:1.25em;font-weight:650;margin:0 0 .4em}
+.verdict .banner{color:var(--bad)}
 .verdict .speedup{font-size:1.1em;color:var(--good);font-weight:600;margin:.2em 0}
 .verdict .reason{margin:.6em 0 0}
 .cmd{position:relative;margin:.4em 0}
@@ -70,9 +71,11 @@ svg.chart .ptitle{font-weight:650;font-size:13px}
 svg.chart .alabel{fill:var(--muted)}
 svg.chart .mlabel{font-size:11px;font-weight:600}
 @media (max-width:600px){svg.chart text{font-size:19px}svg.chart .tick{font-size:18px}
-svg.chart .ptitle{font-size:20px}svg.chart .mlabel{font-size:18px}}
+svg.chart .ptitle{font-size:20px}svg.chart .mlabel{font-size:18px}svg.chart .axnote{font-size:18px}}
 .grid{stroke:var(--grid);stroke-width:1}
 .axis{stroke:var(--axis);stroke-width:1}
+.axis-gap{fill:var(--bg);stroke:none}.axis-break{fill:none;stroke:var(--axis);stroke-width:1.5}
+svg.chart .axnote{fill:var(--muted);font-size:11px;font-style:italic}
 .chart .line{fill:none;stroke-width:2.2}
 .chart .line.dashed{stroke-dasharray:7 5;stroke-width:2}
 .c0{stroke:var(--c0);fill:var(--c0)}.c1{stroke:var(--c1);fill:var(--c1)}

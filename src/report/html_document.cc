@@ -88,6 +88,7 @@ class HtmlWriter {
 
   void Block(const VerdictBlock& v) {
     out_ += "<div class=\"verdict\" role=\"region\" aria-label=\"Verdict\">\n";
+    if (!v.banner.empty()) out_ += "<p class=\"headline banner\">" + E(v.banner) + "</p>\n";
     out_ += "<p class=\"headline\">" + E(v.headline) + "</p>\n";
     if (!v.speedup.empty()) out_ += "<p class=\"speedup\">" + E(v.speedup) + "</p>\n";
     if (!v.command.empty()) Command("", ShellJoin(v.command), true);

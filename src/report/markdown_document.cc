@@ -70,6 +70,8 @@ struct MdWriter {
 
   void operator()(const Paragraph& p) { out += Inline(p.text) + "\n\n"; }
   void operator()(const VerdictBlock& v) {
+    // The banner in the headline's own weight, above it.
+    if (!v.banner.empty()) out += "**" + Inline(v.banner) + "**\n\n";
     out += "**" + Inline(v.headline) + "**\n\n";
     if (!v.speedup.empty()) out += Inline(v.speedup) + "\n\n";
     if (!v.command.empty()) out += Code(ShellJoin(v.command), "sh") + "\n";

@@ -140,6 +140,47 @@ KeyValues EngineSummary(const EngineInfo& e) {
   return kv;
 }
 
+namespace {
+
+// Ascending layers as ranges: "0-12", "3, 5-7".
+std::string LayerRanges(const std::vector<int>& layers) {
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(layers[i]);
+    if (j > i) out += "-" + std::to_string(layers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string CpuExpertsText(const Placement& p, const std::string& ot_source) {
+  const CpuExperts e = CpuExpertsOf(p);
+  std::string out;
+  const int written = p.WrittenNCpuMoe();
+  if (e.all) {
+    out = "every layer (--cpu-moe)";
+  } else if (e.layers.empty()) {
+    out = "none";
+  } else {
+    std::string source = written > 0 ? fmt::format("--n-cpu-moe {}", written) : "";
+    if (e.from_ot) source += (source.empty() ? "" : " and ") + ot_source;
+    out = fmt::format("{} {} ({})", e.layers.size() == 1 ? "layer" : "layers",
+                      LayerRanges(e.layers), source);
+  }
+  if (!e.partial.empty()) {
+    out += fmt::format("; part of {} {} (-ot)", e.partial.size() == 1 ? "layer" : "layers",
+                       LayerRanges(e.partial));
+  }
+  if (!e.unread.empty()) {
+    out += fmt::format("; {} other -ot rule{}", e.unread.size(), e.unread.size() == 1 ? "" : "s");
+  }
+  return out;
+}
+
 DocTable RawMeasurementsTable(const std::vector<RunResult>& results) {
   DocTable t;
   t.header = {"#",  "model", "test",          "N", "ngl",         "threads", "ub", "b",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/server_config.h"
 #include "engine/engine.h"
 #include "engine/engine_info.h"
 #include "report/document.h"
@@ -44,6 +45,13 @@ KeyValues EngineSummary(const EngineInfo& engine);
 /// One row per result: test, placement, settings, tokens/s mean ± sd, n,
 /// samples, and the failure when there is one.
 DocTable RawMeasurementsTable(const std::vector<RunResult>& results);
+
+/// Where a placement keeps the routed experts, for people (config/server_config.h
+/// CpuExpertsOf): "layers 0-12 (--n-cpu-moe 13)", "layers 12-23 (-ot)", "every
+/// layer (--cpu-moe)", "none"; a fine-filled layer ("part of layer 13 (-ot)")
+/// and -ot rules that are not read ("1 other -ot rule") are added. `ot_source`
+/// names the -ot rules ("fit's -ot" for llama.cpp's automatic fit).
+std::string CpuExpertsText(const Placement& placement, const std::string& ot_source = "-ot");
 
 /// "How to reproduce": each command in a copyable block.
 Section ReproduceSection(const std::vector<std::vector<std::string>>& commands,

@@ -56,12 +56,12 @@ ChartPoint ResultPoint(const RunResult& r, int x, const std::string& label, cons
     const Interval iv = MeanInterval(sum);
     p.y = sum.mean;
     if (iv.has_spread) {
-      p.low = std::max(0.0, iv.low);  // speeds are never negative (table keeps the CI)
+      p.low = std::max(0.0, iv.low);  // speeds are never negative (as in the table)
       p.high = iv.high;
     }
     p.note = fmt::format("{} {}: {:.2f} t/s (n={})", label, test, sum.mean, sum.n);
     data->AddRow({label, test, fmt::format("{:.2f}", sum.mean),
-                  iv.has_spread ? fmt::format("{:.2f}-{:.2f}", iv.low, iv.high) : "",
+                  iv.has_spread ? FormatNonNegativeRange(iv.low, iv.high, 2) : "",
                   std::to_string(sum.n), ""});
   }
   return p;

@@ -1,11 +1,14 @@
 #include "report/sparkline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 namespace moetune {
 namespace {
@@ -17,10 +20,8 @@ constexpr std::array<std::string_view, 7> kEighths = {"▏", "▎", "▍", "▌"
 
 bool Usable(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
-}  // namespace
-
-std::string Sparkline(const std::vector<std::optional<double>>& values, Glyphs glyphs,
-                      bool from_zero) {
+// The smallest and largest usable value (0, 0 when there is none).
+std::pair<double, double> Extent(const std::vector<std::optional<double>>& values) {
   double lo = 0, hi = 0;
   bool any = false;
   for (const auto& v : values) {
@@ -29,6 +30,14 @@ std::string Sparkline(const std::vector<std::optional<double>>& values, Glyphs g
     hi = any ? std::max(hi, *v) : *v;
     any = true;
   }
+  return {lo, hi};
+}
+
+}  // namespace
+
+std::string Sparkline(const std::vector<std::optional<double>>& values, Glyphs glyphs,
+                      bool from_zero) {
+  auto [lo, hi] = Extent(values);
   if (from_zero) lo = std::min(lo, 0.0);
   std::string out;
   for (const auto& v : values) {
@@ -46,6 +55,14 @@ std::string Sparkline(const std::vector<std::optional<double>>& values, Glyphs g
     }
   }
   return out;
+}
+
+std::string SparklineScaleNote(const std::vector<std::optional<double>>& values, bool from_zero) {
+  const auto [lo, hi] = Extent(values);
+  // A flat series is drawn in the middle, not from a floor: nothing to tell.
+  if (from_zero || lo <= 0 || hi - lo <= 0) return "";
+  const int decimals = lo >= 100 ? 0 : 1;
+  return fmt::format("(scale from {:.{}f}, not from 0)", lo, decimals);
 }
 
 std::string HorizontalBar(double fraction, int width, Glyphs glyphs) {

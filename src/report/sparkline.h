@@ -19,6 +19,13 @@ enum class Glyphs { kUnicode, kAscii };
 std::string Sparkline(const std::vector<std::optional<double>>& values, Glyphs glyphs,
                       bool from_zero = false);
 
+/// What a reader of that sparkline must be told about its scale: "" when its
+/// lowest level is zero (`from_zero`, or a smallest value of 0 or less), else
+/// "(scale from 412.3, not from 0)" - a sparkline that starts above zero makes
+/// small differences look large, and says so (as a cut chart axis does).
+std::string SparklineScaleNote(const std::vector<std::optional<double>>& values,
+                               bool from_zero = false);
+
 /// A bar of at most `width` cells for `fraction` (clamped to [0, 1]), in
 /// eighths of a cell with Unicode, whole cells of '#' in ASCII; padded with
 /// spaces to `width` so that columns line up.

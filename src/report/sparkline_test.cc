@@ -31,6 +31,19 @@ TEST(Sparkline, MissingAndNonFiniteValuesAreMarked) {
   EXPECT_EQ(Sparkline({5.0, 5.0}, Glyphs::kAscii), "++");
 }
 
+TEST(Sparkline, SaysWhenItsScaleDoesNotStartAtZero) {
+  // Decode of 30.1-31.4 t/s drawn from its minimum looks like a steep curve:
+  // the note says where the scale starts.
+  const std::vector<std::optional<double>> tg = {30.1, 31.4, std::nullopt, 30.8};
+  EXPECT_EQ(SparklineScaleNote(tg), "(scale from 30.1, not from 0)");
+  EXPECT_EQ(SparklineScaleNote({412.3, 637.7}), "(scale from 412, not from 0)");
+  // From zero, or with a floor at zero, or flat: nothing to say.
+  EXPECT_EQ(SparklineScaleNote(tg, true), "");
+  EXPECT_EQ(SparklineScaleNote({0.0, 5.0}), "");
+  EXPECT_EQ(SparklineScaleNote({5.0, 5.0}), "");
+  EXPECT_EQ(SparklineScaleNote({}), "");
+}
+
 TEST(HorizontalBar, EighthsAndPadding) {
   EXPECT_EQ(HorizontalBar(1.0, 4, Glyphs::kUnicode), "████");
   EXPECT_EQ(HorizontalBar(0.5, 4, Glyphs::kUnicode), "██  ");

@@ -93,7 +93,7 @@ void DrawSeries(const ChartSeries& s, const LinearScale& sx, const LinearScale& 
       count = 0;
     };
     for (const auto& p : s.points) {
-      if (!Finite(p.x) || !p.y || !Finite(*p.y)) {
+      if (!Finite(p.x) || !p.y || !Finite(*p.y) || p.mark == PointMark::kGap) {
         flush();
         continue;
       }
@@ -105,7 +105,7 @@ void DrawSeries(const ChartSeries& s, const LinearScale& sx, const LinearScale& 
   }
   if (!s.show_points) return;
   for (const auto& p : s.points) {
-    if (!Finite(p.x)) continue;
+    if (!Finite(p.x) || p.mark == PointMark::kGap) continue;
     const double x = sx(p.x);
     const std::string tip = Tooltip(p, s);
     if (p.mark == PointMark::kFailed || !p.y || !Finite(*p.y)) {
@@ -286,6 +286,26 @@ AxisTicks PanelTicks(const ChartPanel& panel) {
   return yt;
 }
 
+// A value axis that does not start at zero says so: a break mark across its
+// foot (two slanted strokes over a gap in the axis line) and the value it
+// starts at, inside the plot above the floor.
+std::string CutAxisMark(double x0, double floor_y, const std::string& start) {
+  const std::string label = "axis starts at " + start;
+  std::string o =
+      fmt::format("<g class=\"axis-cut\" data-y-from=\"{}\"><title>{}, not at 0</title>",
+                  XmlEscape(start), XmlEscape(label));
+  o += fmt::format("<path class=\"axis-gap\" d=\"M{} {}L{} {}L{} {}L{} {}Z\"/>", SvgNumber(x0 - 6),
+                   SvgNumber(floor_y - 9), SvgNumber(x0 + 6), SvgNumber(floor_y - 15),
+                   SvgNumber(x0 + 6), SvgNumber(floor_y - 10), SvgNumber(x0 - 6),
+                   SvgNumber(floor_y - 4));
+  o += fmt::format("<path class=\"axis-break\" d=\"M{} {}L{} {}M{} {}L{} {}\"/>", SvgNumber(x0 - 6),
+                   SvgNumber(floor_y - 9), SvgNumber(x0 + 6), SvgNumber(floor_y - 15),
+                   SvgNumber(x0 - 6), SvgNumber(floor_y - 4), SvgNumber(x0 + 6),
+                   SvgNumber(floor_y - 10));
+  o += Text(x0 + 10, floor_y - 6, "axnote", "start", label);
+  return o + "</g>";
+}
+
 // Where the plots lie: the x domain and its pixels, the top of the first plot
 // and the bottom of the last.
 struct PlotArea {
@@ -363,6 +383,10 @@ std::string RenderSvgChart(const ChartSpec& spec) {
     for (const auto& t : xticks) o += Line(sx(t.first), py0, sx(t.first), py1, "grid");
     o += Line(x0, py1, x1, py1, "axis");
     o += Line(x0, py0, x0, py1, "axis");
+    if (yt.min > 0) {
+      const std::string start = FormatTick(yt.min, yt.step, panel.y_format);
+      o += CutAxisMark(x0, py1, panel.y_label.empty() ? start : start + " " + panel.y_label);
+    }
     const double ymid = (py0 + py1) / 2;
     o += Text(14, ymid, "alabel", "middle", panel.y_label,
               fmt::format(" transform=\"rotate(-90 14 {})\"", SvgNumber(ymid)));

@@ -55,6 +55,7 @@ enum class PointMark {
   kPick,      // the recommendation: a ring around the point
   kRejected,  // measured but rejected by a rule: hollow
   kFailed,    // no measurement (the placement failed): a cross on the panel's floor
+  kGap,       // not measured at this x: the line breaks here and nothing is drawn
 };
 
 struct ChartPoint {
@@ -70,7 +71,9 @@ struct ChartSeries {
   int color = 0;        // palette index 0..5 (CSS class c0..c5)
   bool dashed = false;  // a predicted curve
   bool show_points = true;
-  bool connect = true;  // a line through consecutive points with a y
+  /// A line through consecutive points with a y; a point without one (failed,
+  /// or a kGap) breaks it, so that no line crosses an x that was not measured.
+  bool connect = true;
   std::vector<ChartPoint> points;
 };
 
@@ -92,6 +95,9 @@ struct ChartPanel {
   std::string title;    // "Prefill"
   std::string y_label;  // "tokens/s"
   AxisFormat y_format = AxisFormat::kNumber;
+  /// The value axis starts at zero. Without it the axis zooms in on the data
+  /// and, when it then starts above zero, says so: a break mark across its
+  /// foot and "axis starts at X" (so that no difference looks larger than it is).
   bool y_from_zero = true;
   std::vector<ChartSeries> series;
   std::vector<HorizontalMarker> limits;

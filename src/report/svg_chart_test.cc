@@ -133,6 +133,64 @@ TEST(SvgChart, PointsErrorBarsAndMarkers) {
   ExpectFiniteNumbers(svg);
 }
 
+// One panel of three points between 600 and 640 tokens/s.
+ChartSpec NarrowRangeSpec(bool from_zero) {
+  ChartSpec s;
+  s.id = "z";
+  s.x_label = "threads";
+  ChartPanel p{"Prefill", "tokens/s", AxisFormat::kNumber, from_zero, {}, {}};
+  ChartSeries m{"measured", 0, false, true, true, {}};
+  m.points.push_back({0, 610.0, {}, {}, PointMark::kNormal, ""});
+  m.points.push_back({1, 640.0, {}, {}, PointMark::kNormal, ""});
+  m.points.push_back({2, 620.0, {}, {}, PointMark::kNormal, ""});
+  p.series.push_back(m);
+  s.panels = {p};
+  return s;
+}
+
+TEST(SvgChart, ValueAxisStartsAtZeroUnlessItSaysItIsCut) {
+  // From zero: a tick at 0 and no break mark.
+  const std::string whole = RenderSvgChart(NarrowRangeSpec(true));
+  EXPECT_NE(whole.find("text-anchor=\"end\">0</text>"), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("axis-break"), std::string::npos);
+  EXPECT_EQ(whole.find("axis starts at"), std::string::npos);
+  // Zoomed in on the data: the axis starts above zero, and the chart says so
+  // with a break mark on the axis and the value it starts at.
+  const std::string cut = RenderSvgChart(NarrowRangeSpec(false));
+  EXPECT_EQ(cut.find("text-anchor=\"end\">0</text>"), std::string::npos) << cut;
+  EXPECT_EQ(Count(cut, "class=\"axis-break\""), 1u) << cut;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(cut, m, std::regex(R"re(>axis starts at ([0-9]+) tokens/s<)re")))
+      << cut;
+  const double start = std::stod(m[1]);
+  EXPECT_GT(start, 0);
+  EXPECT_LE(start, 610);
+  ExpectFiniteNumbers(cut);
+}
+
+TEST(SvgChart, AGapBreaksTheLineAndDrawsNothing) {
+  ChartSpec s;
+  s.id = "g";
+  s.x_label = "depth";
+  ChartPanel p{"Prefill", "tokens/s", AxisFormat::kNumber, true, {}, {}};
+  ChartSeries m{"N=20", 0, false, true, true, {}};
+  m.points.push_back({0, 600.0, {}, {}, PointMark::kNormal, ""});
+  m.points.push_back({8192, 550.0, {}, {}, PointMark::kNormal, ""});
+  m.points.push_back({16384, std::nullopt, {}, {}, PointMark::kGap, ""});
+  m.points.push_back({32768, 400.0, {}, {}, PointMark::kNormal, ""});
+  p.series.push_back(m);
+  s.panels = {p};
+  const std::string svg = RenderSvgChart(s);
+  // One line, 0 to 8192; the point at 32768 stands alone; nothing at 16384.
+  EXPECT_EQ(Count(svg, "<polyline"), 1u) << svg;
+  std::smatch line;
+  ASSERT_TRUE(std::regex_search(svg, line, std::regex(R"re(<polyline[^>]*points="([^"]*)")re")));
+  EXPECT_EQ(Count(line[1], ","), 2u) << line[1];
+  EXPECT_EQ(svg.find("data-x=\"16384.0\""), std::string::npos) << svg;
+  EXPECT_EQ(Count(svg, "<g class=\"pt "), 3u);
+  EXPECT_EQ(Count(svg, "pt-failed"), 0u);
+}
+
 TEST(SvgChart, SharedAxisAlignsPanels) {
   const std::string svg = RenderSvgChart(Spec());
   // N=24 sits at the same x in both panels: collect the cx of points with data-x 24.

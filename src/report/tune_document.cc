@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -33,8 +34,10 @@ bool SameSetting(const ServerConfig& a, const ServerConfig& b) {
   return BenchPart(a) == BenchPart(b);
 }
 
+// A time that was not measured (or is no time: 0, infinite) is never "0.00 s".
 std::string SecondsText(const std::optional<double>& s) {
-  return s ? fmt::format("{:.2f} s", *s) : std::string("not measured");
+  return s && std::isfinite(*s) && *s > 0 ? fmt::format("{:.2f} s", *s)
+                                          : std::string("not measured");
 }
 
 // "1.42x" (defaults' time over the tuned time: how much faster the tune is).
@@ -64,9 +67,11 @@ const Decision* FindDecision(const TuneResult& r, TunePhase phase) {
 VerdictBlock Verdict(const TuneReport& t) {
   const TuneResult& r = t.result;
   VerdictBlock v;
-  v.headline = r.defaults_chosen
-                   ? "Run llama-server with llama.cpp's defaults: the tuned settings were slower"
-                   : "Run llama-server with " + PickFlags(r.best);
+  v.banner = SimulatedBanner(t);
+  v.headline = (r.defaults_chosen
+                    ? "Run llama-server with llama.cpp's defaults: the tuned settings were slower"
+                    : "Run llama-server with " + PickFlags(r.best)) +
+               (t.simulated ? " (SIMULATED)" : "");
   v.command = t.Command();
   const Decision* placement = FindDecision(r, TunePhase::kLongContext);
   if (placement == nullptr) placement = FindDecision(r, TunePhase::kPlacement);
@@ -103,8 +108,6 @@ VerdictBlock Verdict(const TuneReport& t) {
       v.facts.push_back("llama.cpp's defaults: " + d.note);
     }
   }
-  if (t.simulated)
-    v.facts.push_back("SIMULATED: measured on the simulated engine, not on this machine's GPU");
   if (r.safety.tight() || !r.safety.safe())
     v.facts.push_back("GPU safety: " + PickSafetyText(r.safety, r.best.placement.n_cpu_moe));
   if (!r.placement_tuned)
@@ -166,12 +169,14 @@ Section VersusDefaultsSection(const TuneReport& t) {
   const ServerConfig& b = t.result.best;
   const ServerConfig& o = d.defaults;
   KeyValues settings;
-  settings.items = {
-      {"--n-cpu-moe", fmt::format("{} tuned, {} by llama.cpp", std::max(0, b.placement.n_cpu_moe),
-                                  o.placement.n_cpu_moe)},
-      {"-t", fmt::format("{} tuned, {} by llama.cpp", b.threads, o.threads)},
-      {"-ub / -b", fmt::format("{} / {} tuned, {} / {} by llama.cpp", b.n_ubatch, b.n_batch,
-                               o.n_ubatch, o.n_batch)}};
+  settings.items = {// What each placed, not the bare --n-cpu-moe value: llama.cpp's fit keeps
+                    // experts of the last layers on the CPU with -ot and no --n-cpu-moe at all.
+                    {"experts on the CPU", fmt::format("{} tuned; {} by llama.cpp's defaults",
+                                                       CpuExpertsText(b.placement),
+                                                       CpuExpertsText(o.placement, "fit's -ot"))},
+                    {"-t", fmt::format("{} tuned, {} by llama.cpp", b.threads, o.threads)},
+                    {"-ub / -b", fmt::format("{} / {} tuned, {} / {} by llama.cpp", b.n_ubatch,
+                                             b.n_batch, o.n_ubatch, o.n_batch)}};
   if (!o.placement.OverrideTensor().empty())
     settings.items.push_back({"llama.cpp's -ot", o.placement.OverrideTensor()});
   s.blocks.push_back(std::move(settings));
@@ -323,7 +328,8 @@ DefaultsMeasurements VersusDefaultsMeasurements(const TuneReport& t) {
 Report TuneDocument(const TuneReport& t, const std::vector<std::string>& invocation) {
   const TuneResult& r = t.result;
   Report doc;
-  doc.title = "moetune tune: " + FileName(t.model_path);
+  doc.title = std::string(t.simulated ? "moetune tune (SIMULATED): " : "moetune tune: ") +
+              FileName(t.model_path);
   doc.subtitle = fmt::format(
       "{}context {}, {} workload ({} prompt + {} answer tokens); {} configuration(s) measured{}",
       t.model_name.empty() ? "" : t.model_name + "; ", t.ctx, t.workload.name,

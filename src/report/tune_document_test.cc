@@ -9,6 +9,7 @@
 #include "report/emit_test_util.h"
 #include "report/tune_report.h"
 #include "report/tune_test_util.h"
+#include "tune/space.h"
 
 namespace moetune {
 namespace {
@@ -58,7 +59,7 @@ TEST(TuneDocument, SectionsInOrderWithTheVerdictFirst) {
   EXPECT_EQ(SectionIds(doc), (std::vector<std::string>{"verdict", "n-curve", "depth", "threads",
                                                        "memory", "defaults", "ollama", "decisions",
                                                        "machine", "raw", "reproduce"}));
-  EXPECT_EQ(doc.title, "moetune tune: Fake-MoE-A3B-Q4_K_M.gguf");
+  EXPECT_EQ(doc.title, "moetune tune (SIMULATED): Fake-MoE-A3B-Q4_K_M.gguf");
   const auto& v = std::get<VerdictBlock>(doc.sections.front().blocks.front());
   EXPECT_EQ(v.command, Tune().Command());
   EXPECT_NE(v.headline.find("--n-cpu-moe 13 -t 4"), std::string::npos) << v.headline;
@@ -68,9 +69,61 @@ TEST(TuneDocument, SectionsInOrderWithTheVerdictFirst) {
             std::string::npos)
       << v.speedup;
   EXPECT_FALSE(v.reason.empty());
-  bool simulated = false;
-  for (const auto& f : v.facts) simulated = simulated || f.rfind("SIMULATED", 0) == 0;
-  EXPECT_TRUE(simulated);
+  EXPECT_EQ(v.banner.rfind("SIMULATED", 0), 0u) << v.banner;
+}
+
+// A simulated tune says so as loudly as it gives its verdict, in every
+// rendering: the title, a banner in the headline's own style, the text.
+TEST(TuneDocument, SimulatedIsAsProminentAsTheVerdict) {
+  const Report doc = TuneDocument(Tune(), {});
+  const std::string html = RenderReport(doc, ReportFormat::kHtml);
+  EXPECT_NE(html.find("<h1>moetune tune (SIMULATED): "), std::string::npos);
+  const size_t verdict = html.find("<div class=\"verdict\"");
+  const size_t banner = html.find("<p class=\"headline banner\">SIMULATED: ");
+  const size_t headline = html.find("<p class=\"headline\">Run llama-server with ");
+  ASSERT_NE(verdict, std::string::npos);
+  ASSERT_NE(banner, std::string::npos) << html.substr(verdict, 600);
+  ASSERT_NE(headline, std::string::npos);
+  EXPECT_LT(verdict, banner);
+  EXPECT_LT(banner, headline);
+  const std::string md = RenderReport(doc, ReportFormat::kMarkdown);
+  const size_t md_banner = md.find("**SIMULATED: ");
+  ASSERT_NE(md_banner, std::string::npos) << md.substr(0, 400);
+  EXPECT_LT(md_banner, md.find("**Run llama-server with "));
+  EXPECT_EQ(md.rfind("# moetune tune (SIMULATED): ", 0), 0u);
+  // The text: the banner and the word on the line that gives the command.
+  const std::string text = TuneText(Tune());
+  const size_t run = text.find("Run this (SIMULATED):");
+  ASSERT_NE(run, std::string::npos) << text;
+  EXPECT_LT(text.find("\nSIMULATED: measured on the simulated engine"), run);
+  // A measured tune shows none of it.
+  TuneReport measured = Tune();
+  measured.simulated = false;
+  const Report real = TuneDocument(measured, {});
+  EXPECT_EQ(RenderReport(real, ReportFormat::kHtml).find("SIMULATED"), std::string::npos);
+  EXPECT_NE(TuneText(measured).find("Run this:"), std::string::npos);
+}
+
+// The defaults' row says what llama.cpp's fit placed (its -ot rules keep the
+// experts of the last layers on the CPU), not "--n-cpu-moe 0".
+TEST(TuneDocument, DefaultsRowShowsWhatTheFitPlaced) {
+  TuneReport t = Tune();
+  ASSERT_TRUE(t.result.versus_defaults);
+  t.result.versus_defaults->defaults = LlamaDefaults(t.model_path, nullptr, 24, 10);
+  const Report doc = TuneDocument(t, {});
+  const Section* defaults = FindSection(doc, "defaults");
+  ASSERT_NE(defaults, nullptr);
+  const KeyValues* kv = nullptr;
+  for (const auto& b : defaults->blocks) kv = kv ? kv : std::get_if<KeyValues>(&b);
+  ASSERT_NE(kv, nullptr);
+  std::string experts;
+  for (const auto& [k, v] : kv->items) {
+    EXPECT_NE(k, "--n-cpu-moe");
+    if (k == "experts on the CPU") experts = v;
+  }
+  EXPECT_EQ(experts,
+            "layers 0-12 (--n-cpu-moe 13) tuned; layers 14-23 (fit's -ot) by llama.cpp's defaults");
+  EXPECT_EQ(experts.find(", 0 by"), std::string::npos);
 }
 
 TEST(TuneDocument, OllamasSplitIsComparedInTheReportAndTheText) {
@@ -135,7 +188,8 @@ TEST(TuneDocument, DecisionsListEveryPhaseAndTheCurveReading) {
     EXPECT_TRUE(what.count(phase)) << phase;
   }
   const std::string md = RenderReport(doc, ReportFormat::kMarkdown);
-  EXPECT_EQ(md.rfind("# moetune tune: Fake-MoE-A3B-Q4\\_K\\_M.gguf", 0), 0u) << md.substr(0, 80);
+  EXPECT_EQ(md.rfind("# moetune tune (SIMULATED): Fake-MoE-A3B-Q4\\_K\\_M.gguf", 0), 0u)
+      << md.substr(0, 80);
   EXPECT_NE(md.find("```sh\nllama-server -m /models/Fake-MoE-A3B-Q4_K_M.gguf"), std::string::npos);
   EXPECT_EQ(md.find("<svg"), std::string::npos);
 }

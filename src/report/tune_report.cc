@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "config/server_config_json.h"
@@ -22,7 +23,9 @@ json OptSeconds(const std::optional<double>& s) { return s ? json(*s) : json(nul
 
 std::string Speedup(const std::optional<double>& tuned, const std::optional<double>& def,
                     const std::string& baseline = "llama.cpp's defaults") {
-  if (!tuned || !def || *tuned <= 0) return "not measured";
+  if (!tuned || !def || !(*tuned > 0) || !(*def > 0) || !std::isfinite(*tuned) ||
+      !std::isfinite(*def))
+    return "not measured";
   return fmt::format("{:.2f} s vs {:.2f} s with {}: {:.2f}x", *tuned, *def, baseline,
                      *def / *tuned);
 }
@@ -96,6 +99,7 @@ json TuneJson(const TuneReport& t) {
   ar.options.workload = t.workload;
   ar.options.target_ctx = t.ctx;
   ar.result_count = r.measurements.size();
+  ar.source = "measured by this tune";
   // The pick: the whole configuration of the printed command.
   const json pick = ServerConfigJson(r.best);
   json memory = nullptr;
@@ -137,6 +141,12 @@ json TuneJson(const TuneReport& t) {
           {"notes", r.notes}};
 }
 
+std::string SimulatedBanner(const TuneReport& t) {
+  if (!t.simulated) return "";
+  return "SIMULATED: measured on the simulated engine, not on this machine's GPU; run tune on "
+         "the real engine before serving";
+}
+
 std::string TuneText(const TuneReport& t) {
   const TuneResult& r = t.result;
   std::string o;
@@ -150,7 +160,10 @@ std::string TuneText(const TuneReport& t) {
     o += "\nllama.cpp's defaults are the pick: the tuned settings were slower beyond the noise "
          "(the defaults decision below).\n";
   }
-  o += "\nRun this:\n\n    " + ShellJoin(t.Command()) + "\n\n";
+  // A simulated tune says so where the verdict is, not only in the header.
+  if (t.simulated) o += "\n" + SimulatedBanner(t) + "\n";
+  o += fmt::format("\nRun this{}:\n\n    {}\n\n", t.simulated ? " (SIMULATED)" : "",
+                   ShellJoin(t.Command()));
   if (r.versus_defaults) {
     const auto& v = *r.versus_defaults;
     o += fmt::format("Time to answer one request at the full context: {}\n",
@@ -189,6 +202,7 @@ std::string TuneText(const TuneReport& t) {
   ar.options.workload = t.workload;
   ar.options.target_ctx = t.ctx;
   ar.result_count = r.measurements.size();
+  ar.source = "measured by this tune";
   if (r.placement_tuned && !r.analysis.curves.empty()) {
     o += "\nPlacement measurements (the curve and its reading):\n\n";
     o += AnalysisText(ar);

@@ -18,6 +18,10 @@ namespace moetune {
 nlohmann::json TuneJson(const TuneReport& report);
 std::string TuneText(const TuneReport& report);
 
+/// The line a simulated tune shows as prominently as its verdict, in every
+/// rendering (text, HTML, Markdown): "SIMULATED: ..."; "" for a measured tune.
+std::string SimulatedBanner(const TuneReport& report);
+
 /// `--emit FORMAT`: the tuned llama-server command as ready-to-paste
 /// configuration (report/emit.h), with the model path made absolute (from
 /// the current folder when it is relative) and a header naming moetune, the

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "stats/summary.h"
+
 namespace moetune {
 
 using nlohmann::json;
@@ -20,7 +22,7 @@ json UncertaintyJson(const PredictionUncertainty& u) {
 }
 
 std::string BandRange(double tps, const SpeedBand& band) {
-  return fmt::format("{:.1f}-{:.1f}", tps * band.low, tps * band.high);
+  return FormatNonNegativeRange(tps * band.low, tps * band.high);
 }
 
 json BandRangeJson(double tps, const SpeedBand& band) {

@@ -64,7 +64,17 @@ Summary Summarize(const std::vector<double>& samples) {
   return s;
 }
 
+std::string FormatNonNegativeRange(double low, double high, int decimals) {
+  low = std::max(0.0, low);
+  high = std::max(low, high);
+  return fmt::format("{:.{}f}-{:.{}f}", low, decimals, high, decimals);
+}
+
 std::string FormatMeanSd(const Summary& s, int decimals) {
+  if (s.stddev && s.mean - *s.stddev < 0) {
+    return fmt::format("{:.{}f} ({})", s.mean, decimals,
+                       FormatNonNegativeRange(s.mean - *s.stddev, s.mean + *s.stddev, decimals));
+  }
   if (s.stddev) return fmt::format("{:.{}f} ± {:.{}f}", s.mean, decimals, *s.stddev, decimals);
   return fmt::format("{:.{}f}", s.mean, decimals);
 }

@@ -59,7 +59,17 @@ double BestRepetition(std::vector<double> samples);
 /// Median of a series (0 for an empty one).
 double Median(std::vector<double> samples);
 
-/// "123.45 ± 1.23" (or "123.45" without sd), with `decimals` digits.
+/// A range of a quantity that cannot be negative (a speed, a time), as text:
+/// "low-high" with `decimals` digits, the low end clipped at 0. A spread of few
+/// repetitions (mean minus sd, a 95% interval) can reach below zero; the
+/// quantity cannot, so the text never says it does ("0.0-27.0", never
+/// "-3.0-27.0"). Every range of speeds in reports is written by this.
+std::string FormatNonNegativeRange(double low, double high, int decimals = 1);
+
+/// "123.45 ± 1.23" (or "123.45" without sd), with `decimals` digits, for a
+/// quantity that cannot be negative: when the sd reaches below zero the spread
+/// is written as its range clipped at 0 instead ("12.00 (0.00-27.00)", never
+/// "12.00 ± 15.00").
 std::string FormatMeanSd(const Summary& s, int decimals = 2);
 
 /// Warnings that tell the fix: too few samples, high variance, outliers.

@@ -93,6 +93,20 @@ TEST(SummaryTest, ConstantSeriesHasNoOutliers) {
   EXPECT_EQ(FormatMeanSd(s, 1), "5.0 ± 0.0");
 }
 
+TEST(SummaryTest, SpreadOfASpeedNeverReachesBelowZero) {
+  // Two repetitions far apart: mean 12, sd about 15.6. "12.0 ± 15.6" would
+  // say the speed may be negative; the range is clipped at 0 instead.
+  const Summary s = Summarize({1, 23});
+  ASSERT_TRUE(s.stddev.has_value());
+  ASSERT_LT(s.mean - *s.stddev, 0);
+  EXPECT_EQ(FormatMeanSd(s, 1), "12.0 (0.0-27.6)");
+  EXPECT_EQ(FormatMeanSd(s, 1).find('-', 0), FormatMeanSd(s, 1).find("-27.6"));
+  EXPECT_EQ(FormatNonNegativeRange(-3.04, 27.0), "0.0-27.0");
+  EXPECT_EQ(FormatNonNegativeRange(630.14, 645.3), "630.1-645.3");
+  // A narrow spread keeps llama-bench's form.
+  EXPECT_EQ(FormatMeanSd(Summarize({10, 12}), 2), "11.00 ± 1.41");
+}
+
 TEST(SummaryTest, HighVarianceWarns) {
   const Summary s = Summarize({10, 20, 30});
   bool found = false;

@@ -81,12 +81,11 @@ ServerConfig LlamaDefaults(const std::string& model, const CpuTopology* cpu, int
   c.placement.n_gpu_layers = 99;
   c.placement.n_cpu_moe = 0;
   if (fit_cpu_layers > 0 && n_layer > 0) {
-    std::string layers;
-    for (int i = std::max(0, n_layer - fit_cpu_layers); i < n_layer; ++i) {
-      layers += (layers.empty() ? "" : "|") + std::to_string(i);
-    }
-    c.placement.overrides.push_back(
-        {fmt::format("blk\\.({})\\.ffn_(up|down|gate|gate_up)_(ch|)exps", layers), "CPU"});
+    // As -ot rules of the experts of those layers (what the report reads back:
+    // config/server_config.h CpuExpertsOf), not as --n-cpu-moe, which counts from layer 0.
+    std::vector<int> layers;
+    for (int i = std::max(0, n_layer - fit_cpu_layers); i < n_layer; ++i) layers.push_back(i);
+    c.placement.overrides.push_back(ExpertLayersRule(layers));
   }
   c.n_batch = 2048;
   c.n_ubatch = 512;
