@@ -135,14 +135,16 @@ Choice TuneLedger::MeasureAndChoose(const std::vector<TuneSettings>& cands,
     return Choose(objectives, opt_.rules.analysis.curve);
   };
   Choice choice = choose();
-  // More repetitions for the contenders tied with the best until the intervals
-  // separate (or the repetitions or the budget run out).
+  // More repetitions for the contenders tied with the best, or undecided
+  // against it, until the intervals separate or narrow (or the repetitions or
+  // the budget run out); a comparison still undecided then is the phase's to
+  // report (Choice::undecided).
   for (int round = 0; round < opt_.rules.repetition_rounds && !out_of_time_; ++round) {
     std::vector<TuneSettings> todo;
     for (size_t i = 0; i < cands.size(); ++i) {
       const int n = (*scored)[i].pp ? static_cast<int>((*scored)[i].pp->n) : 0;
       const Standing st = choice.standings[i];
-      if ((st == Standing::kBest || st == Standing::kTied) &&
+      if ((st == Standing::kBest || st == Standing::kTied || st == Standing::kUndecided) &&
           n + opt_.repetitions <= opt_.max_repetitions)
         todo.push_back(cands[i]);
     }

@@ -62,8 +62,10 @@ class TuneLedger {
   std::vector<RunResult> MeasureConfigs(const std::vector<RunConfig>& configs,
                                         const std::string& label);
   /// Measures `candidates` (ordered by preference: ties go to the earliest) at
-  /// depth 0, with more repetitions for the contenders tied with the best until
-  /// the intervals separate, and reads them by the tie rule (Choose).
+  /// depth 0, with more repetitions for the contenders tied with the best or
+  /// undecided against it until the intervals separate or narrow, and reads
+  /// them by the tie rule (Choose). A choice still undecided after that
+  /// (Choice::undecided) decides nothing: the phase keeps its starting value.
   Choice MeasureAndChoose(const std::vector<TuneSettings>& candidates, const std::string& label,
                           std::vector<Scored>* scored);
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -332,6 +333,56 @@ TEST(TunerTest, NoGpuSkipsPlacementButTunesTheRest) {
       break;
     }
   }
+}
+
+// A busy machine: the repetitions of -t 16 run at 1.6x, a tenth and 1x its
+// speed in turn (issue 17 item 3: "decode 54.7 t/s (n=2) best; decode 1.1 t/s
+// (n=2) tie"), a spread no outlier rule removes.
+class WildlySpreadEngine : public FakeGpuEngine {
+ public:
+  BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& cb = {}) override {
+    BenchRun out = FakeGpuEngine::Run(configs, cb);
+    for (auto& r : out.results) {
+      if (r.config.threads != 16) continue;
+      for (size_t i = 0; i < r.samples_ts.size(); ++i) {
+        const double f = std::array{1.6, 0.1, 1.0}[i % 3];
+        r.samples_ts[i] *= f;
+        r.samples_ns[i] = static_cast<int64_t>(static_cast<double>(r.samples_ns[i]) / f);
+      }
+    }
+    return out;
+  }
+};
+
+TEST(TunerTest, WildlySpreadRepetitionsAreRepeatedThenUndecidedNotATie) {
+  WildlySpreadEngine engine;
+  TuneOptions o;
+  o.ctx = 8192;
+  const TuneResult r = Tuner(engine, Space(engine, o.ctx), o).Run();
+  const Decision* threads = nullptr;
+  for (const auto& d : r.decisions) {
+    if (d.phase == TunePhase::kThreads) threads = &d;
+  }
+  ASSERT_NE(threads, nullptr);
+  // The phase says it could not decide, names the spread contender, and
+  // keeps the starting value (the space's first thread candidate, 8), not
+  // the best mean (6) by a "tie".
+  ASSERT_TRUE(threads->undecided.has_value()) << threads->rule << "; " << threads->evidence;
+  EXPECT_EQ(threads->undecided->candidate, "-t 16");
+  EXPECT_LT(threads->undecided->low * 10, threads->undecided->high);
+  EXPECT_EQ(threads->undecided->kept, "-t 8");
+  EXPECT_EQ(threads->choice, "-t 8");
+  EXPECT_EQ(r.best.threads, 8);
+  EXPECT_NE(threads->evidence.find("undecided"), std::string::npos) << threads->evidence;
+  // More repetitions were taken of the undecided contender: up to the most allowed.
+  std::size_t samples = 0;
+  for (const auto& m : r.measurements) {
+    if (m.config.threads == 16 && m.config.n_depth == 0 && m.config.n_prompt > 0)
+      samples += m.samples_ts.size();
+  }
+  EXPECT_GT(samples, static_cast<std::size_t>(o.repetitions));
+  EXPECT_EQ(samples, static_cast<std::size_t>(o.max_repetitions));
+  EXPECT_EQ(threads->undecided->repetitions, o.max_repetitions);
 }
 
 }  // namespace
