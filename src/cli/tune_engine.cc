@@ -11,6 +11,7 @@
 #include "engine/llama_bench.h"
 #include "engine/sim_engine.h"
 #include "report/uncertainty_report.h"
+#include "speed/machine_spec.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -75,6 +76,8 @@ Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options, const std::stri
     m.reserve = spec.reserve;
     if (spec.accel->kind == AcceleratorKind::kRpcCpu) m.device_kind = DeviceKind::kRpc;
   }
+  m.spec = spec;
+  m.constants = so.constants;
   auto engine = std::make_unique<SimEngine>(so);
   const std::string constants = resolved.calibration ? fmt::format("calibrated constants ({})",
                                                                    resolved.calibration->created_at)
@@ -124,6 +127,7 @@ Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force) {
   m.has_gpu = !info.devices.empty();
   m.cpu = doctor.profile.cpu;
   m.vram_free = doctor.profile.TotalFreeVramBytes();
+  m.spec = MachineSpecFromProfile(doctor.profile);  // default constants
   m.identity.engine = m.engine_line;
   m.identity.machine = m.machine_line;
   t.engine = std::make_unique<LlamaBenchEngine>(info, LlamaBenchOptions{});

@@ -385,5 +385,54 @@ TEST(TunerTest, WildlySpreadRepetitionsAreRepeatedThenUndecidedNotATie) {
   EXPECT_EQ(threads->undecided->repetitions, o.max_repetitions);
 }
 
+// -t 16 is a hundred times slower than the runs before it let the ledger
+// expect, and the engine ends a run at the caller's time limit (as llama-bench
+// does with its process): the run that overruns the budget is ended there,
+// nothing of it is kept, and the notes say so.
+class OverrunEngine : public FakeGpuEngine {
+ public:
+  BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& cb = {}) override {
+    BenchRun out = FakeGpuEngine::Run(configs, cb);
+    double spent = 0;
+    InvocationReport inv;
+    for (auto& r : out.results) {
+      r.invocation = 0;
+      if (r.config.threads == 16) {
+        for (auto& ns : r.samples_ns) ns *= 100;
+        for (auto& x : r.samples_ts) x /= 100;
+      }
+      for (int64_t ns : r.samples_ns) spent += static_cast<double>(ns) * 1e-9;
+      if (time_limit() && spent > *time_limit()) {
+        r.samples_ns.clear();
+        r.samples_ts.clear();
+        r.failure =
+            EngineFailure{FailureKind::kTimeout, "ended at the time limit", "signal 15", {}};
+        inv.time_limit_reached = true;
+      }
+    }
+    inv.wall_seconds = time_limit() ? std::min(spent, *time_limit()) : spent;
+    out.invocations.push_back(inv);
+    return out;
+  }
+};
+
+TEST(TunerTest, ARunThatOverrunsTheBudgetIsEndedAndNotKept) {
+  TuneOptions o;
+  o.ctx = 8192;
+  FakeGpuEngine plain;
+  const double whole = Tuner(plain, Space(plain, o.ctx), o).Run().seconds;
+  o.budget_seconds = whole;  // enough for everything, but not for -t 16 a hundred times slower
+  OverrunEngine engine;
+  const TuneResult r = Tuner(engine, Space(engine, o.ctx), o).Run();
+  EXPECT_TRUE(r.budget_exhausted);
+  EXPECT_LE(r.seconds, o.budget_seconds + 1e-6);
+  bool ended = false;
+  for (const auto& n : r.notes) ended = ended || n.find("t=16 ub=512 was ended at the") != n.npos;
+  EXPECT_TRUE(ended) << (r.notes.empty() ? "" : r.notes.front());
+  for (const auto& m : r.measurements) {
+    EXPECT_TRUE(m.ok()) << "a run ended by the budget was kept: t=" << m.config.threads;
+  }
+}
+
 }  // namespace
 }  // namespace moetune
