@@ -98,6 +98,7 @@ PhaseOutcome RunThreadsPhase(TuneLedger& ledger, TuneSettings cur) {
   if (!choice.undecided()) cur.threads = ss[chosen].threads;
   std::string evidence;
   std::vector<std::string> names;
+  names.reserve(ss.size());
   for (const auto& s : ss) names.push_back(fmt::format("-t {}", s.threads));
   for (size_t i = 0; i < ss.size(); ++i) {
     const auto& c = scored[i];
@@ -139,6 +140,7 @@ PhaseOutcome RunMicroBatchPhase(TuneLedger& ledger, TuneSettings cur) {
   }
   evidence += c.skipped;
   std::vector<std::string> names;
+  names.reserve(ss.size());
   for (const auto& s : ss) names.push_back(fmt::format("-ub {}", s.ubatch));
   if (auto u = UndecidedOf(choice, scored, names, fmt::format("-ub {}", cur.ubatch))) {
     return {cur, UndecidedDecision(TunePhase::kMicroBatch,

@@ -82,7 +82,10 @@ std::optional<double> TuneLedger::SecondsPerToken(const RunConfig& c) const {
 }
 
 std::optional<double> TuneLedger::ExpectedSeconds(const std::vector<RunConfig>& configs) const {
-  double total = load_seconds_;
+  // One load per placement (the engine starts one process per model key).
+  std::set<std::string> loads;
+  for (const RunConfig& c : configs) loads.insert(c.ModelKey());
+  double total = load_seconds_ * static_cast<double>(loads.size());
   for (const RunConfig& c : configs) {
     const std::optional<double> spt = SecondsPerToken(c);
     if (!spt) return std::nullopt;

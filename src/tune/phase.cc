@@ -17,7 +17,8 @@ std::string StandingSuffix(Standing standing) { return std::string(" ") + Standi
 
 std::optional<Undecided> UndecidedOf(const Choice& choice,
                                      const std::vector<TuneLedger::Scored>& scored,
-                                     const std::vector<std::string>& names, std::string kept) {
+                                     const std::vector<std::string>& names,
+                                     const std::string& kept) {
   if (!choice.undecided()) return std::nullopt;
   std::optional<Undecided> widest;
   double widest_ratio = 0;

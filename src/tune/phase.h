@@ -33,7 +33,8 @@ std::string StandingSuffix(Standing standing);
 /// choice decided.
 std::optional<Undecided> UndecidedOf(const Choice& choice,
                                      const std::vector<TuneLedger::Scored>& scored,
-                                     const std::vector<std::string>& names, std::string kept);
+                                     const std::vector<std::string>& names,
+                                     const std::string& kept);
 
 /// The decision of a phase that could not decide: `choice` is the starting
 /// value kept; the rule is rendered from `undecided` (report/verdict_text.h).
