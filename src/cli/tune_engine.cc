@@ -11,6 +11,7 @@
 #include "engine/llama_bench.h"
 #include "engine/sim_engine.h"
 #include "report/uncertainty_report.h"
+#include "speed/machine_spec.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -71,6 +72,8 @@ Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options) {
     m.reserve = spec.reserve;
     if (spec.accel->kind == AcceleratorKind::kRpcCpu) m.device_kind = DeviceKind::kRpc;
   }
+  m.spec = spec;
+  m.constants = so.constants;
   auto engine = std::make_unique<SimEngine>(so);
   const std::string constants = resolved.calibration ? fmt::format("calibrated constants ({})",
                                                                    resolved.calibration->created_at)
@@ -127,6 +130,7 @@ Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force,
   MOETUNE_ASSIGN_OR_RETURN(t.gpu, ResolveGpuBudget(ParsedGpuBudgetFlags(gpu), defaults));
   m.vram_free = m.has_gpu ? t.gpu.free() : 0;
   m.reserve = t.gpu.reserve;
+  m.spec = MachineSpecFromProfile(doctor.profile);  // default constants
   m.identity.engine = m.engine_line;
   m.identity.machine = m.machine_line;
   t.engine = std::make_unique<LlamaBenchEngine>(info, LlamaBenchOptions{});

@@ -24,6 +24,10 @@ struct InvocationReport {
   double wall_seconds = 0;
   std::string exit;  // "exit code 0", "signal 9 (SIGKILL)"
   bool timed_out = false;
+  /// Ended (or not started) because the caller's time limit was reached
+  /// (Engine::set_time_limit): its configurations failed as kTimeout, which
+  /// says nothing about them.
+  bool time_limit_reached = false;
   std::optional<EngineFailure> failure;
 };
 
@@ -57,6 +61,16 @@ class Engine {
                        const ProgressCallback& progress = {}) = 0;
   /// Convenience for a single configuration.
   RunResult RunOne(const RunConfig& config) { return Run({config}).results.at(0); }
+
+  /// The most seconds each following Run may take (the time a tune's budget
+  /// has left); nullopt: no limit. An engine that honours it ends the
+  /// invocation that reaches it and marks it (InvocationReport::
+  /// time_limit_reached); one that cannot ignores it.
+  void set_time_limit(std::optional<double> seconds) { time_limit_ = seconds; }
+  std::optional<double> time_limit() const { return time_limit_; }
+
+ private:
+  std::optional<double> time_limit_;
 };
 
 }  // namespace moetune

@@ -394,6 +394,20 @@ struct LlamaBenchEngine::RunProgress {
   std::chrono::steady_clock::time_point start;
   BenchProgress p;
   std::size_t tests_done = 0;
+  /// When the caller's time limit ends (Engine::set_time_limit).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+
+  bool PastDeadline() const { return deadline && std::chrono::steady_clock::now() >= *deadline; }
+  /// Shortens `*timeout` to the time left before the deadline; true when the
+  /// deadline is the shorter (a timeout then means the limit ended the run).
+  bool CapAtDeadline(std::optional<std::chrono::milliseconds>* timeout) const {
+    if (!deadline) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *deadline - std::chrono::steady_clock::now());
+    if (*timeout && left >= **timeout) return false;
+    *timeout = std::max(left, std::chrono::milliseconds(1));
+    return true;
+  }
 
   void Report(const std::string& current) {
     if (!progress) return;
@@ -411,19 +425,13 @@ void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<Ru
   rep.argv = inv.argv;
   rep.configs = inv.configs;
   const int inv_index = static_cast<int>(run->invocations.size());
-  if (inv.unsupported) {
-    NotStarted({FailureKind::kInvalidConfig, *inv.unsupported, "not started", {}}, std::move(rep),
-               run);
-    st->tests_done += inv.configs.size();
-    st->Report("");
-    return;
-  }
-
   RunOptions o;
   o.spawn.argv = inv.argv;
   o.spawn.env_set = options_.env;
   o.timeout =
       options_.timeout_per_test * static_cast<long>(inv.configs.size()) + options_.load_allowance;
+  // The caller's time limit (a tune's budget) ends the process sooner.
+  const bool limited = st->CapAtDeadline(&o.timeout);
   o.capture_stdout = true;
   o.stderr_tail_lines = 0;
   LogTail log(kTailLines, IsNoiseLine, IsDiagnosticLine, kMaxDiagnostics);
@@ -469,6 +477,7 @@ void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<Ru
   rep.wall_seconds = out->wall_seconds;
   rep.exit = out->status.Describe();
   rep.timed_out = out->timed_out;
+  rep.time_limit_reached = out->timed_out && limited;
   rep.model_loads = options_.count_loads ? loads : -1;
 
   std::vector<std::string> bad;
@@ -494,12 +503,36 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
   run.results.resize(configs.size());
   for (std::size_t i = 0; i < configs.size(); ++i) run.results[i].config = configs[i];
   const auto plan = PlanInvocations(configs);
-  RunProgress st{progress, std::chrono::steady_clock::now(), {}, 0};
+  RunProgress st{progress, std::chrono::steady_clock::now(), {}, 0, std::nullopt};
+  if (time_limit()) {
+    st.deadline = st.start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(std::max(0.0, *time_limit())));
+  }
   for (const auto& inv : plan) st.p.tests_total += inv.configs.size();
   st.p.invocations_total = plan.size();
   for (std::size_t n = 0; n < plan.size(); ++n) {
     st.p.invocation = n + 1;
-    RunInvocation(plan[n], configs, &st, &run);
+    const Invocation& inv = plan[n];
+    if (inv.unsupported || st.PastDeadline()) {
+      // Not started: the engine cannot express it, or no time is left (which
+      // says nothing about the configurations).
+      InvocationReport rep;
+      rep.argv = inv.argv;
+      rep.configs = inv.configs;
+      rep.time_limit_reached = !inv.unsupported;
+      NotStarted(
+          inv.unsupported
+              ? EngineFailure{FailureKind::kInvalidConfig, *inv.unsupported, "not started", {}}
+              : EngineFailure{FailureKind::kTimeout,
+                              "not started: the time limit was reached",
+                              "not started",
+                              {}},
+          std::move(rep), &run);
+      st.tests_done += inv.configs.size();
+      st.Report("");
+      continue;
+    }
+    RunInvocation(inv, configs, &st, &run);
   }
   // Duplicates of a configuration share the first one's result.
   const std::vector<std::size_t> first_of = FirstOfEach(configs);

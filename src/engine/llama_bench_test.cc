@@ -1,8 +1,13 @@
 #include "engine/llama_bench.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace moetune {
 namespace {
@@ -274,6 +279,47 @@ TEST(LlamaBenchRunTest, MissingEngineIsAFailureValue) {
   EXPECT_EQ(run.results[0].failure->kind, FailureKind::kEngineMissing);
   EXPECT_NE(run.results[0].failure->message.find("/nonexistent/engine/llama-bench"),
             std::string::npos);
+}
+
+// A fake llama-bench that never answers.
+class SlowEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = ::testing::TempDir() + "slow_bench_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string bench = dir + "/llama-bench";
+    std::ofstream(bench) << "#!/bin/sh\nexec sleep 60\n";
+    std::filesystem::permissions(bench, std::filesystem::perms::owner_all);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string dir;
+};
+
+// The caller's time limit (a tune's budget left) ends the process long before
+// the per-test timeout, and marks the invocation as ended by it.
+TEST_F(SlowEngineTest, ATimeLimitEndsTheProcess) {
+  EngineInfo info = FakeInfo();
+  info.dir = dir;
+  LlamaBenchEngine engine(info);
+  engine.set_time_limit(0.5);
+  RunConfig a = Base();
+  a.n_gen = 8;
+  const auto start = std::chrono::steady_clock::now();
+  const BenchRun run = engine.Run({a});
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 20.0);  // not the 300 s per test, nor the script's 60 s
+  ASSERT_EQ(run.invocations.size(), 1u);
+  EXPECT_TRUE(run.invocations[0].time_limit_reached);
+  ASSERT_FALSE(run.results[0].ok());
+  EXPECT_EQ(run.results[0].failure->kind, FailureKind::kTimeout);
+
+  // With no time left, nothing is started.
+  engine.set_time_limit(0);
+  const BenchRun none = engine.Run({a});
+  ASSERT_EQ(none.invocations.size(), 1u);
+  EXPECT_TRUE(none.invocations[0].time_limit_reached);
+  EXPECT_EQ(none.invocations[0].exit, "not started");
 }
 
 }  // namespace

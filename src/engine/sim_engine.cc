@@ -69,6 +69,15 @@ EngineFailure LoadFailure(const std::string& message, FailureKind kind) {
   return f;
 }
 
+// A run ended (or not started) at the caller's time limit (Engine::set_time_limit).
+EngineFailure TimeLimitFailure() {
+  EngineFailure f;
+  f.kind = FailureKind::kTimeout;
+  f.exit = "signal 15 (SIGTERM)";
+  f.message = "ended at the time limit (simulated)";
+  return f;
+}
+
 nlohmann::json SplitJson(const TimeSplit& t) {
   nlohmann::json j = nlohmann::json::object();
   for (int r = 0; r < kResourceCount; ++r) {
@@ -259,6 +268,29 @@ void SimEngine::Simulate(const SpeedModel& sm, const std::string& backends, RunR
   res->record = SimRecord(options_, backends, sm.model(), *pred, stats, *res);
 }
 
+void SimEngine::SimulateWithinLimit(const SpeedModel& sm, const std::string& backends, double spent,
+                                    RunResult* res, InvocationReport* inv, double* wall) {
+  const std::optional<double> limit = time_limit();
+  if (!limit || spent + *wall < *limit) {
+    Simulate(sm, backends, res, inv, wall);
+    if (!limit || spent + *wall <= *limit) return;
+  }
+  // Not started, or ended at the limit as the real engine's process would be:
+  // the result is lost and the simulated time stops at the limit.
+  RunResult cut;
+  cut.config = res->config;
+  cut.invocation = res->invocation;
+  cut.failure = TimeLimitFailure();
+  *res = std::move(cut);
+  *wall = std::max(0.0, *limit - spent);
+  if (!inv->time_limit_reached) {
+    inv->time_limit_reached = true;
+    inv->exit = "signal 15 (SIGTERM)";
+    inv->timed_out = true;
+    inv->failure = res->failure;
+  }
+}
+
 BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   BenchRun run;
@@ -275,6 +307,7 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
   BenchProgress p;
   p.tests_total = configs.size();
   p.invocations_total = keys.size();
+  double spent = 0;  // simulated seconds of the invocations before this one
   for (size_t g = 0; g < keys.size(); ++g) {
     const auto& members = groups[keys[g]];
     InvocationReport inv;
@@ -309,8 +342,9 @@ BenchRun SimEngine::Run(const std::vector<RunConfig>& configs, const ProgressCal
         inv.failure = res.failure;
         continue;
       }
-      Simulate(*sm, run.backends, &res, &inv, &wall);
+      SimulateWithinLimit(*sm, run.backends, spent, &res, &inv, &wall);
     }
+    spent += wall;
     inv.model_loads = loads;
     // Simulated seconds the real engine would have taken (tune budgets by them).
     inv.wall_seconds = wall;

@@ -76,6 +76,13 @@ class SimEngine : public Engine {
   void Simulate(const SpeedModel& sm, const std::string& backends, RunResult* res,
                 InvocationReport* inv, double* wall);
 
+  /// Simulate within the caller's time limit (Engine::set_time_limit), with
+  /// `spent` simulated seconds of this Run before the invocation: a result
+  /// that would start or end past it fails as kTimeout, the invocation is
+  /// marked ended by the limit, and `*wall` stops at it.
+  void SimulateWithinLimit(const SpeedModel& sm, const std::string& backends, double spent,
+                           RunResult* res, InvocationReport* inv, double* wall);
+
   SimEngineOptions options_;
   std::map<std::string, std::unique_ptr<ModelInfo>> models_;
   std::map<std::string, std::unique_ptr<SpeedModel>> speed_models_;

@@ -167,5 +167,30 @@ TEST(SimEngine, MissingModelIsALoadFailure) {
   EXPECT_EQ(r.TotalModelLoads(), 0);
 }
 
+// A time limit (a tune's budget left) ends the simulated process where it
+// reaches the limit, as the real engine's would be: the results from there on
+// are failures marked as ended by the limit, and the time stops at it.
+TEST(SimEngine, ATimeLimitEndsTheRunThatReachesIt) {
+  SimEngine free_run(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 1));
+  const BenchRun whole = free_run.Run(Configs({30, 40}));
+  ASSERT_EQ(whole.invocations.size(), 2u);
+  const double first = whole.invocations[0].wall_seconds;
+  EXPECT_FALSE(whole.invocations[0].time_limit_reached);
+
+  SimEngine e(Options("rtx4070-12g,ddr4-3200-2ch,6p8e", 1));
+  e.set_time_limit(first + 1e-3);  // the second placement's load reaches it
+  const BenchRun r = e.Run(Configs({30, 40}));
+  ASSERT_EQ(r.invocations.size(), 2u);
+  EXPECT_FALSE(r.invocations[0].time_limit_reached);
+  EXPECT_TRUE(r.results[0].ok() && r.results[1].ok());
+  EXPECT_TRUE(r.invocations[1].time_limit_reached);
+  EXPECT_TRUE(r.invocations[1].timed_out);
+  for (std::size_t i : {2u, 3u}) {
+    ASSERT_FALSE(r.results[i].ok());
+    EXPECT_EQ(r.results[i].failure->kind, FailureKind::kTimeout);
+  }
+  EXPECT_NEAR(r.invocations[0].wall_seconds + r.invocations[1].wall_seconds, *e.time_limit(), 1e-6);
+}
+
 }  // namespace
 }  // namespace moetune

@@ -308,9 +308,11 @@ std::string AnalysisText(const AnalysisReport& r) {
                      {"decode t/s (95% CI)"},
                      {"", MarkdownTable::Align::kLeft}});
     for (const auto& e : c.entries) {
-      t.AddRow(
-          {std::to_string(e.value), Tps(e.prefill), Tps(e.decode),
-           e.value == c.chosen ? "<- chosen" : (e.versus_best == Standing::kTied ? "tie" : "")});
+      t.AddRow({std::to_string(e.value), Tps(e.prefill), Tps(e.decode),
+                e.value == c.chosen ? "<- chosen"
+                : e.versus_best == Standing::kTied || e.versus_best == Standing::kUndecided
+                    ? StandingName(e.versus_best)
+                    : ""});
     }
     o += t.Render();
   }

@@ -227,7 +227,7 @@ Section MemorySection(const TuneReport& t) {
 std::vector<DecisionRow> Decisions(const TuneReport& t) {
   std::vector<DecisionRow> rows;
   for (const auto& d : t.result.decisions)
-    rows.push_back({TunePhaseName(d.phase), d.choice, d.rule, DecisionEvidence(d)});
+    rows.push_back({TunePhaseName(d.phase), d.choice, DecisionRule(d), DecisionEvidence(d)});
   if (!t.result.placement_tuned) return rows;
   // The reading of the curve behind the placement: cliffs, rejections, collapses.
   for (auto& d : CurveReadingDecisions(t.result.analysis)) rows.push_back(std::move(d));

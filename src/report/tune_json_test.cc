@@ -218,6 +218,31 @@ TEST(TuneReader, DecisionsAndComparisonsComeBackTyped) {
       << bad.error().message();
 }
 
+// A phase that could not decide comes back with its figures, and renders the
+// same rule; files written before it (no "undecided") read as decided.
+TEST(TuneReader, AnUndecidedPhaseComesBackTyped) {
+  TuneReport t = Tune();
+  ASSERT_FALSE(t.result.decisions.empty());
+  Decision& d = t.result.decisions.back();
+  d.undecided = Undecided{"-t 16", "prefill", 3.5, 180.25, 9, "-t 8"};
+  const json written = TuneJson(t);
+  auto read = TuneReportFromJson(written);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  const Decision& back = read->result.decisions.back();
+  ASSERT_TRUE(back.undecided.has_value());
+  EXPECT_EQ(back.undecided->candidate, "-t 16");
+  EXPECT_EQ(back.undecided->repetitions, 9);
+  EXPECT_DOUBLE_EQ(back.undecided->high, 180.25);
+  EXPECT_EQ(DecisionRule(back), DecisionRule(d));
+  EXPECT_EQ(written["decisions"].back()["rule"], DecisionRule(d));
+  EXPECT_EQ(TuneJson(*read), written);
+  json older = written;
+  for (auto& x : older["decisions"]) x.erase("undecided");
+  auto old_read = TuneReportFromJson(older);
+  ASSERT_TRUE(old_read.ok()) << old_read.error().message();
+  EXPECT_FALSE(old_read->result.decisions.back().undecided.has_value());
+}
+
 TEST(TuneReader, WrongFieldsAreNamed) {
   EXPECT_FALSE(TuneReportFromJson(json::array()).ok());
   json j = TuneJson(Tune());

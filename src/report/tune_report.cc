@@ -85,10 +85,17 @@ json TuneJson(const TuneReport& t) {
   const TuneResult& r = t.result;
   json decisions = json::array();
   for (const auto& d : r.decisions) {
+    json undecided = nullptr;
+    if (d.undecided) {
+      const Undecided& u = *d.undecided;
+      undecided = {{"candidate", u.candidate}, {"measure", u.measure},         {"low_tps", u.low},
+                   {"high_tps", u.high},       {"repetitions", u.repetitions}, {"kept", u.kept}};
+    }
     decisions.push_back({{"phase", TunePhaseName(d.phase)},
                          {"choice", d.choice},
-                         {"rule", d.rule},
-                         {"evidence", DecisionEvidence(d)}});
+                         {"rule", DecisionRule(d)},
+                         {"evidence", DecisionEvidence(d)},
+                         {"undecided", undecided}});
   }
   json comparisons = json::array();
   for (const auto& c : r.comparisons) comparisons.push_back(ComparisonJson(c));
@@ -192,7 +199,7 @@ std::string TuneText(const TuneReport& t) {
   MarkdownTable dt({{"phase", MarkdownTable::Align::kLeft},
                     {"choice", MarkdownTable::Align::kLeft},
                     {"rule", MarkdownTable::Align::kLeft}});
-  for (const auto& d : r.decisions) dt.AddRow({TunePhaseName(d.phase), d.choice, d.rule});
+  for (const auto& d : r.decisions) dt.AddRow({TunePhaseName(d.phase), d.choice, DecisionRule(d)});
   o += dt.Render();
   o += "\nEvidence:\n";
   for (const auto& d : r.decisions)

@@ -148,6 +148,12 @@ std::string RecommendationReason(const Recommendation& r) {
 std::string ComparisonReason(const DimensionComparison& c) {
   const char* dimension = DimensionName(c.dimension);
   const int best = c.best_value();
+  if (c.any_undecided()) {
+    return fmt::format(
+        "{} could not be decided: the repetitions spread too widely to tell {} {} from the "
+        "others (machine busy?)",
+        dimension, dimension, best);
+  }
   if (c.chosen == best && !c.any_tie()) {
     return fmt::format("{} {} is faster than every other value beyond the noise", dimension,
                        c.chosen);
@@ -214,6 +220,19 @@ std::string DecisionEvidence(const Decision& d) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out;
+}
+
+std::string DecisionRule(const Decision& d) {
+  if (!d.undecided) return d.rule;
+  const Undecided& u = *d.undecided;
+  if (u.repetitions == 0) {
+    return fmt::format("could not decide: the intervals are too wide; kept the starting value {}",
+                       u.kept);
+  }
+  return fmt::format(
+      "could not decide: the {} repetitions of {} spread from {:.1f} to {:.1f} t/s ({}; machine "
+      "busy?); kept the starting value {}",
+      u.repetitions, u.candidate, u.low, u.high, u.measure, u.kept);
 }
 
 std::string CliffRuleText(const CurveRules& rules) {

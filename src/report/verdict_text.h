@@ -39,6 +39,11 @@ std::string DecisionEvidence(const Decision& decision);
 /// ..."), or that it is not proven. Empty when nothing is known.
 std::string PickSafetyText(const PickSafety& safety, int n_cpu_moe);
 
+/// A decision's rule: for a phase that could not decide (Decision::undecided)
+/// "could not decide: the 9 repetitions of -t 2 spread from 0.9 to 52.0 t/s
+/// (decode; machine busy?); kept the starting value -t 8", else its rule.
+std::string DecisionRule(const Decision& decision);
+
 /// What the cliff rule and the collapse rule say, with their thresholds, for
 /// decision tables: "prefill drops below 70% of its neighbour, beyond the
 /// noise (Welch, 95%)".

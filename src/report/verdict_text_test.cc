@@ -150,6 +150,23 @@ TEST(VerdictText, ComparisonReasonFromTheStandings) {
   c.dimension = Dimension::kMicroBatch;
   c.entries[2].versus_best = Standing::kTied;
   EXPECT_EQ(ComparisonReason(c), "n_ubatch 6 measured best");
+  c.entries[2].versus_best = Standing::kUndecided;
+  EXPECT_EQ(ComparisonReason(c),
+            "n_ubatch could not be decided: the repetitions spread too widely to tell n_ubatch 6 "
+            "from the others (machine busy?)");
+}
+
+// A phase that could not decide says so, and why, from its typed figures;
+// any other decision keeps its rule.
+TEST(VerdictText, DecisionRuleOfAnUndecidedPhase) {
+  Decision d;
+  d.phase = TunePhase::kThreads;
+  d.rule = "fastest beyond the noise";
+  EXPECT_EQ(DecisionRule(d), "fastest beyond the noise");
+  d.undecided = Undecided{"-t 2", "decode", 0.9, 52.04, 9, "-t 8"};
+  EXPECT_EQ(DecisionRule(d),
+            "could not decide: the 9 repetitions of -t 2 spread from 0.9 to 52.0 t/s (decode; "
+            "machine busy?); kept the starting value -t 8");
 }
 
 TEST(VerdictText, DecisionEvidenceInOrder) {

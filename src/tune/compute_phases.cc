@@ -94,14 +94,22 @@ PhaseOutcome RunThreadsPhase(TuneLedger& ledger, TuneSettings cur) {
   std::vector<TuneLedger::Scored> scored;
   const Choice choice = ledger.MeasureAndChoose(ss, "threads", &scored);
   const size_t chosen = Chosen(choice);
-  cur.threads = ss[chosen].threads;
+  const int start = cur.threads;
+  if (!choice.undecided()) cur.threads = ss[chosen].threads;
   std::string evidence;
+  std::vector<std::string> names;
+  names.reserve(ss.size());
+  for (const auto& s : ss) names.push_back(fmt::format("-t {}", s.threads));
   for (size_t i = 0; i < ss.size(); ++i) {
     const auto& c = scored[i];
     evidence +=
         fmt::format("{}-t {} ({}): prefill {:.1f}, decode {:.1f} t/s (n={}){}", i ? "; " : "",
                     ss[i].threads, cands[i].why, c.pp ? c.pp->mean : 0, c.tg ? c.tg->mean : 0,
                     c.pp ? c.pp->n : 0, StandingSuffix(choice.standings[i]));
+  }
+  if (auto u = UndecidedOf(choice, scored, names, fmt::format("-t {}", start))) {
+    return {cur, UndecidedDecision(TunePhase::kThreads, fmt::format("-t {}", cur.threads),
+                                   std::move(*u), evidence)};
   }
   return {cur, MakeDecision(TunePhase::kThreads, fmt::format("-t {}", cur.threads),
                             choice.standings[chosen] == Standing::kBest
@@ -131,6 +139,14 @@ PhaseOutcome RunMicroBatchPhase(TuneLedger& ledger, TuneSettings cur) {
                             StandingSuffix(choice.standings[i]), c.why[i]);
   }
   evidence += c.skipped;
+  std::vector<std::string> names;
+  names.reserve(ss.size());
+  for (const auto& s : ss) names.push_back(fmt::format("-ub {}", s.ubatch));
+  if (auto u = UndecidedOf(choice, scored, names, fmt::format("-ub {}", cur.ubatch))) {
+    return {cur, UndecidedDecision(TunePhase::kMicroBatch,
+                                   fmt::format("-ub {} -b {}", cur.ubatch, cur.batch),
+                                   std::move(*u), evidence)};
+  }
   cur.ubatch = ss[chosen].ubatch;
   cur.batch = ss[chosen].batch;
   cur.n = ss[chosen].n;

@@ -41,6 +41,11 @@ bool DimensionComparison::any_tie() const {
                      [](const Entry& e) { return e.versus_best == Standing::kTied; });
 }
 
+bool DimensionComparison::any_undecided() const {
+  return std::any_of(entries.begin(), entries.end(),
+                     [](const Entry& e) { return e.versus_best == Standing::kUndecided; });
+}
+
 std::optional<DimensionComparison> CompareDimension(const std::vector<const RunResult*>& rs,
                                                     Dimension dimension,
                                                     std::optional<int> prefer_n,

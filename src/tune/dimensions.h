@@ -36,6 +36,8 @@ struct DimensionComparison {
   int best_value() const;
   /// Some entry is tied with the best.
   bool any_tie() const;
+  /// Some entry could not be told from the best (Standing::kUndecided).
+  bool any_undecided() const;
 };
 
 /// Compares `dimension` on the depth-0 results `tests` that differ only in

@@ -165,6 +165,12 @@ Status Journal::Load(const std::string& text, const JournalIdentity& id,
     start = nl + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const json obj = whole ? ParseJsonOrDiscarded(line) : json(json::value_t::discarded);
+    // A record of another kind (the budget's) holds no measurement.
+    if (obj.is_object() && !obj.contains("result") && obj.contains("kind") &&
+        obj["kind"].is_string()) {
+      if (obj["kind"] == "budget") ++budget_stops_;
+      continue;
+    }
     const auto r = obj.is_object() && obj.contains("result")
                        ? RunResultFromJson(obj["result"])
                        : Result<RunResult>(Error(ErrorKind::kFormat, "torn"));
@@ -311,6 +317,19 @@ Status Journal::Append(const RunResult& result) {
     if (!write_error_) write_error_ = st.error();
   }
   return st;
+}
+
+Status Journal::AppendBudgetStop(const BudgetStop& stop) {
+  if (read_only_) return OkStatus();  // Open said so
+  const json line = {{"kind", "budget"},
+                     {"budget",
+                      {{"run", stop.run},
+                       {"ended", stop.ended},
+                       {"expected_seconds", stop.expected_seconds},
+                       {"left_seconds", stop.left_seconds},
+                       {"budget_seconds", stop.budget_seconds}}},
+                     {"at", UtcNow()}};
+  return WriteRecord(DumpJson(line, -1));
 }
 
 }  // namespace moetune

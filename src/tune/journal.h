@@ -5,7 +5,12 @@
 ///
 /// Format: the first line is a header
 ///   {"moetune_journal": 1, "model": ..., "engine": ..., "machine": ..., ...}
-/// and every further line is {"result": <RunResultToJson>, "at": "<UTC time>"}.
+/// and every further line is {"result": <RunResultToJson>, "at": "<UTC time>"},
+/// or a record of another kind: {"kind": "budget", "budget": {...}, "at": ...}
+/// when the time budget ended a tune (BudgetStop). A reader skips the records
+/// of a kind it does not use (a resumed tune measures from the results only).
+/// Older readers count such a line as unreadable and skip it, so a journal
+/// with one still loads there.
 ///
 /// Rules (a journal is a file the user may have named by mistake, and two
 /// tunes may name the same one):
@@ -44,6 +49,17 @@ struct JournalIdentity {
   std::string machine;  // fingerprint of the machine (or the what-if machine)
 };
 
+/// Why the time budget ended a tune: the run that was not started (its
+/// expected time did not fit in what was left), or the one the engine ended
+/// at the limit.
+struct BudgetStop {
+  std::string run;              // "threads N=20 t=4 ub=512"
+  double expected_seconds = 0;  // its expected time (not started)
+  double left_seconds = 0;      // the budget left when it was to start
+  double budget_seconds = 0;
+  bool ended = false;  // started and ended at the limit, instead of not started
+};
+
 class Journal {
  public:
   /// Opens `path` (creating it with a header when absent). An existing journal
@@ -61,6 +77,10 @@ class Journal {
   /// when it could not be saved; the error says why and unsaved() counts it.
   /// A read-only journal saves nothing and returns OK (Open's note said so).
   Status Append(const RunResult& result);
+  /// Records that the budget ended the tune (a "budget" record; no result).
+  Status AppendBudgetStop(const BudgetStop& stop);
+  /// The "budget" records read when the journal was opened.
+  std::size_t budget_stops() const { return budget_stops_; }
 
   const std::vector<RunResult>& results() const { return results_; }
   std::size_t resumed() const { return resumed_; }
@@ -87,6 +107,7 @@ class Journal {
   std::vector<RunResult> results_;
   std::map<std::string, std::vector<std::size_t>> by_key_;
   std::size_t resumed_ = 0;
+  std::size_t budget_stops_ = 0;
   std::size_t unsaved_ = 0;
   std::optional<Error> write_error_;
 };

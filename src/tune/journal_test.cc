@@ -279,5 +279,35 @@ TEST(JournalTest, NotAJournalIsRefused) {
   ASSERT_FALSE(d.ok());
 }
 
+// The budget's record: written after the results, skipped by the reader (no
+// result, not torn), counted, and the results around it still resume.
+TEST(JournalTest, ABudgetRecordIsWrittenAndSkippedOnResume) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  {
+    auto j = Journal::Open(path, kId);
+    ASSERT_TRUE(j.ok());
+    ASSERT_TRUE((*j)->Append(Measured(3, 100)).ok());
+    ASSERT_TRUE((*j)->AppendBudgetStop({"threads N=3 t=4 ub=512", 95, 40, 120, false}).ok());
+  }
+  const std::string text = Slurp(path);
+  EXPECT_NE(text.find("\"kind\":\"budget\""), std::string::npos) << text;
+  EXPECT_NE(text.find("threads N=3 t=4 ub=512"), std::string::npos) << text;
+  {
+    std::vector<std::string> notes;
+    auto j = Journal::Open(path, kId, &notes);
+    ASSERT_TRUE(j.ok());
+    EXPECT_EQ((*j)->resumed(), 1u);
+    EXPECT_EQ((*j)->budget_stops(), 1u);
+    for (const auto& n : notes) EXPECT_EQ(n.find("torn"), std::string::npos) << n;
+    EXPECT_TRUE((*j)->Find(Measured(3, 0).config, 0));
+    ASSERT_TRUE((*j)->Append(Measured(4, 90)).ok());  // a resumed tune goes on
+  }
+  auto j = Journal::Open(path, kId);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)->resumed(), 2u);
+  EXPECT_TRUE((*j)->Find(Measured(4, 0).config, 0));
+}
+
 }  // namespace
 }  // namespace moetune

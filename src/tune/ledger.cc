@@ -3,11 +3,34 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "tune/points.h"
 
 namespace moetune {
+
+namespace {
+
+double SampleSeconds(const RunResult& r) {
+  double s = 0;
+  for (int64_t ns : r.samples_ns) s += static_cast<double>(ns) * 1e-9;
+  return s;
+}
+
+// The seconds of one test as llama-bench runs it (tools/llama-bench/
+// llama-bench.cpp, the loop over tests): a warm-up, the depth filled once
+// (its state is kept and restored for each repetition; older builds refill it
+// every time, and the engine's time limit ends what that overruns), then the
+// timed repetitions. The warm-up is counted as one more repetition (the
+// generation warm-up is one token: an upper bound).
+double TestSeconds(const RunConfig& c, double seconds_per_token, double fill_seconds_per_token) {
+  const int reps = std::max(1, c.repetitions);
+  return (reps + 1) * (c.n_prompt + c.n_gen) * seconds_per_token +
+         static_cast<double>(c.n_depth) * fill_seconds_per_token;
+}
+
+}  // namespace
 
 TuneLedger::TuneLedger(Engine& engine, TuneSpace space, TuneOptions options, Journal* journal,
                        ProgressFn progress)
@@ -25,11 +48,80 @@ double TuneLedger::Elapsed() const {
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   // The simulated engine answers at once: count the time its runs stand for.
-  double engine = 0;
-  for (const auto& r : all_) {
-    for (int64_t ns : r.samples_ns) engine += static_cast<double>(ns) * 1e-9;
+  return std::max(wall, engine_seconds_);
+}
+
+std::optional<double> TuneLedger::SecondsPerToken(const RunConfig& c) const {
+  const bool prefill = c.n_prompt > 0;
+  const std::string key = Journal::Key(c);
+  std::optional<double> best;
+  int best_distance = 0;
+  for (const RunResult& r : all_) {
+    const RunConfig& m = r.config;
+    const int tokens = m.n_prompt + m.n_gen;
+    if (!r.ok() || r.samples_ns.empty() || tokens <= 0 || (m.n_prompt > 0) != prefill) continue;
+    const double spt = SampleSeconds(r) / static_cast<double>(r.samples_ns.size()) / tokens;
+    // The same configuration, else the nearest N at the same depth, else any
+    // depth; the slower of equally near ones.
+    const int distance = Journal::Key(m) == key
+                             ? 0
+                             : 1 + std::abs(m.placement.n_cpu_moe - c.placement.n_cpu_moe) +
+                                   (m.n_depth != c.n_depth ? 1000 : 0);
+    if (!best || distance < best_distance || (distance == best_distance && spt > *best)) {
+      best = spt;
+      best_distance = distance;
+    }
   }
-  return std::max(wall, engine);
+  if (best) return best;
+  // Before any measurement of its kind: the speed model's prediction.
+  if (space_.predicted_tps) {
+    const std::optional<double> tps = space_.predicted_tps(c);
+    if (tps && *tps > 0) return 1.0 / *tps;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> TuneLedger::ExpectedSeconds(const std::vector<RunConfig>& configs) const {
+  // One load per placement (the engine starts one process per model key).
+  std::set<std::string> loads;
+  for (const RunConfig& c : configs) loads.insert(c.ModelKey());
+  double total = load_seconds_ * static_cast<double>(loads.size());
+  for (const RunConfig& c : configs) {
+    const std::optional<double> spt = SecondsPerToken(c);
+    if (!spt) return std::nullopt;
+    double fill = *spt;
+    if (c.n_depth > 0) {
+      RunConfig d0 = c;  // the depth is filled at the prefill speed of depth 0
+      d0.n_depth = 0;
+      d0.n_prompt = std::max(c.n_prompt, opt_.n_prompt);
+      d0.n_gen = 0;
+      fill = SecondsPerToken(d0).value_or(*spt);
+    }
+    total += TestSeconds(c, *spt, fill);
+  }
+  return total;
+}
+
+void TuneLedger::CountEngineTime(const BenchRun& run) {
+  double samples = 0;
+  for (const RunResult& r : run.results) samples += SampleSeconds(r);
+  double invocations = 0;
+  for (std::size_t i = 0; i < run.invocations.size(); ++i) {
+    const InvocationReport& inv = run.invocations[i];
+    invocations += inv.wall_seconds;
+    // What an invocation took beyond its tests (the model load, mostly), from
+    // those at depth 0 (a depth fill is not load time).
+    double tests = 0;
+    bool at_depth = inv.time_limit_reached;
+    for (const RunResult& r : run.results) {
+      if (r.invocation != static_cast<int>(i) || !r.ok()) continue;
+      at_depth = at_depth || r.config.n_depth > 0;
+      const double reps = static_cast<double>(std::max<std::size_t>(1, r.samples_ns.size()));
+      tests += SampleSeconds(r) * (reps + 1) / reps;
+    }
+    if (!at_depth) load_seconds_ = std::max(load_seconds_, inv.wall_seconds - tests);
+  }
+  engine_seconds_ += std::max(samples, invocations);
 }
 
 bool TuneLedger::Fits(int n, int ubatch, uint32_t kv) const {
@@ -73,6 +165,7 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
     const int occ = occurrences_[Journal::Key(c)]++;
     std::optional<RunResult> cached = journal_ ? journal_->Find(c, occ) : std::nullopt;
     if (cached) {
+      engine_seconds_ += SampleSeconds(*cached);
       all_.push_back(*cached);
       out.push_back(*cached);
       ++resumed_;
@@ -81,14 +174,32 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
     }
   }
   if (to_run.empty()) return out;
-  if (Elapsed() >= opt_.budget_seconds) {
-    out_of_time_ = true;
+  // A run that would end past the budget is not started (its expected time
+  // from the runs so far, or the speed model before the first).
+  const double left = opt_.budget_seconds - Elapsed();
+  const std::optional<double> expected = ExpectedSeconds(to_run);
+  if (left <= 0 || (expected && *expected > left)) {
+    StopForBudget({label, expected.value_or(0), std::max(0.0, left), opt_.budget_seconds, false});
     for (const RunConfig& c : to_run) --occurrences_[Journal::Key(c)];
     return out;
   }
   Report(label);
+  // ... and one that overruns is ended at the budget, where the engine can.
+  engine_.set_time_limit(left);
   BenchRun run = engine_.Run(to_run);
+  engine_.set_time_limit(std::nullopt);
+  CountEngineTime(run);
   for (RunResult& r : run.results) {
+    const bool cut = r.invocation >= 0 &&
+                     static_cast<std::size_t>(r.invocation) < run.invocations.size() &&
+                     run.invocations[static_cast<std::size_t>(r.invocation)].time_limit_reached;
+    if (cut) {
+      // Ended by the budget: nothing learnt about the configuration; a
+      // resumed tune with more time measures it.
+      --occurrences_[Journal::Key(r.config)];
+      if (!out_of_time_) StopForBudget({label, 0, 0, opt_.budget_seconds, true});
+      continue;
+    }
     if (journal_) {
       // Said once, not once per measurement; the command says what was lost.
       auto st = journal_->Append(r);
@@ -100,6 +211,29 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
   }
   Report("");
   return out;
+}
+
+void TuneLedger::StopForBudget(const BudgetStop& stop) {
+  out_of_time_ = true;
+  budget_stop_ = stop;
+  if (stop.ended) {
+    AddNote(fmt::format("the budget ended the tune: {} was ended at the {:.0f} s limit", stop.run,
+                        stop.budget_seconds));
+  } else if (stop.expected_seconds <= 0) {
+    AddNote(
+        fmt::format("the budget ended the tune: {} was not started: the {:.0f} s budget was "
+                    "spent",
+                    stop.run, stop.budget_seconds));
+  } else {
+    AddNote(
+        fmt::format("the budget ended the tune: {} was not started: it would take about "
+                    "{:.0f} s and {:.0f} s of the {:.0f} s budget were left",
+                    stop.run, stop.expected_seconds, stop.left_seconds, stop.budget_seconds));
+  }
+  if (journal_) {
+    auto st = journal_->AppendBudgetStop(stop);
+    if (!st.ok()) AddNote("journal: " + st.error().message());
+  }
 }
 
 TuneLedger::Scored TuneLedger::Score(const TuneSettings& st, int depth) const {
@@ -135,14 +269,16 @@ Choice TuneLedger::MeasureAndChoose(const std::vector<TuneSettings>& cands,
     return Choose(objectives, opt_.rules.analysis.curve);
   };
   Choice choice = choose();
-  // More repetitions for the contenders tied with the best until the intervals
-  // separate (or the repetitions or the budget run out).
+  // More repetitions for the contenders tied with the best, or undecided
+  // against it, until the intervals separate or narrow (or the repetitions or
+  // the budget run out); a comparison still undecided then is the phase's to
+  // report (Choice::undecided).
   for (int round = 0; round < opt_.rules.repetition_rounds && !out_of_time_; ++round) {
     std::vector<TuneSettings> todo;
     for (size_t i = 0; i < cands.size(); ++i) {
       const int n = (*scored)[i].pp ? static_cast<int>((*scored)[i].pp->n) : 0;
       const Standing st = choice.standings[i];
-      if ((st == Standing::kBest || st == Standing::kTied) &&
+      if ((st == Standing::kBest || st == Standing::kTied || st == Standing::kUndecided) &&
           n + opt_.repetitions <= opt_.max_repetitions)
         todo.push_back(cands[i]);
     }

@@ -44,11 +44,18 @@ class TuneLedger {
 
   /// Starts the budget's clock.
   void StartClock();
-  /// Seconds spent: the wall clock, or the time the simulated engine's runs
-  /// stand for when that is longer.
+  /// Seconds spent: the wall clock, or the time the engine's runs stand for
+  /// (the simulated engine's, and the resumed measurements') when that is longer.
   double Elapsed() const;
   /// The budget ran out while measuring: nothing more is measured.
   bool out_of_time() const { return out_of_time_; }
+  /// How the budget ended the tune: the run not started (or ended at the limit).
+  const std::optional<BudgetStop>& budget_stop() const { return budget_stop_; }
+  /// The seconds one engine call for `configs` is expected to take: the model
+  /// load seen so far, plus each test's warm-up, repetitions and depth fill at
+  /// the seconds per token of the nearest configuration measured so far (the
+  /// speed model's prediction before the first); nullopt when unknown.
+  std::optional<double> ExpectedSeconds(const std::vector<RunConfig>& configs) const;
 
   /// The phase measuring now (the progress line and the out-of-time note).
   void set_phase(TunePhase phase) { phase_ = phase; }
@@ -62,8 +69,10 @@ class TuneLedger {
   std::vector<RunResult> MeasureConfigs(const std::vector<RunConfig>& configs,
                                         const std::string& label);
   /// Measures `candidates` (ordered by preference: ties go to the earliest) at
-  /// depth 0, with more repetitions for the contenders tied with the best until
-  /// the intervals separate, and reads them by the tie rule (Choose).
+  /// depth 0, with more repetitions for the contenders tied with the best or
+  /// undecided against it until the intervals separate or narrow, and reads
+  /// them by the tie rule (Choose). A choice still undecided after that
+  /// (Choice::undecided) decides nothing: the phase keeps its starting value.
   Choice MeasureAndChoose(const std::vector<TuneSettings>& candidates, const std::string& label,
                           std::vector<Scored>* scored);
 
@@ -94,6 +103,11 @@ class TuneLedger {
 
  private:
   RunConfig Make(const TuneSettings& settings, bool prefill, int depth) const;
+  std::optional<double> SecondsPerToken(const RunConfig& config) const;
+  /// Adds the time an engine call stands for, and the load time it shows.
+  void CountEngineTime(const BenchRun& run);
+  /// Ends the tune for the budget: the note, the journal's record.
+  void StopForBudget(const BudgetStop& stop);
   void Report(const std::string& current) const;
 
   Engine& engine_;
@@ -106,6 +120,9 @@ class TuneLedger {
   std::map<std::string, int> occurrences_;
   std::size_t measured_ = 0, resumed_ = 0;
   bool out_of_time_ = false;
+  std::optional<BudgetStop> budget_stop_;
+  double engine_seconds_ = 0;  // the time the engine's runs stand for (Elapsed)
+  double load_seconds_ = 0;    // the longest load an engine call showed so far
   TunePhase phase_ = TunePhase::kPlacement;
   std::vector<std::string> notes_;
 };

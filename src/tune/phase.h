@@ -5,8 +5,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tune/decision.h"
+#include "tune/ledger.h"
 #include "tune/rules.h"
 #include "tune/settings.h"
 
@@ -24,5 +26,19 @@ Decision MakeDecision(TunePhase phase, std::string choice, std::string rule, std
 
 /// " best", " tie", ...: a candidate's standing after its figures in evidence.
 std::string StandingSuffix(Standing standing);
+
+/// When `choice` could not decide (Choice::undecided): the contender (best or
+/// undecided) whose repetitions spread most, prefill or decode, named as in
+/// `names`, with `kept` the starting value the phase keeps. nullopt when the
+/// choice decided.
+std::optional<Undecided> UndecidedOf(const Choice& choice,
+                                     const std::vector<TuneLedger::Scored>& scored,
+                                     const std::vector<std::string>& names,
+                                     const std::string& kept);
+
+/// The decision of a phase that could not decide: `choice` is the starting
+/// value kept; the rule is rendered from `undecided` (report/verdict_text.h).
+Decision UndecidedDecision(TunePhase phase, std::string choice, Undecided undecided,
+                           std::string evidence);
 
 }  // namespace moetune

@@ -183,7 +183,10 @@ Recommendation Recommend(const CurveAtDepth& base, const RejectionReading& rejec
   rec.best_n = base.points[*choice.best].n_cpu_moe;
   rec.edge = base.points[*choice.chosen].n_cpu_moe;
   for (size_t i = 0; i < base.points.size(); ++i) {
-    if (choice.standings[i] == Standing::kBest || choice.standings[i] == Standing::kTied)
+    // An undecided placement is not shown worse either: analyze cannot measure
+    // again, so it counts as tied (the safer N stays within reach).
+    const Standing st = choice.standings[i];
+    if (st == Standing::kBest || st == Standing::kTied || st == Standing::kUndecided)
       rec.safest_tie = base.points[i].n_cpu_moe;
   }
   const int max_n = base.points.back().n_cpu_moe;

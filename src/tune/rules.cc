@@ -32,6 +32,8 @@ const char* StandingName(Standing standing) {
       return "tie";
     case Standing::kWorse:
       return "worse";
+    case Standing::kUndecided:
+      return "undecided";
     case Standing::kUnmeasured:
       break;
   }
@@ -40,12 +42,23 @@ const char* StandingName(Standing standing) {
 
 std::optional<Standing> StandingFromName(std::string_view name) {
   constexpr std::array kAll = {Standing::kBest, Standing::kTied, Standing::kWorse,
-                               Standing::kUnmeasured};
+                               Standing::kUnmeasured, Standing::kUndecided};
   return EnumFromName(name, kAll, StandingName);
 }
 
+bool TooWideToTell(const Estimate& e, const CurveRules& rules) {
+  if (!e.sd || e.n < 2 || e.mean <= 0) return false;
+  const Interval i = MeanInterval(e.mean, e.sd, e.n, rules.level);
+  return i.high - i.mean > rules.undecided_width * e.mean;
+}
+
 bool Choice::clear() const {
-  return best && std::count(standings.begin(), standings.end(), Standing::kTied) == 0;
+  return best && std::count(standings.begin(), standings.end(), Standing::kTied) == 0 &&
+         !undecided();
+}
+
+bool Choice::undecided() const {
+  return std::count(standings.begin(), standings.end(), Standing::kUndecided) > 0;
 }
 
 Choice Choose(const std::vector<std::optional<Estimate>>& candidates, const CurveRules& rules) {
@@ -61,8 +74,11 @@ Choice Choose(const std::vector<std::optional<Estimate>>& candidates, const Curv
     if (i == *c.best) {
       c.standings[i] = Standing::kBest;
     } else {
-      c.standings[i] =
-          CompareEstimates(*candidates[i], best, rules) >= 0 ? Standing::kTied : Standing::kWorse;
+      const Estimate& e = *candidates[i];
+      c.standings[i] = CompareEstimates(e, best, rules) < 0 ? Standing::kWorse
+                       : TooWideToTell(e, rules) || TooWideToTell(best, rules)
+                           ? Standing::kUndecided
+                           : Standing::kTied;
     }
     if (!c.chosen && c.standings[i] != Standing::kWorse) c.chosen = i;
   }

@@ -57,6 +57,15 @@ struct CurveRules {
   /// Differences under this fraction are ties whatever the statistics: 2% is
   /// below what a user notices and below run-to-run drift on a quiet machine.
   double min_relative = 0.02;
+  /// A comparison the test cannot separate is undecided, not a tie, when the
+  /// 95% interval of either candidate reaches further than this fraction of
+  /// its mean on either side. A tie says the difference is below what matters
+  /// (min_relative); an interval of +-25% cannot tell 2% from the 5-30% that
+  /// threads, micro-batch or flash attention move, nor 1.1 t/s from 54.7 with
+  /// two repetitions. On a quiet machine three repetitions spread by 1-2%
+  /// (an interval of +-2.5-5% at 2 degrees of freedom), so +-25% means the
+  /// repetitions themselves disagree: something else ran on the machine.
+  double undecided_width = 0.25;
 };
 
 /// The thresholds of the collapse rule.
@@ -135,24 +144,35 @@ struct TuneRules {
   int ubatch_always_tried = 512;
 };
 
+/// Whether the 95% interval (rules.level) of `e` reaches further than
+/// rules.undecided_width of its mean on either side; false without a spread.
+bool TooWideToTell(const Estimate& e, const CurveRules& rules);
+
 /// The tie rule's comparison: -1 / 0 / +1 when a is worse than, tied with or
 /// better than b (Welch's test at rules.level; differences under
 /// rules.min_relative, or without a known spread, are ties).
 int CompareEstimates(const Estimate& a, const Estimate& b, const CurveRules& rules);
 
-/// Where a candidate stands against the best of its comparison.
-enum class Standing { kBest, kTied, kWorse, kUnmeasured };
-/// "best", "tie", "worse", "not measured" (stable names, used in JSON).
+/// Where a candidate stands against the best of its comparison: kUndecided
+/// when the test cannot separate it from the best and the interval of either
+/// is too wide to call that a tie (CurveRules::undecided_width).
+enum class Standing { kBest, kTied, kWorse, kUnmeasured, kUndecided };
+/// "best", "tie", "worse", "not measured", "undecided" (stable names, used in JSON).
 const char* StandingName(Standing standing);
 std::optional<Standing> StandingFromName(std::string_view name);
 
 /// The tie rule applied to one comparison.
 struct Choice {
-  std::optional<std::size_t> best;    // the highest mean (the earliest of equal means)
-  std::optional<std::size_t> chosen;  // the earliest candidate that is best or tied with it
-  std::vector<Standing> standings;    // each candidate against the best
-  /// The best stands alone: no other candidate is tied with it.
+  std::optional<std::size_t> best;  // the highest mean (the earliest of equal means)
+  /// The earliest candidate not shown worse than the best (best, tied or
+  /// undecided); a caller that must not guess checks undecided() first.
+  std::optional<std::size_t> chosen;
+  std::vector<Standing> standings;  // each candidate against the best
+  /// The best stands alone: no other candidate is tied with it or undecided.
   bool clear() const;
+  /// Some candidate could not be told from the best (Standing::kUndecided):
+  /// the measurements say nothing, and a tie would be a guess.
+  bool undecided() const;
 };
 
 /// Reads candidates given in order of preference (a tie goes to the earliest:

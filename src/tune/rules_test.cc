@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+
 namespace moetune {
 namespace {
 
@@ -52,9 +55,49 @@ TEST(TieRule, UnmeasuredCandidatesAreNeitherBestNorTied) {
   EXPECT_EQ(*Choose({E(50, 1, 3), E(50, 1, 3)}, CurveRules{}).best, 0u);
 }
 
+// The case of issue 17 item 3: on a busy machine "-t 1: decode 54.7 t/s (n=2)
+// best; -t 2: decode 1.1 t/s (n=2) tie". Two repetitions each, spread from
+// 9.4 to 100 and from 0.1 to 2.1 t/s: Welch cannot separate them, but that is
+// no tie: the intervals say nothing.
+TEST(TieRule, TwoSamplesFiftyTimesApartAreUndecidedNotATie) {
+  const CurveRules rules;
+  const auto sd2 = [](double a, double b) { return std::abs(a - b) / std::sqrt(2.0); };
+  const Estimate t1{54.7, sd2(100, 9.4), 2}, t2{1.1, sd2(0.1, 2.1), 2};
+  EXPECT_EQ(CompareEstimates(t2, t1, rules), 0);  // the test alone cannot separate them
+  EXPECT_TRUE(TooWideToTell(t1, rules));
+  EXPECT_TRUE(TooWideToTell(t2, rules));
+  const Choice c = Choose({t1, t2}, rules);
+  ASSERT_TRUE(c.best);
+  EXPECT_EQ(*c.best, 0u);
+  EXPECT_EQ(c.standings, (std::vector<Standing>{Standing::kBest, Standing::kUndecided}));
+  EXPECT_TRUE(c.undecided());
+  EXPECT_FALSE(c.clear());
+  // A wide best against a candidate it separates from is decided: worse.
+  const Choice far = Choose({Estimate{54.7, 20, 9}, Estimate{1.1, 0.05, 9}}, rules);
+  EXPECT_EQ(far.standings[1], Standing::kWorse);
+  EXPECT_FALSE(far.undecided());
+}
+
+TEST(TieRule, ANarrowOverlapIsStillATie) {
+  const CurveRules rules;
+  // 1% apart, +-2.5% intervals over three repetitions: a real tie.
+  const Choice c = Choose({E(100, 1, 3), E(101, 1, 3)}, rules);
+  EXPECT_EQ(c.standings, (std::vector<Standing>{Standing::kTied, Standing::kBest}));
+  EXPECT_FALSE(c.undecided());
+  // The threshold: an interval reaching just past undecided_width of the mean.
+  CurveRules wide = rules;
+  wide.undecided_width = 0.02;
+  EXPECT_EQ(Choose({E(100, 1, 3), E(101, 1, 3)}, wide).standings[0], Standing::kUndecided);
+  // Without a spread (one repetition) nothing is too wide: the tie rule's own
+  // "no spread, no difference" holds.
+  EXPECT_FALSE(TooWideToTell(Estimate{100, std::nullopt, 1}, rules));
+}
+
 TEST(TieRule, StandingNamesRoundTrip) {
-  for (Standing s : {Standing::kBest, Standing::kTied, Standing::kWorse, Standing::kUnmeasured})
+  for (Standing s : {Standing::kBest, Standing::kTied, Standing::kWorse, Standing::kUnmeasured,
+                     Standing::kUndecided})
     EXPECT_EQ(StandingFromName(StandingName(s)), s);
+  EXPECT_EQ(StandingName(Standing::kUndecided), std::string("undecided"));
   EXPECT_FALSE(StandingFromName("better"));
 }
 

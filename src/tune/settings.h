@@ -51,6 +51,10 @@ struct TuneSpace {
   /// GPU bytes (N, micro-batch, KV type) allocates at the target context (the
   /// plan's device model, no margin); empty = unknown.
   std::function<int64_t(int n, int ubatch, uint32_t kv_type)> gpu_bytes;
+  /// The speed model's tokens/s for a measurement (its prefill or decode
+  /// test), for the expected time of the first runs before any was measured
+  /// (TuneLedger::ExpectedSeconds); empty, or nullopt, when unknown.
+  std::function<std::optional<double>(const RunConfig&)> predicted_tps;
   std::vector<ThreadCandidate> threads;  // first = the starting value
   std::vector<int> ubatches = {512, 1024, 2048};
   bool try_flash_attn = true;

@@ -50,6 +50,13 @@ PhaseOutcome RunFlashAttentionPhase(TuneLedger& ledger, TuneSettings cur) {
   std::vector<TuneLedger::Scored> scored;
   const Choice choice = ledger.MeasureAndChoose(ss, "flash attention", &scored);
   const size_t chosen = Chosen(choice);
+  if (auto u = UndecidedOf(choice, scored, {"flash attention on", "flash attention off"},
+                           std::string("-fa ") + FlashAttnName(cur.flash_attn))) {
+    return {cur,
+            UndecidedDecision(TunePhase::kFlashAttention,
+                              std::string("-fa ") + FlashAttnName(cur.flash_attn), std::move(*u),
+                              TwoSettingsEvidence({"on", "off"}, scored, choice))};
+  }
   cur.flash_attn = ss[chosen].flash_attn;
   return {cur, MakeDecision(TunePhase::kFlashAttention,
                             std::string("-fa ") + FlashAttnName(cur.flash_attn),
@@ -71,6 +78,11 @@ PhaseOutcome RunLoadModePhase(TuneLedger& ledger, TuneSettings cur) {
   std::vector<TuneLedger::Scored> scored;
   const Choice choice = ledger.MeasureAndChoose(ss, "load mode", &scored);
   const size_t chosen = Chosen(choice);
+  if (auto u = UndecidedOf(choice, scored, {"memory-mapped", "loaded (-lm none)"},
+                           "memory-mapped (default)")) {
+    return {cur, UndecidedDecision(TunePhase::kLoadMode, "memory-mapped (default)", std::move(*u),
+                                   TwoSettingsEvidence({"mmap", "loaded"}, scored, choice))};
+  }
   cur.load_mode = ss[chosen].load_mode;
   return {cur, MakeDecision(TunePhase::kLoadMode,
                             cur.load_mode == LoadMode::kDefault
@@ -94,6 +106,7 @@ PhaseOutcome RunKvCachePhase(TuneLedger& ledger, TuneSettings cur, bool placemen
                               "a q8_0 KV cache does not free enough memory for another layer "
                               "of experts on the GPU")};
   }
+  const std::string kv = GgmlTypeName(cur.kv_type);
   TuneSettings q = cur;
   q.n = n;
   q.kv_type = ggml_type::kQ8_0;
@@ -107,6 +120,11 @@ PhaseOutcome RunKvCachePhase(TuneLedger& ledger, TuneSettings cur, bool placemen
       fmt::format("f16 at N={}: {:.4f} requests/s; q8_0 at N={}: {:.4f} requests/s", n + 1,
                   scored[0].objective ? scored[0].objective->mean : 0, n,
                   scored[1].objective ? scored[1].objective->mean : 0);
+  if (auto u = UndecidedOf(choice, scored,
+                           {fmt::format("f16 at N={}", n + 1), fmt::format("q8_0 at N={}", n)},
+                           "-ctk " + kv + " -ctv " + kv)) {
+    return {cur, UndecidedDecision(kPhase, "-ctk " + kv + " -ctv " + kv, std::move(*u), evidence)};
+  }
   if (take) cur = q;
   return {cur, MakeDecision(kPhase,
                             take ? fmt::format("-ctk q8_0 -ctv q8_0 with --n-cpu-moe {}", n)

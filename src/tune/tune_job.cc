@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/perf_bridge.h"
+#include "speed/speed_model.h"
 #include "tune/space.h"
 
 namespace moetune {
@@ -75,7 +77,19 @@ TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
     req.ctx.n_ctx = q.ctx;
     in.plan = req;
   }
-  return BuildTuneSpace(in, notes);
+  TuneSpace space = BuildTuneSpace(in, notes);
+  if (machine.spec) {
+    // Shared by copies of the space; the model outlives the job.
+    auto sm = std::make_shared<SpeedModel>(*q.model, *machine.spec, machine.constants);
+    space.predicted_tps = [sm](const RunConfig& c) -> std::optional<double> {
+      auto settings = RunSettingsFromConfig(c);
+      if (!settings.ok()) return std::nullopt;
+      auto p = sm->Predict(*settings);
+      if (!p.ok() || !p->loads) return std::nullopt;
+      return p->tokens_per_second;
+    };
+  }
+  return space;
 }
 
 Result<TuneJobResult> RunTuneJob(const TuneJobRequest& q, const TuneMachine& machine,

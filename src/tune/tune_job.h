@@ -22,6 +22,8 @@
 #include "hw/cpu_topology.h"
 #include "model/model_info.h"
 #include "plan/placement.h"
+#include "speed/calibration.h"
+#include "speed/machine_spec.h"
 #include "tune/journal.h"
 #include "tune/objective.h"
 #include "tune/tuner.h"
@@ -72,6 +74,11 @@ struct TuneMachine {
   /// What the caller says before the tune (e.g. "SIMULATED: ..."), kept in the
   /// result's notes.
   std::vector<std::string> notes;
+  /// The machine as the speed model sees it, and its constants: the expected
+  /// time of the first runs, before any was measured (TuneSpace::predicted_tps);
+  /// nullopt when unknown.
+  std::optional<MachineSpec> spec;
+  CalibrationConstants constants;
 };
 
 struct TuneJobRequest {

@@ -129,6 +129,89 @@ TEST_F(TuneJobTest, AJournalOfAnotherMachineIsRefusedAndNoModelIsAnError) {
   EXPECT_FALSE(RunTuneJob(q, sim.machine, engine).ok());
 }
 
+// The note the budget leaves when it ends a tune, or "" when none did.
+std::string BudgetNote(const TuneResult& r) {
+  for (const auto& n : r.notes) {
+    if (n.rfind("the budget ended the tune: ", 0) == 0) return n;
+  }
+  return "";
+}
+
+// Issue 17 item 4: `tune --budget 2` ran 401 s. A run that would end past the
+// budget is not started (its expected time from the runs so far, or the speed
+// model before the first), and the notes name it.
+TEST_F(TuneJobTest, TheBudgetIsALimitNotAStartingGate) {
+  q.ctx = 8192;
+  sim.machine.spec = sim.spec;  // the speed model predicts the first runs
+  SimEngine unlimited(so);
+  auto full = RunTuneJob(q, sim.machine, unlimited);
+  ASSERT_TRUE(full.ok()) << full.error().message();
+  ASSERT_FALSE(full->report.result.budget_exhausted);
+  const double whole = full->report.result.seconds;
+
+  for (double budget : {whole / 3, whole * 2 / 3}) {
+    q.budget_seconds = budget;
+    SimEngine engine(so);
+    auto job = RunTuneJob(q, sim.machine, engine);
+    ASSERT_TRUE(job.ok()) << job.error().message();
+    const TuneResult& r = job->report.result;
+    EXPECT_TRUE(r.budget_exhausted);
+    EXPECT_GT(r.measured, 0u);
+    // Never past the budget: the run that would overrun was not started.
+    EXPECT_LE(r.seconds, budget) << "budget " << budget;
+    const std::string note = BudgetNote(r);
+    EXPECT_NE(note.find("was not started: it would take about"), std::string::npos) << note;
+    EXPECT_NE(note.find(" N="), std::string::npos) << note;  // the run, named
+  }
+}
+
+TEST_F(TuneJobTest, ABudgetShorterThanTheFirstRunStartsNothing) {
+  q.ctx = 8192;
+  q.budget_seconds = 2;
+  sim.machine.spec = sim.spec;
+  SimEngine engine(so);
+  auto job = RunTuneJob(q, sim.machine, engine);
+  ASSERT_TRUE(job.ok()) << job.error().message();
+  const TuneResult& r = job->report.result;
+  EXPECT_TRUE(r.budget_exhausted);
+  EXPECT_EQ(r.measured, 0u);
+  EXPECT_LE(r.seconds, 2.0);
+  const std::string note = BudgetNote(r);
+  EXPECT_NE(note.find("s of the 2 s budget were left"), std::string::npos) << note;
+}
+
+// The journal says the budget ended the tune, and a tune resumed from it (with
+// more time) takes every measurement from it and goes on.
+TEST_F(TuneJobTest, TheJournalRecordsTheBudgetAndStillResumes) {
+  q.ctx = 8192;
+  q.budget_seconds = 120;
+  q.journal_path = dir.File("tune.journal");
+  sim.machine.spec = sim.spec;
+  SimEngine engine(so);
+  auto first = RunTuneJob(q, sim.machine, engine);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  ASSERT_TRUE(first->report.result.budget_exhausted);
+  ASSERT_GT(first->report.result.measured, 0u);
+  std::vector<std::string> notes;
+  {
+    JournalIdentity id = sim.machine.identity;
+    id.model = ModelFingerprint(model);
+    auto j = Journal::Open(q.journal_path, id, &notes);
+    ASSERT_TRUE(j.ok()) << j.error().message();
+    EXPECT_EQ((*j)->budget_stops(), 1u);
+    EXPECT_EQ((*j)->resumed(), first->report.result.measured);
+  }
+  q.budget_seconds = 1e9;
+  SimEngine again(so);
+  auto second = RunTuneJob(q, sim.machine, again);
+  ASSERT_TRUE(second.ok()) << second.error().message();
+  const TuneResult& r = second->report.result;
+  EXPECT_EQ(r.resumed, first->report.result.measured);
+  EXPECT_GT(r.measured, 0u);
+  EXPECT_FALSE(r.budget_exhausted);
+  EXPECT_EQ(BudgetNote(r), "");
+}
+
 TEST(TuneJobPathTest, DefaultJournalPathFollowsTheCacheFolder) {
   const char* old = std::getenv("XDG_CACHE_HOME");
   const std::string saved = old != nullptr ? old : "";

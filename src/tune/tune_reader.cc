@@ -279,9 +279,9 @@ DimensionComparison ComparisonFrom(Fields& f, const json& j, const std::string& 
     x.prefill = SummaryFrom(f, e, "prefill_tps", w);
     x.decode = SummaryFrom(f, e, "decode_tps", w);
     x.objective = EstimateFrom(f, e, "objective", w);
-    x.versus_best =
-        NameFrom(f, e, "versus_best", w, StandingFromName, "best, tie, worse or not measured")
-            .value_or(Standing::kUnmeasured);
+    x.versus_best = NameFrom(f, e, "versus_best", w, StandingFromName,
+                             "best, tie, worse, undecided or not measured")
+                        .value_or(Standing::kUnmeasured);
     c.entries.push_back(std::move(x));
   }
   return c;
@@ -508,6 +508,17 @@ std::vector<Decision> ReadDecisions(Fields& f, const json& j) {
     x.rule = f.Str(d, "rule", "decisions[].");
     // The evidence as rendered (report/verdict_text.h); its typed parts are not re-read.
     x.evidence = f.Str(d, "evidence", "decisions[].");
+    // A phase that could not decide (absent in older files).
+    if (const json* u = f.Object(d, "undecided", "decisions[].")) {
+      const std::string w = "decisions[].undecided.";
+      x.undecided =
+          Undecided{f.Str(*u, "candidate", w),
+                    f.Str(*u, "measure", w),
+                    f.Num(*u, "low_tps", w),
+                    f.Num(*u, "high_tps", w),
+                    static_cast<int>(f.OptInt(*u, "repetitions", w, 0, 1000000).value_or(0)),
+                    f.Str(*u, "kept", w)};
+    }
     out.push_back(std::move(x));
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -425,6 +426,105 @@ TEST(TunerTest, NoGpuSkipsPlacementButTunesTheRest) {
       EXPECT_EQ(m.config.placement.n_cpu_moe, 40) << "placement was measured";
       break;
     }
+  }
+}
+
+// A busy machine: the repetitions of -t 16 run at 1.6x, a tenth and 1x its
+// speed in turn (issue 17 item 3: "decode 54.7 t/s (n=2) best; decode 1.1 t/s
+// (n=2) tie"), a spread no outlier rule removes.
+class WildlySpreadEngine : public FakeGpuEngine {
+ public:
+  BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& cb = {}) override {
+    BenchRun out = FakeGpuEngine::Run(configs, cb);
+    for (auto& r : out.results) {
+      if (r.config.threads != 16) continue;
+      for (size_t i = 0; i < r.samples_ts.size(); ++i) {
+        const double f = std::array{1.6, 0.1, 1.0}[i % 3];
+        r.samples_ts[i] *= f;
+        r.samples_ns[i] = static_cast<int64_t>(static_cast<double>(r.samples_ns[i]) / f);
+      }
+    }
+    return out;
+  }
+};
+
+TEST(TunerTest, WildlySpreadRepetitionsAreRepeatedThenUndecidedNotATie) {
+  WildlySpreadEngine engine;
+  TuneOptions o;
+  o.ctx = 8192;
+  const TuneResult r = Tuner(engine, Space(engine, o.ctx), o).Run();
+  const Decision* threads = nullptr;
+  for (const auto& d : r.decisions) {
+    if (d.phase == TunePhase::kThreads) threads = &d;
+  }
+  ASSERT_NE(threads, nullptr);
+  // The phase says it could not decide, names the spread contender, and
+  // keeps the starting value (the space's first thread candidate, 8), not
+  // the best mean (6) by a "tie".
+  ASSERT_TRUE(threads->undecided.has_value()) << threads->rule << "; " << threads->evidence;
+  EXPECT_EQ(threads->undecided->candidate, "-t 16");
+  EXPECT_LT(threads->undecided->low * 10, threads->undecided->high);
+  EXPECT_EQ(threads->undecided->kept, "-t 8");
+  EXPECT_EQ(threads->choice, "-t 8");
+  EXPECT_EQ(r.best.threads, 8);
+  EXPECT_NE(threads->evidence.find("undecided"), std::string::npos) << threads->evidence;
+  // More repetitions were taken of the undecided contender: up to the most allowed.
+  std::size_t samples = 0;
+  for (const auto& m : r.measurements) {
+    if (m.config.threads == 16 && m.config.n_depth == 0 && m.config.n_prompt > 0)
+      samples += m.samples_ts.size();
+  }
+  EXPECT_GT(samples, static_cast<std::size_t>(o.repetitions));
+  EXPECT_EQ(samples, static_cast<std::size_t>(o.max_repetitions));
+  EXPECT_EQ(threads->undecided->repetitions, o.max_repetitions);
+}
+
+// -t 16 is a hundred times slower than the runs before it let the ledger
+// expect, and the engine ends a run at the caller's time limit (as llama-bench
+// does with its process): the run that overruns the budget is ended there,
+// nothing of it is kept, and the notes say so.
+class OverrunEngine : public FakeGpuEngine {
+ public:
+  BenchRun Run(const std::vector<RunConfig>& configs, const ProgressCallback& cb = {}) override {
+    BenchRun out = FakeGpuEngine::Run(configs, cb);
+    double spent = 0;
+    InvocationReport inv;
+    for (auto& r : out.results) {
+      r.invocation = 0;
+      if (r.config.threads == 16) {
+        for (auto& ns : r.samples_ns) ns *= 100;
+        for (auto& x : r.samples_ts) x /= 100;
+      }
+      for (int64_t ns : r.samples_ns) spent += static_cast<double>(ns) * 1e-9;
+      if (time_limit() && spent > *time_limit()) {
+        r.samples_ns.clear();
+        r.samples_ts.clear();
+        r.failure =
+            EngineFailure{FailureKind::kTimeout, "ended at the time limit", "signal 15", {}};
+        inv.time_limit_reached = true;
+      }
+    }
+    inv.wall_seconds = time_limit() ? std::min(spent, *time_limit()) : spent;
+    out.invocations.push_back(inv);
+    return out;
+  }
+};
+
+TEST(TunerTest, ARunThatOverrunsTheBudgetIsEndedAndNotKept) {
+  TuneOptions o;
+  o.ctx = 8192;
+  FakeGpuEngine plain;
+  const double whole = Tuner(plain, Space(plain, o.ctx), o).Run().seconds;
+  o.budget_seconds = whole;  // enough for everything, but not for -t 16 a hundred times slower
+  OverrunEngine engine;
+  const TuneResult r = Tuner(engine, Space(engine, o.ctx), o).Run();
+  EXPECT_TRUE(r.budget_exhausted);
+  EXPECT_LE(r.seconds, o.budget_seconds + 1e-6);
+  bool ended = false;
+  for (const auto& n : r.notes) ended = ended || n.find("t=16 ub=512 was ended at the") != n.npos;
+  EXPECT_TRUE(ended) << (r.notes.empty() ? "" : r.notes.front());
+  for (const auto& m : r.measurements) {
+    EXPECT_TRUE(m.ok()) << "a run ended by the budget was kept: t=" << m.config.threads;
   }
 }
 
