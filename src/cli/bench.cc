@@ -11,6 +11,7 @@
 #include "cli/bench_sim.h"
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "cli/quiet_machine.h"
 #include "cli/report_output.h"
 #include "cli/validators.h"
 #include "config/tensor_override.h"
@@ -27,6 +28,7 @@ namespace {
 
 struct BenchArgs {
   std::string model;
+  double wait_quiet = 0;  // --wait-quiet[=SECONDS]
   std::string llama_dir;
   std::string threads;
   std::string ngl = "99";
@@ -226,10 +228,14 @@ int Run(const BenchArgs& a) {
     return st.ok() ? kExitOk : ReportError(st.error());
   }
 
+  if (auto busy = CheckQuietMachine(a.wait_quiet))
+    std::cerr << ForTerminal("moetune: WARNING: " + *busy + "\n");
   const bool live = !a.no_progress && (a.progress || ::isatty(2));
   const ProgressCallback progress = live ? TerminalProgress() : ProgressCallback();
   const auto t0 = std::chrono::steady_clock::now();
   BenchRun run = engine.Run(*configs, progress);
+  if (auto note = BusyResultsNote(run.results))
+    std::cerr << ForTerminal("moetune: note: " + *note + "\n");
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (live) std::cerr << "\n";
 
@@ -320,6 +326,7 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--progress", a->progress,
                 "Live progress line on stderr even when it is not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "No live progress line");
+  AddWaitQuietFlag(cmd, &a->wait_quiet);
   cmd->add_flag("--dry-run", a->dry_run,
                 "Print the llama-bench command lines without running them");
   cmd->add_flag("-v,--verbose", a->verbose, "Echo the engine's log on stderr");

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/machine_flags.h"
 #include "cli/model_argument.h"
+#include "cli/quiet_machine.h"
 #include "cli/validators.h"
 #include "engine/calibration_runner.h"
 #include "engine/engine_info.h"
@@ -38,6 +39,7 @@ constexpr std::size_t kMaxMeasurementFileBytes = std::size_t{256} << 20;
 
 struct CalibrateArgs {
   std::string model;
+  double wait_quiet = 0;  // --wait-quiet[=SECONDS]
   MachineFlags machine;
   bool quick = false;
   std::string stat = "best";
@@ -250,6 +252,8 @@ int Run(const CalibrateArgs& a) {
       auto st = WriteOutput(a.output, InvocationLines(bench, configs), inputs);
       return st.ok() ? kExitOk : ReportError(st.error());
     }
+    if (auto busy = CheckQuietMachine(a.wait_quiet))
+      std::cerr << ForTerminal("moetune: WARNING: " + *busy + "\n");
     std::cerr << ForTerminal(
         fmt::format("moetune: calibrating with {} short runs of {} (about a minute)...\n",
                     configs.size(), a.model));
@@ -293,6 +297,7 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRun* run) {
                   "Compare predictions with these results (no fitting, nothing saved)");
   cmd->add_flag("--no-save", a->no_save, "Print the calibration without storing it");
   cmd->add_flag("--dry-run", a->dry_run, "Print the llama-bench command lines and stop");
+  AddWaitQuietFlag(cmd, &a->wait_quiet);
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->add_option("-o,--output", a->output, "Write the output to this file");
   cmd->add_option("--llama-dir", a->llama_dir, "Folder with llama.cpp's tools");

@@ -10,6 +10,7 @@
 #include "cli/bench_sim.h"
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "cli/quiet_machine.h"
 #include "cli/tune_engine.h"
 #include "cli/tune_output.h"
 #include "cli/validators.h"
@@ -33,6 +34,7 @@ struct TuneArgs {
   bool force = false;
   std::string llama_dir;
   std::string threads;
+  double wait_quiet = 0;  // --wait-quiet[=SECONDS]
   int repetitions = 3;
   bool progress = false;
   bool no_progress = false;
@@ -69,6 +71,13 @@ int Run(const TuneArgs& a) {
   TuneMachine& machine = te->machine;
   // The GPU budget and where each figure came from, said first.
   machine.notes.insert(machine.notes.begin(), GpuBudgetText(te->gpu));
+  // A busy machine is a finding of the checks (the report shows it).
+  if (!sim) {
+    if (auto busy = CheckQuietMachine(a.wait_quiet)) {
+      std::cerr << ForTerminal("moetune: WARNING: " + *busy + "\n");
+      machine.checks.push_back("warning: " + *busy);
+    }
+  }
 
   TuneJobRequest q;
   q.model_path = a.model;
@@ -96,6 +105,8 @@ int Run(const TuneArgs& a) {
   auto job = RunTuneJob(q, machine, *te->engine, hooks);
   if (live) std::cerr << "\n";
   if (!job.ok()) return ReportError(job.error());
+  if (auto note = BusyResultsNote(job->report.result.measurements))
+    job->report.result.notes.push_back(*note);
   const int rc = WriteTuneOutputs(job->report, {a.report, a.emit, a.json, a.output}, {a.model});
   if (job->journal_error) {
     // The result stands, but a rerun would measure these again: the exit
@@ -133,6 +144,7 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
       ->check(CLI::Range(2, 50))
       ->capture_default_str();
   cmd->add_flag("--force", a->force, "Tune even when a critical check fails");
+  AddWaitQuietFlag(cmd, &a->wait_quiet);
   cmd->add_flag("--proven-edge", a->proven_edge,
                 "Take the edge when it was measured healthy at the target context instead of "
                 "one layer more conservative (the output says what the step back costs)");

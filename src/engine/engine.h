@@ -29,6 +29,8 @@ struct InvocationReport {
   /// says nothing about them.
   bool time_limit_reached = false;
   std::optional<EngineFailure> failure;
+  /// Other processes' CPU use while it ran, in cores (hw/machine_load.h).
+  std::optional<double> other_cpu_cores;
 };
 
 /// Everything one Run produced.

@@ -12,6 +12,7 @@
 #include "config/tensor_override.h"
 #include "engine/bench_jsonl.h"
 #include "engine/engine_output.h"
+#include "hw/machine_load.h"
 #include "util/subprocess.h"
 
 namespace moetune {
@@ -462,7 +463,11 @@ void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<Ru
     }
   };
   st->Report("starting " + std::to_string(inv.configs.size()) + " test(s)");
+  // What else ran meanwhile: a result taken on a busy machine is marked.
+  LoadMeter load;
+  load.Start();
   auto out = RunProcess(o);
+  if (const auto l = load.Stop()) rep.other_cpu_cores = l->other_cores;
   if (!out.ok()) {
     EngineFailure f{out.error().kind() == ErrorKind::kNotFound ? FailureKind::kEngineMissing
                                                                : FailureKind::kEngineError,
@@ -494,6 +499,7 @@ void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<Ru
     FailAll(f, inv.configs, inv_index, run);
   }
   st->tests_done = done_before + inv.configs.size();
+  for (std::size_t i : inv.configs) run->results[i].other_cpu_cores = rep.other_cpu_cores;
   run->invocations.push_back(std::move(rep));
 }
 

@@ -75,6 +75,7 @@ json RunResultToJson(const RunResult& r) {
   j["repetitions"] = c.repetitions;
   j["ok"] = r.ok();
   j["invocation"] = r.invocation;
+  if (r.other_cpu_cores) j["other_cpu_cores"] = *r.other_cpu_cores;
   if (r.ok()) {
     const Summary s = Summarize(r.samples_ts);
     j["tokens_per_second"] = {{"mean", r.samples_ts.empty() ? r.avg_ts : s.mean},
@@ -111,6 +112,12 @@ Result<RunResult> RunResultFromJson(const json& e) {
   c.n_gen = IntOr(e, "n_gen", 0);
   c.repetitions = IntOr(e, "repetitions", 0);
   r.invocation = IntOr(e, "invocation", -1);
+  // Other processes' load while it ran (absent in older files); a negative
+  // or absurd figure is a damaged entry and is dropped, not believed.
+  if (auto l = e.find("other_cpu_cores"); l != e.end() && l->is_number()) {
+    const double v = l->get<double>();
+    if (v >= 0 && v <= 1e6) r.other_cpu_cores = v;
+  }
   if (auto f = e.find("failure"); f != e.end() && f->is_object()) {
     EngineFailure fail;
     fail.kind = FailureKindFromName(StrOr(*f, "kind")).value_or(FailureKind::kEngineError);

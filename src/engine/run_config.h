@@ -69,6 +69,9 @@ struct RunResult {
   std::vector<int64_t> samples_ns;  // duration of each repetition
   nlohmann::json record;            // the whole JSON object the engine printed
   int invocation = -1;              // index into BenchRun::invocations
+  /// Other processes' CPU use while it ran, in cores (hw/machine_load.h);
+  /// nullopt when not measured. Above kBusyOtherCores the machine was busy.
+  std::optional<double> other_cpu_cores;
 
   bool ok() const { return !failure.has_value(); }
 };

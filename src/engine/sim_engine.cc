@@ -243,8 +243,16 @@ void SimEngine::Simulate(const SpeedModel& sm, const std::string& backends, RunR
   const uint64_t earlier = runs_[key]++;
   Rng rng(Fnv(key, options_.seed * 0x9e3779b97f4a7c15ull + 1) + earlier * 0xd1b54a32d192ed03ull);
   const double cv = pred->noise_cv;
+  double busy = 1;
+  if (options_.background_cores) {
+    const double others = std::max(0.0, options_.background_cores(results_simulated_));
+    res->other_cpu_cores = others;
+    busy = 1 + others / std::max(1, c.threads);
+  }
+  if (options_.throttle) busy *= std::max(1.0, options_.throttle(results_simulated_, c));
+  ++results_simulated_;
   for (int r = 0; r < std::max(1, c.repetitions); ++r) {
-    double t = ideal * std::exp(cv * rng.Normal() - 0.5 * cv * cv);
+    double t = ideal * busy * std::exp(cv * rng.Normal() - 0.5 * cv * cv);
     if (rng.Uniform() < options_.outlier_probability) {
       t *= 1.25 + (options_.outlier_max_slowdown - 1.25) * rng.Uniform();
     }

@@ -13,6 +13,7 @@
 /// noise, as a real one would), not on the order or the company it is run in.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,16 @@ struct SimEngineOptions {
   double outlier_probability = 0.04;  // chance that a repetition is disturbed
   double outlier_max_slowdown = 2.0;  // a disturbed repetition is 1.25x..this much slower
   double load_gbps = 2.0;             // simulated model load rate (page cache / NVMe)
+  /// Background load: other processes' CPU use, in cores, while the k-th
+  /// result is simulated (k counts every result of every Run from 0); empty =
+  /// a quiet machine. A busy core takes its share of the run's threads (the
+  /// run is 1 + cores/threads times slower), and the result is marked with
+  /// the load as the real engine's measurement marks it (other_cpu_cores).
+  std::function<double(std::size_t result_index)> background_cores;
+  /// Thermal throttling: the k-th result (of `config`) runs this many times
+  /// slower (1 = full speed); unlike background load, nothing on the machine
+  /// shows it.
+  std::function<double(std::size_t result_index, const RunConfig& config)> throttle;
   /// Plans shared with other engines; null: each speed model keeps its own.
   std::shared_ptr<SimPlanCache> plans;
 };
@@ -87,6 +98,7 @@ class SimEngine : public Engine {
   std::map<std::string, std::unique_ptr<ModelInfo>> models_;
   std::map<std::string, std::unique_ptr<SpeedModel>> speed_models_;
   std::map<std::string, uint64_t> runs_;  // earlier runs of each configuration
+  std::size_t results_simulated_ = 0;     // the index background_cores is asked for
 };
 
 }  // namespace moetune

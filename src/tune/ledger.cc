@@ -161,6 +161,15 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
                                                   const std::string& label) {
   std::vector<RunResult> out;
   std::vector<RunConfig> to_run;
+  // The quiet-machine checks run on what the journal gave too, so that a
+  // resumed tune repeats the same measurements in the same order.
+  auto finish = [&] {
+    if (!nested_ && !out_of_time_) {
+      RemeasureBusy(&out, label);
+      CheckAnchor(out);
+    }
+    return out;
+  };
   for (const RunConfig& c : want) {
     const int occ = occurrences_[Journal::Key(c)]++;
     std::optional<RunResult> cached = journal_ ? journal_->Find(c, occ) : std::nullopt;
@@ -173,7 +182,7 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
       to_run.push_back(c);
     }
   }
-  if (to_run.empty()) return out;
+  if (to_run.empty()) return finish();
   // A run that would end past the budget is not started (its expected time
   // from the runs so far, or the speed model before the first).
   const double left = opt_.budget_seconds - Elapsed();
@@ -210,7 +219,7 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
     out.push_back(std::move(r));
   }
   Report("");
-  return out;
+  return finish();
 }
 
 void TuneLedger::StopForBudget(const BudgetStop& stop) {

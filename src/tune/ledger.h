@@ -109,6 +109,20 @@ class TuneLedger {
   /// Ends the tune for the budget: the note, the journal's record.
   void StopForBudget(const BudgetStop& stop);
   void Report(const std::string& current) const;
+  // A quiet machine (tune/ledger_quiet.cc): results taken while other
+  // processes kept the CPU busy are measured again once, and a fixed anchor is
+  // re-measured at intervals; when it drifts, the results since the last clean
+  // anchor are measured again once it recovers.
+  /// After an engine call: `out` (this call's results, journal ones included)
+  /// with its busy results replaced by a second measurement.
+  void RemeasureBusy(std::vector<RunResult>* out, const std::string& label);
+  /// Takes the anchor from the first decode measured; checks it every
+  /// TuneRules::anchor_every calls.
+  void CheckAnchor(const std::vector<RunResult>& out);
+  /// Measures the anchor again: its best decode repetition, nullopt when it did not run.
+  std::optional<double> MeasureAnchor();
+  /// Measures again every result at positions >= `from` of all_, replacing them.
+  void RemeasureSince(std::size_t from);
 
   Engine& engine_;
   TuneSpace space_;
@@ -125,6 +139,12 @@ class TuneLedger {
   double load_seconds_ = 0;    // the longest load an engine call showed so far
   TunePhase phase_ = TunePhase::kPlacement;
   std::vector<std::string> notes_;
+  bool nested_ = false;               // inside a quiet-machine re-measurement
+  std::size_t busy_remeasured_ = 0;   // results measured again because the machine was busy
+  std::optional<RunConfig> anchor_;   // the drift check's configuration
+  std::optional<double> anchor_ref_;  // its best decode at the start (or since the last reset)
+  std::size_t calls_since_anchor_ = 0;
+  std::size_t clean_since_ = 0;  // all_ from here on was measured after the last clean anchor
 };
 
 /// The choice of a comparison; the first candidate when none was measured.

@@ -142,6 +142,16 @@ struct TuneRules {
   /// Micro-batches above the workload's prompt cannot help it, except up to
   /// llama.cpp's default (512), which is always a candidate.
   int ubatch_always_tried = 512;
+  /// The anchor (the first decode measured) is measured again after this many
+  /// engine calls: drift during a long tune (thermal throttling, a program that
+  /// starts halfway) shows as the same configuration running slower, the way
+  /// llama.cpp's kernel tuner re-measures a fixed reference between candidates.
+  int anchor_every = 10;
+  /// The anchor drifted when its best repetition is slower than its first
+  /// measurement's by more than this fraction: 5% is over twice the tie rule's
+  /// floor (best repetitions vary by a percent or two on a quiet machine) and
+  /// under what a throttling laptop or a second job costs.
+  double drift_fraction = 0.05;
 };
 
 /// Whether the 95% interval (rules.level) of `e` reaches further than

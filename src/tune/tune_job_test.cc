@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "engine/sim_engine.h"
 #include "speed/presets.h"
 #include "speed/speed_test_util.h"
+#include "tune/journal.h"
 #include "util/temp_dir_test_util.h"
 
 namespace moetune {
@@ -61,6 +63,7 @@ class TuneJobTest : public ::testing::Test {
 
 TEST_F(TuneJobTest, TunesFillsTheReportAndResumesFromItsJournal) {
   q.ctx = 8192;
+  q.budget_seconds = 3600;  // a whole tune (about 1200 simulated seconds), then its resume
   q.journal_path = dir.File("cache/tune.journal");  // its folder is created
   q.reproduce = {"moetune tune qwen3moe.gguf --ctx 8192"};
   std::vector<std::string> early_notes;
@@ -143,6 +146,7 @@ std::string BudgetNote(const TuneResult& r) {
 TEST_F(TuneJobTest, TheBudgetIsALimitNotAStartingGate) {
   q.ctx = 8192;
   sim.machine.spec = sim.spec;  // the speed model predicts the first runs
+  q.budget_seconds = 3600;      // the whole tune first (about 1200 simulated seconds)
   SimEngine unlimited(so);
   auto full = RunTuneJob(q, sim.machine, unlimited);
   ASSERT_TRUE(full.ok()) << full.error().message();
@@ -223,6 +227,75 @@ TEST(TuneJobPathTest, DefaultJournalPathFollowsTheCacheFolder) {
   } else {
     ::unsetenv("XDG_CACHE_HOME");
   }
+}
+
+// A quiet machine, or a warning (issue 17 item 5), on the simulated engine's
+// injected background load: the noisy-machine scenario.
+bool HasNote(const TuneResult& r, const std::string& part) {
+  for (const auto& n : r.notes) {
+    if (n.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Results taken while other processes kept the CPU busy are measured again:
+// the busy ones leave the pools, and the pick is the quiet machine's.
+TEST_F(TuneJobTest, BusyResultsAreMeasuredAgainAndThePickIsTheQuietOne) {
+  q.ctx = 8192;
+  q.budget_seconds = 3600;
+  SimEngine quiet(so);
+  auto calm = RunTuneJob(q, sim.machine, quiet);
+  ASSERT_TRUE(calm.ok()) << calm.error().message();
+
+  SimEngineOptions noisy = so;
+  // A burst on 6 of the 16 threads during one result (the 11th).
+  noisy.background_cores = [](std::size_t k) { return k == 10 ? 6.0 : 0.0; };
+  SimEngine engine(noisy);
+  auto busy = RunTuneJob(q, sim.machine, engine);
+  ASSERT_TRUE(busy.ok()) << busy.error().message();
+  const TuneResult& r = busy->report.result;
+  EXPECT_TRUE(HasNote(r, "measured again once")) << ::testing::PrintToString(r.notes);
+  // The same placement (the noise of the runs after it differs, so a setting
+  // within the noise may not), and no busy figure left among the results read.
+  EXPECT_NEAR(r.best.placement.n_cpu_moe, calm->report.result.best.placement.n_cpu_moe, 1);
+  for (const auto& m : r.measurements) {
+    EXPECT_LE(m.other_cpu_cores.value_or(0), 0.25) << Journal::Key(m.config);
+  }
+}
+
+// Drift nothing on the machine shows (thermal throttling) is caught by the
+// anchor: a lasting one is said, a passing one is measured again.
+TEST_F(TuneJobTest, TheAnchorCatchesDrift) {
+  q.ctx = 8192;
+  q.budget_seconds = 3600;
+  SimEngineOptions lasting = so;
+  lasting.throttle = [](std::size_t k, const RunConfig&) { return k >= 40 ? 1.4 : 1.0; };
+  SimEngine hot(lasting);
+  auto a = RunTuneJob(q, sim.machine, hot);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_TRUE(HasNote(a->report.result, "did not recover"))
+      << ::testing::PrintToString(a->report.result.notes);
+
+  SimEngineOptions passing = so;
+  // Slow from result 40 until the anchor has run slow once, then full speed
+  // again (a program that ended just as the anchor was checked).
+  auto over = std::make_shared<bool>(false);
+  passing.throttle = [over](std::size_t k, const RunConfig& c) {
+    if (k < 40 || *over) return 1.0;
+    if (c.n_gen > 0 && c.n_gen <= 32) *over = true;  // the anchor's short decode
+    return 1.4;
+  };
+  SimEngine warm(passing);
+  auto b = RunTuneJob(q, sim.machine, warm);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_TRUE(HasNote(b->report.result, "then recovered"))
+      << ::testing::PrintToString(b->report.result.notes);
+
+  SimEngine quiet(so);
+  auto c = RunTuneJob(q, sim.machine, quiet);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(HasNote(c->report.result, "drifted"))
+      << ::testing::PrintToString(c->report.result.notes);
 }
 
 }  // namespace

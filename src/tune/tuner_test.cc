@@ -242,7 +242,9 @@ TEST(TunerTest, PeakCollapsingAtTheTargetContextGivesItsHealthyNeighbour) {
   EXPECT_EQ(validation->reading->rule, RecommendationRule::kSafeNeighbour) << validation->rule;
   ASSERT_TRUE(validation->reading->stepped_from);
   EXPECT_EQ(validation->reading->stepped_from->n_cpu_moe, 19);
-  EXPECT_EQ(validation->rule, "safe neighbour");
+  // The depth-0 phase may have stood at 19 or 20 (a tie in the noise): the
+  // rule is the safe neighbour either way.
+  EXPECT_EQ(validation->rule.rfind("safe neighbour", 0), 0u) << validation->rule;
 }
 
 // A plan whose margin is two layers wider than the machine needs cannot judge

@@ -3,6 +3,7 @@
 // to moetune are tested in signal_test.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +58,34 @@ TEST_F(BenchCliTest, JsonSweepLoadsOnce) {
   }
   EXPECT_EQ(j["results"][3]["test"], "tg4");
   EXPECT_EQ(j["results"][3]["threads"], 2);
+}
+
+// A quiet machine, or a warning: with another process keeping a core busy,
+// bench warns before the first run, marks each result with the load it ran
+// under (other_cpu_cores in the JSON) and counts the busy ones after.
+TEST_F(BenchCliTest, ABusyMachineIsWarnedAboutAndItsResultsMarked) {
+  const pid_t spinner = fork();
+  ASSERT_GE(spinner, 0);
+  if (spinner == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    volatile unsigned long x = 0;
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    _exit(0);
+  }
+  const auto r = RunCommand(Bench({"-t", "1", "-p", "16", "-n", "4", "-r", "2", "--json"}), 600);
+  kill(spinner, SIGKILL);
+  waitpid(spinner, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("WARNING: the machine is busy: other processes used"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("measurement(s) ran while other processes were busy"), std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& res : j["results"]) {
+    ASSERT_TRUE(res.contains("other_cpu_cores")) << res.dump();
+    EXPECT_GT(res["other_cpu_cores"].get<double>(), 0.25) << res.dump();
+  }
 }
 
 TEST_F(BenchCliTest, MarkdownTable) {
