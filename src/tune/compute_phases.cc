@@ -105,7 +105,7 @@ PhaseOutcome RunThreadsPhase(TuneLedger& ledger, TuneSettings cur) {
     evidence +=
         fmt::format("{}-t {} ({}): prefill {:.1f}, decode {:.1f} t/s (n={}){}", i ? "; " : "",
                     ss[i].threads, cands[i].why, c.pp ? c.pp->mean : 0, c.tg ? c.tg->mean : 0,
-                    c.pp ? c.pp->n : 0, StandingSuffix(choice.standings[i]));
+                    c.pp ? c.pp->n : 0, StandingSuffix(choice, i, scored));
   }
   if (auto u = UndecidedOf(choice, scored, names, fmt::format("-t {}", start))) {
     return {cur, UndecidedDecision(TunePhase::kThreads, fmt::format("-t {}", cur.threads),
@@ -136,7 +136,7 @@ PhaseOutcome RunMicroBatchPhase(TuneLedger& ledger, TuneSettings cur) {
     evidence += fmt::format("{}-ub {}{}: {:.1f} t/s{}{}", i ? "; " : "", ss[i].ubatch,
                             ss[i].n != cur.n ? fmt::format(" at N={}", ss[i].n) : "",
                             scored[i].pp ? scored[i].pp->mean : 0,
-                            StandingSuffix(choice.standings[i]), c.why[i]);
+                            StandingSuffix(choice, i, scored), c.why[i]);
   }
   evidence += c.skipped;
   std::vector<std::string> names;

@@ -1,5 +1,7 @@
 #include "tune/phase.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 namespace moetune {
@@ -13,7 +15,15 @@ Decision MakeDecision(TunePhase phase, std::string choice, std::string rule, std
   return d;
 }
 
-std::string StandingSuffix(Standing standing) { return std::string(" ") + StandingName(standing); }
+std::string StandingSuffix(const Choice& choice, std::size_t i,
+                           const std::vector<TuneLedger::Scored>& scored) {
+  std::string s;
+  if (i < scored.size() && scored[i].objective)
+    s += fmt::format(", {:.4g} requests/s", scored[i].objective->mean);
+  s += std::string(" ") + StandingName(choice.standings[i]);
+  if (!choice.undecided() && i == Chosen(choice)) s += ", chosen";
+  return s;
+}
 
 std::optional<Undecided> UndecidedOf(const Choice& choice,
                                      const std::vector<TuneLedger::Scored>& scored,

@@ -24,8 +24,13 @@ struct PhaseOutcome {
 /// A decision with its figures as evidence.
 Decision MakeDecision(TunePhase phase, std::string choice, std::string rule, std::string evidence);
 
-/// " best", " tie", ...: a candidate's standing after its figures in evidence.
-std::string StandingSuffix(Standing standing);
+/// ", 0.0123 requests/s best, chosen", ", ... tie", ...: candidate `i`'s
+/// objective on the workload (what the tie rule compares), its standing, and
+/// whether it is the one the phase chose, after its figures in evidence: the
+/// evidence and the choice say the same thing (a tie that goes to the safer
+/// candidate shows which one was taken and why "best" was not).
+std::string StandingSuffix(const Choice& choice, std::size_t i,
+                           const std::vector<TuneLedger::Scored>& scored);
 
 /// When `choice` could not decide (Choice::undecided): the contender (best or
 /// undecided) whose repetitions spread most, prefill or decode, named as in

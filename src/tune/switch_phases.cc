@@ -17,7 +17,7 @@ std::string TwoSettingsEvidence(const std::array<const char*, 2>& names,
   for (size_t i = 0; i < 2; ++i) {
     out += fmt::format("{}{}: prefill {:.1f}, decode {:.1f} t/s{}", i == 0 ? "" : "; ", names[i],
                        scored[i].pp ? scored[i].pp->mean : 0, scored[i].tg ? scored[i].tg->mean : 0,
-                       StandingSuffix(choice.standings[i]));
+                       StandingSuffix(choice, i, scored));
   }
   return out;
 }

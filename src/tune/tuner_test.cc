@@ -208,6 +208,57 @@ TEST(TunerTest, ATightPickWithoutADepthIsNotProven) {
   EXPECT_FALSE(r.safety.safe());
 }
 
+// Evidence and choice agree: in every phase that compares candidates, the
+// evidence marks exactly one candidate "chosen", the one the decision names,
+// with the objective the tie rule compared (a tie to a safer candidate shows
+// which was taken, not only which was best).
+TEST(TunerTest, TheEvidenceNamesTheCandidateTheDecisionChose) {
+  FakeGpuEngine engine;
+  TuneOptions o;
+  o.ctx = 32768;
+  Tuner t(engine, Space(engine, o.ctx), o);
+  const TuneResult r = t.Run();
+  int phases = 0;
+  for (const auto& d : r.decisions) {
+    if (d.phase != TunePhase::kThreads && d.phase != TunePhase::kMicroBatch &&
+        d.phase != TunePhase::kFlashAttention && d.phase != TunePhase::kLoadMode)
+      continue;
+    ++phases;
+    std::vector<std::string> parts;
+    std::string::size_type from = 0, at;
+    while ((at = d.evidence.find("; ", from)) != std::string::npos) {
+      parts.push_back(d.evidence.substr(from, at - from));
+      from = at + 2;
+    }
+    parts.push_back(d.evidence.substr(from));
+    int chosen = 0;
+    for (const auto& p : parts) {
+      if (p.find(", chosen") == std::string::npos) continue;
+      ++chosen;
+      EXPECT_NE(p.find("requests/s"), std::string::npos) << p;
+      // The decision's choice names the same setting.
+      std::string setting;  // how the evidence names the decision's choice
+      switch (d.phase) {
+        case TunePhase::kThreads:
+          setting = d.choice;  // "-t 6"
+          break;
+        case TunePhase::kMicroBatch:
+          setting = d.choice.substr(0, d.choice.find(" -b"));  // "-ub 512"
+          break;
+        case TunePhase::kFlashAttention:
+          setting = d.choice.substr(4);  // "on" of "-fa on"
+          break;
+        default:
+          setting = d.choice.rfind("memory-mapped", 0) == 0 ? "mmap" : "loaded";
+      }
+      const std::string p_setting = p.rfind("prefill of ", 0) == 0 ? p.substr(p.find(": ") + 2) : p;
+      EXPECT_EQ(p_setting.rfind(setting, 0), 0u) << d.choice << " | " << p;
+    }
+    EXPECT_EQ(chosen, 1) << TunePhaseName(d.phase) << ": " << d.evidence;
+  }
+  EXPECT_GE(phases, 3);
+}
+
 // The usual case: the tuned settings beat the defaults, which stay the baseline.
 TEST(TunerTest, TunedFasterThanTheDefaultsKeepsThePick) {
   FakeGpuEngine engine;
