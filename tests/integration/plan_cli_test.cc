@@ -300,9 +300,8 @@ TEST_F(PlanCliTest, OneGpuMemoryModelWhicheverWayTheCardIsDescribed) {
   auto preset = Plan({m, "--ctx", "32K", "--machine", "rtx3060-12g", "--vram-used", "1.7GiB",
                       "--reserve", "512MiB", "--json"});
   ASSERT_EQ(preset.exit_code, 0) << preset.err;
-  auto flags = Plan(
-      {m, "--ctx", "32K", "--vram", "12GiB", "--vram-used", "1.7GiB", "--reserve", "512MiB",
-       "--json"});
+  auto flags = Plan({m, "--ctx", "32K", "--vram", "12GiB", "--vram-used", "1.7GiB", "--reserve",
+                     "512MiB", "--json"});
   ASSERT_EQ(flags.exit_code, 0) << flags.err;
   EXPECT_EQ(Json(preset)["n_cpu_moe"], Json(flags)["n_cpu_moe"]) << preset.out << flags.out;
   EXPECT_EQ(flags.err.rfind("moetune: GPU budget 9.80 GiB = 12.00 GiB total (--vram) - 1.70 GiB "
