@@ -79,12 +79,20 @@ TEST_F(TuneCli, KilledMidwayResumesWithoutMeasuringAgain) {
   EXPECT_EQ(k["measured"].get<int>(), 0);
   EXPECT_EQ(k["pick"], j["pick"]);
 
-  // The pick against llama.cpp's defaults, measured in the same run. The two
-  // share this noisy machine; a tie within 15% is accepted as "at least as good".
+  // The pick against llama.cpp's defaults, measured in the same run: never
+  // behind them beyond the noise (issue 17 item 2). Either the tuned settings
+  // are faster or tied by the tie rule, or the defaults were faster, measured
+  // again, and are the pick.
   ASSERT_TRUE(j["versus_defaults"].is_object());
   const auto& v = j["versus_defaults"];
   ASSERT_TRUE(v["speedup_depth0"].is_number()) << v.dump();
-  EXPECT_GE(v["speedup_depth0"].get<double>(), 0.85) << v.dump();
+  const std::string versus = v["pick_versus"].get<std::string>();
+  if (j["defaults_chosen"].get<bool>()) {
+    EXPECT_EQ(versus, "slower") << v.dump();
+    EXPECT_EQ(j["pick"]["threads"], v["threads"]) << v.dump();
+  } else {
+    EXPECT_TRUE(versus == "faster" || versus == "tie") << v.dump();
+  }
   EXPECT_FALSE(j["budget_exhausted"].get<bool>());
   EXPECT_LE(j["seconds"].get<double>(), 10 * 60 + 120);
   // No GPU in this engine: placement was not measured, and the output says so.
