@@ -14,8 +14,11 @@ namespace {
 // A full-scale Qwen3-30B-A3B shape as a sparse file (header only).
 const std::string& ModelPath() {
   static const std::string path = [] {
-    return WriteSparsePreset(
-        "qwen3moe", ::testing::TempDir() + "sim_qwen3moe_" + std::to_string(::getpid()) + ".gguf");
+    // One folder per process, the same file name in each: the simulated noise
+    // is seeded from the file name, so every run of this test sees the same samples.
+    const std::string dir = ::testing::TempDir() + "sim_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    return WriteSparsePreset("qwen3moe", dir + "/qwen3moe.gguf");
   }();
   return path;
 }
