@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "config/flags.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -196,9 +197,9 @@ std::string PickSafetyText(const PickSafety& s, int n_cpu_moe) {
                                        : "");
   } else if (s.tight()) {
     proof = fmt::format(
-        "NOT proven safe: it was not measured at the target context; --n-cpu-moe {} keeps "
-        "more of the margin, or tune again with a larger --budget to measure it",
-        n_cpu_moe + 1);
+        "NOT proven safe: it was not measured at the target context; {} {} keeps more of the "
+        "margin, or tune again with a larger --budget to measure it",
+        Flag(FlagId::kNCpuMoe).spelling, n_cpu_moe + 1);
   }
   if (plan.empty()) return proof;
   return proof.empty() ? plan : plan + "; " + proof;
