@@ -50,23 +50,31 @@ void AddMachineFlags(CLI::App* cmd, MachineFlags* f, bool with_vram, bool with_p
     cmd->add_option("--profile", f->profile, "Machine profile (default: the doctor's)");
 }
 
-std::vector<CLI::Option*> AddGpuBudgetFlags(CLI::App* cmd, GpuBudgetOptions* o) {
+std::vector<CLI::Option*> AddGpuBudgetFlags(CLI::App* cmd, GpuBudgetOptions* o, bool device_lists) {
+  const CLI::Validator size = device_lists ? ByteSizeList(0, kMaxMemoryBytes, kMaxPlanDevices)
+                                           : ByteSize(0, kMaxMemoryBytes);
+  const std::string each =
+      device_lists ? "; several devices: one size per device, in the engine's order (24GiB,12GiB)"
+                   : "";
   std::vector<CLI::Option*> added;
   added.push_back(
       cmd->add_option("--vram", o->vram,
                       "The GPU's total memory, e.g. 12GiB (default: the doctor's profile, or the "
-                      "what-if GPU's); 0 for no GPU")
-          ->check(ByteSize(0, kMaxMemoryBytes)));
+                      "what-if GPU's); 0 for no GPU" +
+                          each)
+          ->check(size));
   added.push_back(
       cmd->add_option("--vram-used", o->vram_used,
                       "GPU memory other programs hold now, e.g. 1.7GiB (default: measured by the "
-                      "doctor; a what-if GPU assumes an idle desktop's share)")
-          ->check(ByteSize(0, kMaxMemoryBytes)));
+                      "doctor; a what-if GPU assumes an idle desktop's share)" +
+                          each)
+          ->check(size));
   added.push_back(
       cmd->add_option("--reserve", o->reserve,
                       "GPU memory to keep free beyond that, for programs that start later "
-                      "(default 0)")
-          ->check(ByteSize(0, kMaxMemoryBytes)));
+                      "(default 0)" +
+                          each)
+          ->check(size));
   return added;
 }
 

@@ -29,7 +29,9 @@ struct GpuBudgetOptions {
 };
 
 /// Registers --vram, --vram-used and --reserve with the one help text; returns them.
-std::vector<CLI::Option*> AddGpuBudgetFlags(CLI::App* cmd, GpuBudgetOptions* options);
+/// `device_lists`: each takes a comma list, one size per device (plan).
+std::vector<CLI::Option*> AddGpuBudgetFlags(CLI::App* cmd, GpuBudgetOptions* options,
+                                            bool device_lists = false);
 
 /// The flags as given, for a command that reproduces a run: " --vram 12GiB --reserve 1GiB".
 std::string GpuBudgetFlagsText(const GpuBudgetOptions& options);

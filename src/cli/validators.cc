@@ -9,6 +9,7 @@
 #include "engine/run_config.h"
 #include "model/context_support.h"
 #include "tune/objective.h"
+#include "util/text.h"
 #include "util/units.h"
 
 namespace moetune {
@@ -38,6 +39,31 @@ CLI::Validator ByteSize(int64_t min, int64_t max) {
         return "";
       },
       "SIZE");
+}
+
+CLI::Validator ByteSizeList(int64_t min, int64_t max, int max_items) {
+  const CLI::Validator one = ByteSize(min, max);
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        const std::vector<std::string> items = SplitList(s, ',');
+        if (static_cast<int>(items.size()) > max_items)
+          return fmt::format("{} sizes given; at most {} (one per device)", items.size(),
+                             max_items);
+        for (std::string item : items) {
+          if (std::string e = one(item); !e.empty()) return fmt::format("'{}': {}", item, e);
+        }
+        return "";
+      },
+      "SIZE[,SIZE...]");
+}
+
+std::vector<int64_t> ByteSizesOf(const std::string& list) {
+  std::vector<int64_t> out;
+  for (const std::string& item : SplitList(list, ',')) {
+    auto b = ParseBytes(item);
+    if (b.ok()) out.push_back(b->count());
+  }
+  return out;
 }
 
 CLI::Validator WorkloadName() {

@@ -29,6 +29,8 @@ inline constexpr int kMaxTokens = 1 << 30;
 /// Server slots: llama.cpp's LLAMA_MAX_SEQ (src/llama-cparams.h) is 256.
 inline constexpr int kMaxParallel = 256;
 inline constexpr int kMaxRepetitions = 1000;
+/// Devices one plan splits a model over (--vram 24GiB,12GiB,...).
+inline constexpr int kMaxPlanDevices = 16;
 /// A week: longer per-test limits are typing mistakes, not plans.
 inline constexpr double kMaxTimeoutSeconds = 7 * 86400.0;
 
@@ -36,6 +38,11 @@ inline constexpr double kMaxTimeoutSeconds = 7 * 86400.0;
 CLI::Validator TokenCount(int64_t min, int64_t max);
 /// A size ("12GiB", "11500MiB", "0") within [min, max] bytes.
 CLI::Validator ByteSize(int64_t min, int64_t max);
+/// A comma list of sizes ("24GiB,12GiB"), each within [min, max], at most
+/// `max_items` of them (one size per device).
+CLI::Validator ByteSizeList(int64_t min, int64_t max, int max_items);
+/// The sizes of a list ByteSizeList accepted.
+std::vector<int64_t> ByteSizesOf(const std::string& list);
 /// A workload: chat, agent or PROMPT:ANSWER.
 CLI::Validator WorkloadName();
 /// A llama-bench style list ("1,2,4", "1-8", "0-8+2") of values within [min, max],

@@ -25,6 +25,7 @@ const std::vector<FlagSpec>& Flags() {
   // clang-format off
   static const std::vector<FlagSpec> kFlags = {
       {F::kModel,          "model",           "-m",              nullptr,  "--model",          {},                "LLAMA_ARG_MODEL",            A::kValue,  kAll,       true},
+      {F::kRpc,            "rpc",             "--rpc",           nullptr,  "--rpc",            {"-rpc"},          "LLAMA_ARG_RPC",              A::kValue,  kAll,       true},
       {F::kGpuLayers,      "n_gpu_layers",    "-ngl",            nullptr,  "--n-gpu-layers",   {"--gpu-layers"},  "LLAMA_ARG_N_GPU_LAYERS",     A::kValue,  kAll,       true},
       {F::kNCpuMoe,        "n_cpu_moe",       "--n-cpu-moe",     "-ncmoe", "--n-cpu-moe",      {"-ncmoe"},        "LLAMA_ARG_N_CPU_MOE",        A::kValue,  kAll,       true},
       {F::kCpuMoe,         "cpu_moe",         "--cpu-moe",       nullptr,  "--cpu-moe",        {"-cmoe"},         "LLAMA_ARG_CPU_MOE",          A::kSwitch, kServerFit, true},
@@ -47,7 +48,6 @@ const std::vector<FlagSpec>& Flags() {
       {F::kTensorSplit,    "tensor_split",    "-ts",             nullptr,  "--tensor-split",   {},                "LLAMA_ARG_TENSOR_SPLIT",     A::kValue,  kAll,       true},
       {F::kMainGpu,        "main_gpu",        "-mg",             nullptr,  "--main-gpu",       {},                "LLAMA_ARG_MAIN_GPU",         A::kValue,  kAll,       true},
       {F::kDevice,         "device",          "-dev",            nullptr,  "--device",         {},                "LLAMA_ARG_DEVICE",           A::kValue,  kAll,       true},
-      {F::kRpc,            "rpc",             "--rpc",           nullptr,  "--rpc",            {"-rpc"},          "LLAMA_ARG_RPC",              A::kValue,  kAll,       true},
       {F::kNoMmap,         "no_mmap",         "--no-mmap",       nullptr,  "--no-mmap",        {},                nullptr,                      A::kSwitch, kServerFit, true},
       {F::kMlock,          "mlock",           "--mlock",         nullptr,  "--mlock",          {},                nullptr,                      A::kSwitch, kServerFit, true},
       {F::kNoOpOffload,    "no_op_offload",   "--no-op-offload", nullptr,  "--no-op-offload",  {},                nullptr,                      A::kSwitch, kServerFit, true},

@@ -26,6 +26,10 @@ namespace moetune {
 /// order in which moetune writes them: the order of the printed commands.
 enum class FlagId {
   kModel,
+  // --rpc before -ot and -dev: llama.cpp's argument parser resolves device
+  // and buffer names when it reads those flags, and RPC devices exist only
+  // once --rpc has been read ("invalid device: RPC0" otherwise).
+  kRpc,
   kGpuLayers,
   kNCpuMoe,
   kCpuMoe,
@@ -48,7 +52,6 @@ enum class FlagId {
   kTensorSplit,
   kMainGpu,
   kDevice,
-  kRpc,
   kNoMmap,
   kMlock,
   kNoOpOffload,

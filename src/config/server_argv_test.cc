@@ -34,11 +34,14 @@ ServerConfig Full() {
 }
 
 TEST(ServerArgv, WritesEverySettingInTheVocabularysOrder) {
+  // --rpc right after the model: llama.cpp resolves -dev and -ot buffer names
+  // while it reads them, and RPC devices exist once --rpc has been read.
   EXPECT_EQ(ShellJoin(ServerArgv(Full())),
-            "llama-server -m '/models/my model.gguf' -ngl 99 --n-cpu-moe 7 -ot "
+            "llama-server -m '/models/my model.gguf' --rpc 10.0.0.2:50052,10.0.0.3:50052 -ngl 99 "
+            "--n-cpu-moe 7 -ot "
             "'blk\\.6\\.(ffn_down_exps|ffn_up_exps)=CPU,token_embd=CPU' -c 32768 -np 4 -kvu "
             "-ub 1024 -b 4096 -fa on -ctk q8_0 -ctv q8_0 -t 6 -fit off -lm none "
-            "--rpc 10.0.0.2:50052,10.0.0.3:50052 --host 127.0.0.1 --port 8080 --metrics");
+            "--host 127.0.0.1 --port 8080 --metrics");
   // What is not given is not written; -ub and -b always are.
   EXPECT_EQ(ServerArgv(UnsetServerConfig()),
             (std::vector<std::string>{"llama-server", "-ub", "512", "-b", "2048"}));
@@ -176,7 +179,7 @@ TEST(ServerArgv, PlacementSettingsAreTheCommandsOwn) {
   const auto words = SettingsArgv(PlacementSettings(c.placement));
   const auto argv = ServerArgv(c);
   ASSERT_EQ(words.size(), 6u);
-  EXPECT_TRUE(std::equal(words.begin(), words.end(), argv.begin() + 3));
+  EXPECT_TRUE(std::equal(words.begin(), words.end(), argv.begin() + 5));  // after -m and --rpc
   EXPECT_EQ(SettingsArgv(PlacementSettings(c.placement), kToolBench)[2], "-ncmoe");
 }
 
@@ -200,8 +203,16 @@ TEST(ContextOf, TheEnginesDefaultsStandForWhatIsNotGiven) {
   EXPECT_EQ(y.n_ubatch, 1024);
   EXPECT_EQ(y.type_k, ggml_type::kQ8_0);
   EXPECT_EQ(y.reserve_outputs, ReserveOutputs::kAllTokens);
-  // The memory map cannot place other -ot rules.
-  EXPECT_FALSE(WeightPlacementOf(f, true).ok());
+  // Other -ot rules are placed by their pattern; a buffer no device has is refused.
+  auto all = WeightPlacementOf(f, true);
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  ASSERT_EQ(all->rules().size(), 1u);
+  EXPECT_EQ(all->rules()[0].device, kHostDevice);
+  ServerConfig bad = f;
+  bad.placement.overrides = {{"token_embd", "CUDA7"}};
+  auto refused = WeightPlacementOf(bad, true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("CUDA7"), std::string::npos);
   ServerConfig g = f;
   g.placement.overrides.clear();
   auto w = WeightPlacementOf(g, true);

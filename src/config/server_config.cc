@@ -1,6 +1,7 @@
 #include "config/server_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -246,24 +247,74 @@ ContextParams ContextOf(const ServerConfig& c, ReserveOutputs reserve, int64_t m
   return x;
 }
 
-Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c, bool has_device) {
+namespace {
+
+// The device index an -ot buffer type names among `devices`: the CPU, a
+// device's host buffer ("CUDA0_Host", pinned memory) or a device.
+Result<int> RuleDevice(const OverrideRule& r, const std::vector<std::string>& devices) {
+  if (r.buft == "CPU" || (r.buft.size() > 5 && r.buft.ends_with("_Host"))) return kHostDevice;
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i] == r.buft) return static_cast<int>(i);
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("the -ot rule {}={} names a buffer the placement has no device for "
+                           "(devices: {}): name CPU or one of the devices",
+                           r.pattern, r.buft,
+                           devices.empty() ? "none" : fmt::format("{}", fmt::join(devices, ", "))));
+}
+
+}  // namespace
+
+Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c,
+                                          const std::vector<std::string>& devices,
+                                          const std::vector<int64_t>& free) {
   const Placement& p = c.placement;
-  if (!p.overrides.empty() || p.cpu_experts == CpuExpertsFrom::kLast || p.fine_fill.size() > 1 ||
-      p.devices.size() > 1 || p.all_cpu_moe) {
-    return Error(ErrorKind::kInvalidArgument,
-                 "the memory map covers -ngl, --n-cpu-moe and one fine-filled layer on one "
-                 "device; this placement holds more (other -ot rules, --cpu-moe, experts of the "
-                 "last layers or several devices)");
-  }
   WeightPlacement w;
-  w.has_device = has_device;
-  w.n_gpu_layers = p.n_gpu_layers < 0 ? 999 : p.n_gpu_layers;
-  w.n_cpu_moe = std::max(0, p.n_cpu_moe);
-  if (!p.fine_fill.empty()) {
-    w.override_layer = p.fine_fill.front().layer;
-    w.override_kinds = p.fine_fill.front().kinds;
+  // A -dev list picks and orders the devices, and its -ts splits the layers.
+  std::vector<std::string> used = devices;
+  if (!p.devices.empty()) {
+    used.clear();
+    for (const DevicePlacement& d : p.devices) {
+      used.push_back(d.device);
+      w.split.push_back(static_cast<float>(d.layers));
+    }
+  } else if (devices.size() > 1) {
+    // llama.cpp's default: in proportion to each device's free memory.
+    const bool known = free.size() == devices.size() &&
+                       std::all_of(free.begin(), free.end(), [](int64_t f) { return f > 0; });
+    for (size_t i = 0; i < devices.size(); ++i)
+      w.split.push_back(known ? static_cast<float>(free[i]) : 1.0f);
   }
+  w.has_device = !used.empty();
+  w.n_gpu_layers = p.n_gpu_layers < 0 ? 999 : p.n_gpu_layers;
+  if (p.all_cpu_moe) {
+    w.n_cpu_moe = static_cast<int>(kMaxLayers);
+  } else if (p.cpu_experts == CpuExpertsFrom::kLast) {
+    w.n_cpu_moe_last = std::max(0, p.n_cpu_moe);
+  } else {
+    w.n_cpu_moe = std::max(0, p.n_cpu_moe);
+  }
+  std::vector<ExpertTensorsOnCpu> fills = p.fine_fill;
+  if (!fills.empty()) {
+    w.override_layer = fills.front().layer;
+    w.override_kinds = fills.front().kinds;
+    fills.erase(fills.begin());
+  }
+  // Every other rule by its pattern: further fine-filled layers, then the rest.
+  std::vector<TensorRule> rules;
+  Placement rest;
+  rest.fine_fill = fills;
+  rest.overrides = p.overrides;
+  for (const OverrideRule& r : rest.Rules()) {
+    MOETUNE_ASSIGN_OR_RETURN(const int d, RuleDevice(r, used));
+    rules.push_back({r.pattern, d});
+  }
+  MOETUNE_TRY(w.SetRules(std::move(rules)));
   return w;
+}
+
+Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c, bool has_device) {
+  return WeightPlacementOf(
+      c, has_device ? std::vector<std::string>{"CUDA0"} : std::vector<std::string>{});
 }
 
 ServerConfig PlannedConfig(const std::string& model, const WeightPlacement& placement,

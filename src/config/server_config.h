@@ -167,10 +167,19 @@ CpuExperts CpuExpertsOf(const Placement& placement);
 /// CUDA backends), -c 0 is `model_ctx` (the model's training context; 4096 when 0).
 ContextParams ContextOf(const ServerConfig& config, ReserveOutputs reserve, int64_t model_ctx = 0);
 
-/// The exact weight placement of `config` (model/weight_placement.h), for a
-/// machine with (`has_device`) or without a GPU. kInvalidArgument when the
-/// placement holds what WeightPlacement cannot express (other -ot rules,
-/// experts from the last layers, several fine-filled layers, several devices).
+/// The exact weight placement of `config` (model/weight_placement.h) over the
+/// engine's devices (`devices`: their names in the engine's order, "CUDA0",
+/// "RPC0"; empty: the CPU only). A -dev list in the configuration picks and
+/// orders them and its -ts splits the layers; without one the layers are
+/// split as llama.cpp does, by `free` (each device's free memory; equal
+/// shares when unknown). Every -ot rule is placed: buffer CPU or a host
+/// buffer ("CUDA0_Host") is host memory, a device's name that device.
+/// kInvalidArgument for a rule naming no device of the placement, or a
+/// pattern that is not a regular expression.
+Result<WeightPlacement> WeightPlacementOf(const ServerConfig& config,
+                                          const std::vector<std::string>& devices,
+                                          const std::vector<int64_t>& free = {});
+/// The same for one GPU ("CUDA0", `has_device`) or none.
 Result<WeightPlacement> WeightPlacementOf(const ServerConfig& config, bool has_device);
 
 /// A ServerConfig for a plan: -ngl, --n-cpu-moe (MoE models only) and the

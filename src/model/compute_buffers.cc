@@ -1,5 +1,9 @@
 #include "model/compute_buffers.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "model/graph_alloc_sim.h"
 #include "model/reserve_graph.h"
 
@@ -28,13 +32,23 @@ Result<ComputeBuffers> EstimateComputeBuffers(const GgufModel& model, const Mode
 Result<ComputeBuffers> ComputeEstimator::Estimate(const ContextParams& cp,
                                                   const WeightPlacement& placement,
                                                   DeviceKind kind) const {
+  return Estimate(cp, placement, std::vector<DeviceKind>{kind});
+}
+
+Result<ComputeBuffers> ComputeEstimator::Estimate(const ContextParams& cp,
+                                                  const WeightPlacement& placement,
+                                                  const std::vector<DeviceKind>& kinds) const {
   MOETUNE_ASSIGN_OR_RETURN(const ContextLayout layout, LayoutContext(cp));
   MOETUNE_ASSIGN_OR_RETURN(SimGraph graph,
                            BuildReserveGraph(model_, arch_, index_, cp, layout, placement));
+  const int n = placement.DeviceCount();
   std::vector<SimBackend> backends;
-  if (placement.has_device) {
+  for (int i = 0; i < n; ++i) {
+    const DeviceKind kind = kinds.empty()
+                                ? DeviceKind::kCuda
+                                : kinds[std::min(static_cast<size_t>(i), kinds.size() - 1)];
     SimBackend dev;
-    dev.name = kind == DeviceKind::kCuda ? "CUDA0" : "RPC0";
+    dev.name = fmt::format("{}{}", kind == DeviceKind::kCuda ? "CUDA" : "RPC", i);
     dev.offload_min_batch = kind == DeviceKind::kCuda ? kCudaOffloadMinBatch : 0;
     dev.alignment = kind == DeviceKind::kCuda ? kCudaAlignment : kCpuAlignment;
     backends.push_back(dev);
@@ -44,7 +58,10 @@ Result<ComputeBuffers> ComputeEstimator::Estimate(const ContextParams& cp,
   ComputeBuffers out;
   out.n_splits = sizes.n_splits;
   out.host = sizes.bytes.back();
-  if (placement.has_device) out.device = sizes.bytes.front();
+  for (int i = 0; i < n; ++i) {
+    out.per_device.push_back(sizes.bytes[static_cast<size_t>(i)]);
+    out.device += out.per_device.back();
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
@@ -25,9 +26,10 @@ namespace moetune {
 enum class DeviceKind { kCuda, kRpc };
 
 struct ComputeBuffers {
-  int64_t device = 0;  // the device's compute buffer (0 without a device)
-  int64_t host = 0;    // the CPU's compute buffer
-  int n_splits = 0;    // graph splits of the reserve graph
+  int64_t device = 0;               // the devices' compute buffers together (0 without one)
+  std::vector<int64_t> per_device;  // each device's, in device order
+  int64_t host = 0;                 // the CPU's compute buffer
+  int n_splits = 0;                 // graph splits of the reserve graph
   int64_t total() const { return device + host; }
 };
 
@@ -40,6 +42,10 @@ class ComputeEstimator {
   /// Errors: an invalid context, or tensor sizes that overflow 64 bits.
   Result<ComputeBuffers> Estimate(const ContextParams& cp, const WeightPlacement& placement,
                                   DeviceKind kind = DeviceKind::kCuda) const;
+  /// The same with each device's kind (`kinds` has one per device of the placement;
+  /// a single kind applies to every device).
+  Result<ComputeBuffers> Estimate(const ContextParams& cp, const WeightPlacement& placement,
+                                  const std::vector<DeviceKind>& kinds) const;
 
  private:
   const GgufModel& model_;

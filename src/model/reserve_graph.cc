@@ -13,7 +13,8 @@
 namespace moetune {
 
 ReserveDevices ReserveDeviceIndices(const WeightPlacement& placement) {
-  return placement.has_device ? ReserveDevices{0, 1} : ReserveDevices{-1, 0};
+  const int n = placement.DeviceCount();
+  return n > 0 ? ReserveDevices{0, n} : ReserveDevices{-1, 0};
 }
 
 namespace {
@@ -66,11 +67,14 @@ Result<SimGraph> BuildReserveGraph(const GgufModel& model, const ModelArch& arch
   for (int il = 0; il < n_layer; ++il) {
     const LayerInfo& L = arch.layers[static_cast<size_t>(il)];
     uint32_t s = static_cast<uint32_t>(L.attention) | (L.moe ? 16u : 0u);
-    s |= placement.LayerOnDevice(il, n_layer) ? 32u : 0u;
-    int bit = 64;
+    // The layer's device (+1: the host is 0) and where each expert kind goes.
+    s |= static_cast<uint32_t>(placement.LayerDevice(il, n_layer) + 1) << 5;
+    int shift = 13;
     for (const char* kind : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
-      if (placement.OnDevice(il, n_layer, TensorRole::kRoutedExperts, kind)) s |= bit;
-      bit <<= 1;
+      const int d = placement.TensorDevice(fmt::format("blk.{}.{}.weight", il, kind), il, n_layer,
+                                           TensorRole::kRoutedExperts);
+      s |= static_cast<uint32_t>(d + 1) << shift;
+      shift += 6;
     }
     sig[static_cast<size_t>(il)] = s;
   }

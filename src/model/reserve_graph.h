@@ -24,10 +24,10 @@
 
 namespace moetune {
 
-/// Device indices the graph uses for pre-allocated tensors: with a device,
-/// 0 = the device and 1 = the host (CPU); without one, 0 = the host.
+/// Buffer indices the graph uses for pre-allocated tensors: the devices
+/// 0..DeviceCount()-1, then the host (CPU); without a device, 0 = the host.
 struct ReserveDevices {
-  int device = -1;  // -1 when there is no device
+  int device = -1;  // the first device; -1 when there is none
   int host = 0;
 };
 

@@ -19,10 +19,7 @@ ReserveGraphBuilder::ReserveGraphBuilder(const GgufModel& model, const ModelArch
       layout_(layout),
       placement_(placement),
       tensor_index_(index) {
-  if (placement.has_device) {
-    device_ = 0;
-    host_ = 1;
-  }
+  host_ = placement.DeviceCount();
   n_layer_ = static_cast<int>(arch.layers.size());
   T_ = layout.reserve_tokens;
   n_seqs_ = layout.reserve_seqs;
@@ -50,8 +47,10 @@ std::string ReserveGraphBuilder::fmt_name(int il, const char* kind, const char* 
                  : fmt::format("{}.{}", kind, suffix);
 }
 
+int ReserveGraphBuilder::Buffer(int device) const { return device >= 0 ? device : host_; }
+
 int ReserveGraphBuilder::LayerDevice(int il) const {
-  return placement_.LayerOnDevice(il, n_layer_) ? device_ : host_;
+  return Buffer(placement_.LayerDevice(il, n_layer_));
 }
 
 bool ReserveGraphBuilder::Swa(int il) const {
@@ -70,13 +69,8 @@ SimGraph::Id ReserveGraphBuilder::W(const std::string& name, int il) {
   const TensorInfo& t = model_.tensors[idx->second];
   SimNe ne{1, 1, 1, 1};
   for (size_t i = 0; i < t.ne.size() && i < 4; ++i) ne[i] = std::max<int64_t>(t.ne[i], 1);
-  int dev = host_;
-  if (il >= 0) {
-    const TensorClass c = ClassifyTensor(name, false);
-    dev = placement_.OnDevice(il, n_layer_, c.role, TensorKind(name)) ? device_ : host_;
-  } else if (name.rfind("token_embd", 0) != 0 && placement_.OutputOnDevice(n_layer_)) {
-    dev = device_;
-  }
+  const TensorRole role = il >= 0 ? ClassifyTensor(name, false).role : TensorRole::kOther;
+  const int dev = Buffer(placement_.TensorDevice(name, il, n_layer_, role));
   const Id id =
       g_.Weight(ne, static_cast<int64_t>(std::min<uint64_t>(t.n_bytes, INT64_MAX / 4)), dev, name);
   weights_[name] = id;
@@ -362,7 +356,7 @@ SimGraph::Id ReserveGraphBuilder::Output(Id cur) {
     const Id tok = W("token_embd.weight");
     if (tok < 0) return cur;
     const SimTensor& t = g_.t(tok);
-    w = g_.Weight(t.ne, t.nbytes, placement_.OutputOnDevice(n_layer_) ? device_ : host_,
+    w = g_.Weight(t.ne, t.nbytes, Buffer(placement_.OutputDevice(n_layer_)),
                   "output.weight (token_embd)");
   }
   const Id logits = g_.MulMat(w, cur, "result_output");

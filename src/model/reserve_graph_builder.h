@@ -75,6 +75,8 @@ class ReserveGraphBuilder {
   Id DeltaNetOutput(int il, Id cur, Id mixed, Id normed, const DeltaNetHeads& h);
   Id Output(Id cur);
 
+  // The graph's buffer index of a device index (kHostDevice: the host, last).
+  int Buffer(int device) const;
   int LayerDevice(int il) const;
   bool Swa(int il) const;
   SimType CacheType(uint32_t ggml_type) const;
@@ -88,7 +90,7 @@ class ReserveGraphBuilder {
   SimGraph g_;
   const std::unordered_map<std::string_view, size_t>& tensor_index_;
   std::unordered_map<std::string, Id> weights_;
-  int device_ = -1, host_ = 0;
+  int host_ = 0;  // buffers: the devices 0..host_-1, then the host
   int n_layer_ = 0;
   int last_layer_ = -1;
   int64_t T_ = 0;       // tokens in the reserve ubatch

@@ -9,32 +9,84 @@
 /// the routed experts of layers 0..M-1 to host memory (common/arg.cpp, regex
 /// blk\.<i>\.ffn_(up|down|gate|gate_up)_(ch|)exps); the fine fill's
 /// `-ot blk\.L\.(kind|...)=CPU` moves only some expert tensors of layer L.
+///
+/// Several devices (-dev A,B -ts a,b; llama-model.cpp load_tensors): the
+/// layer slots from i_gpu_start = n_layer + 1 - ngl on (the output head is
+/// slot n_layer) are cut in proportion to -ts, or to each device's free memory
+/// when -ts is not given: slot `il` goes to the first device whose cumulative
+/// share exceeds (il - i_gpu_start) / act_gpu_layers, in float arithmetic. So
+/// `-ts 3,6` on 8 layers puts layers 0-2 on the first device and layers 3-7
+/// with the output on the second (llama-fit-params over two RPC devices). Any
+/// other -ot rule (a pattern searched in the tensor name, first match wins,
+/// after --n-cpu-moe's own rules) sends matching tensors to its buffer: host
+/// memory or a named device.
 
+#include <memory>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/arch.h"
+#include "util/result.h"
 
 namespace moetune {
+
+/// An -ot rule as the memory map applies it: tensors whose name `pattern`
+/// finds (ECMAScript, searched) go to `device` (an index into the devices;
+/// kHostDevice: host memory).
+struct TensorRule {
+  std::string pattern;
+  int device = -1;
+};
+
+/// The index that stands for host memory in WeightPlacement's answers.
+inline constexpr int kHostDevice = -1;
 
 struct WeightPlacement {
   bool has_device = false;  // a device (GPU or RPC) besides the CPU
   int n_gpu_layers = 0;     // -ngl
-  int n_cpu_moe = 0;        // --n-cpu-moe
+  int n_cpu_moe = 0;        // --n-cpu-moe (the first layers' routed experts)
+  int n_cpu_moe_last = 0;   // the last layers' routed experts in host memory (llama.cpp's fit)
   int override_layer = -1;  // -ot fine fill: layer whose listed expert tensors stay on the CPU
   std::vector<std::string> override_kinds;  // "ffn_up_exps", "ffn_gate_exps", ...
+  /// Several devices: llama.cpp's tensor_split, one share per device in
+  /// device order (-ts; moetune writes layer counts); empty: one device.
+  std::vector<float> split;
 
-  /// Layer `il`'s own weights (attention, norms, router, dense and shared FFN) and its
-  /// KV cache are on the device.
-  bool LayerOnDevice(int il, int n_layer) const;
-  /// The output head and output norm are on the device.
-  bool OutputOnDevice(int n_layer) const {
-    (void)n_layer;
-    return has_device && n_gpu_layers >= 1;
-  }
-  /// A tensor of layer `il` with role `role` and base name `kind` ("ffn_up_exps").
+  /// Sets the other -ot rules (after --n-cpu-moe's and the fine fill's).
+  /// Errors name a pattern that is not a valid regex or a device out of range.
+  Status SetRules(std::vector<TensorRule> rules);
+  const std::vector<TensorRule>& rules() const { return rules_; }
+
+  /// Devices besides the CPU (0 without one).
+  int DeviceCount() const;
+  /// The device of layer `il`'s own weights (attention, norms, router, dense and
+  /// shared FFN) and its KV cache; kHostDevice when on the CPU. `il` = n_layer:
+  /// the output head.
+  int LayerDevice(int il, int n_layer) const;
+  /// The device of the output head and output norm.
+  int OutputDevice(int n_layer) const { return LayerDevice(n_layer, n_layer); }
+  /// The device of tensor `name` of layer `il` (-1 for tensors outside blk.N),
+  /// with role `role`: the -ot rules first, then the layer's device.
+  int TensorDevice(std::string_view name, int il, int n_layer, TensorRole role) const;
+
+  /// Layer `il`'s own weights and KV cache are on a device.
+  bool LayerOnDevice(int il, int n_layer) const { return LayerDevice(il, n_layer) >= 0; }
+  /// The output head and output norm are on a device.
+  bool OutputOnDevice(int n_layer) const { return OutputDevice(n_layer) >= 0; }
+  /// A tensor of layer `il` with role `role` and base name `kind` ("ffn_up_exps"),
+  /// for placements without other -ot rules (their patterns need the full name).
   bool OnDevice(int il, int n_layer, TensorRole role, std::string_view kind) const;
+
+ private:
+  // The routed experts of layer `il` kept in host memory by --n-cpu-moe, the
+  // last-layers rule or the fine fill.
+  bool ExpertsOnHost(int il, int n_layer, std::string_view kind) const;
+
+  std::vector<TensorRule> rules_;
+  // The compiled patterns of rules_ (shared: a placement is copied often).
+  std::shared_ptr<const std::vector<std::regex>> compiled_;
 };
 
 /// "ffn_up_exps" for "blk.3.ffn_up_exps.weight"; "" for names outside blk.N.

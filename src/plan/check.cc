@@ -39,46 +39,54 @@ Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch&
   PlanCheck c;
   c.n_cpu_moe = std::max(0, config.placement.n_cpu_moe);
   c.ngl = config.placement.n_gpu_layers;
-  const EngineDeviceSizes* device = nullptr;
-  int n_devices = 0;
+  c.placement = config.placement;
+  std::vector<std::string> names;
+  std::vector<int64_t> free;
   for (const auto& d : devices) {
     if (d.name == "Host") continue;
-    ++n_devices;
-    if (!device) device = &d;
+    names.push_back(d.name);
+    free.push_back(d.free);
   }
-  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
-                           WeightPlacementOf(config, device != nullptr));
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement, WeightPlacementOf(config, names, free));
   // The RPC backend does not offload ops on host weights; CUDA (and the other
   // GPU backends) do for large batches.
-  const DeviceKind kind =
-      device && device->name.rfind("RPC", 0) == 0 ? DeviceKind::kRpc : DeviceKind::kCuda;
-  c.device_kind = !device ? "all-host" : kind == DeviceKind::kRpc ? "RPC" : "CUDA";
-  if (!device) {
+  std::vector<DeviceKind> kinds;
+  for (const auto& n : names)
+    kinds.push_back(n.rfind("RPC", 0) == 0 ? DeviceKind::kRpc : DeviceKind::kCuda);
+  const bool any_rpc = std::find(kinds.begin(), kinds.end(), DeviceKind::kRpc) != kinds.end();
+  const bool any_cuda = std::find(kinds.begin(), kinds.end(), DeviceKind::kCuda) != kinds.end();
+  c.device_kind = names.empty()         ? "all-host"
+                  : any_rpc && any_cuda ? "mixed"
+                  : any_rpc             ? "RPC"
+                                        : "CUDA";
+  if (names.empty()) {
     c.notes.push_back(
         "the engine sees no GPU here, so it keeps every weight, the KV cache and the compute "
         "buffer in host memory: its Host line is compared with moetune's all-host prediction; "
         "use --rpc HOST:PORT (a ggml-rpc-server) to check the device/host split without a GPU");
-  } else if (n_devices > 1) {
+  } else if (names.size() > 1 && config.placement.devices.empty() &&
+             !std::all_of(free.begin(), free.end(), [](int64_t f) { return f > 0; })) {
     c.notes.push_back(
-        "the engine reports several devices; moetune plans for one and compares the first (" +
-        device->name + ")");
+        "several devices and no -ts: llama.cpp splits the layers by each device's free memory, "
+        "which the engine did not report here, so equal shares are assumed");
   }
   // llama-fit-params reserves its graph for an output per token of the
   // ubatch (llama-server: one per sequence), so predict for that.
   const ContextParams ctx =
       ContextOf(config, ReserveOutputs::kAllTokens, static_cast<int64_t>(arch.hp.n_ctx_train));
   MOETUNE_ASSIGN_OR_RETURN(const PlacementOption o,
-                           EvaluatePlacement(model, arch, wm, ctx, placement, kind));
+                           EvaluatePlacement(model, arch, wm, ctx, placement, kinds));
+  size_t next_device = 0;  // the engine lists its devices in the placement's order
   for (const auto& d : devices) {
     CheckRow r;
     r.device = d.name;
     const DeviceBreakdown* side = nullptr;
     if (d.name == "Host") {
-      r.side = device ? "host" : "all-host";
+      r.side = names.empty() ? "all-host" : "host";
       side = &o.host;
-    } else if (&d == device) {
+    } else if (next_device < o.devices.size()) {
       r.side = "gpu";
-      side = &o.gpu;
+      side = &o.devices[next_device++];
     } else {
       r.side = "none";
     }

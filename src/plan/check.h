@@ -32,6 +32,7 @@ struct EngineDeviceSizes {
   int64_t model = 0;
   int64_t context = 0;
   int64_t compute = 0;
+  int64_t free = 0;  // the device's free memory, when known (llama.cpp's default split)
 };
 
 struct CheckRow {
@@ -46,7 +47,8 @@ struct CheckRow {
 struct PlanCheck {
   int n_cpu_moe = 0;
   int ngl = 0;
-  std::string device_kind;  // "all-host", "CUDA", "RPC": the compute rule used
+  Placement placement;      // the checked placement (its flags head the text)
+  std::string device_kind;  // "all-host", "CUDA", "RPC", "mixed": the compute rules used
   std::vector<CheckRow> rows;
   std::vector<std::string> notes;
   std::vector<std::string> argv;
@@ -63,10 +65,11 @@ bool WithinTolerance(int64_t predicted, int64_t engine, double rel);
 /// Compares the configuration `config` with the engine's devices. When the
 /// engine reports no device besides the host (a CPU-only machine, or a build
 /// without a GPU backend), everything it places is on the host: its Host line
-/// is compared with moetune's all-host prediction, and a note says so. With a
-/// device (CUDA0, RPC0, ...), each line is compared with the prediction for that
-/// side, computed with the device's rule for host-resident weights (RPC devices
-/// do not offload, model/compute_buffers.h).
+/// is compared with moetune's all-host prediction, and a note says so. With
+/// devices (CUDA0, RPC0, RPC1, ...), each line is compared with the prediction
+/// for that device (the engine lists them in the placement's order), computed
+/// with each device's rule for host-resident weights (RPC devices do not
+/// offload, model/compute_buffers.h).
 Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch& arch,
                                         const WeightMap& weights, const ServerConfig& config,
                                         const std::vector<EngineDeviceSizes>& devices);

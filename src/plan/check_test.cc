@@ -49,7 +49,7 @@ TEST(ComparePlanWithEngine, DeviceAndHostLinesAreComparedWithTheirSide) {
   ASSERT_TRUE(f.plan.config);
   // The RPC rule (no op offload) is what the check uses for an RPC0 line.
   WeightPlacement wp = f.plan.chosen->placement;
-  auto o = EvaluatePlacement(f.gguf, f.arch, f.wm, f.req.ctx, wp, DeviceKind::kRpc);
+  auto o = EvaluatePlacement(f.gguf, f.arch, f.wm, f.req.ctx, wp, {DeviceKind::kRpc});
   ASSERT_TRUE(o.ok());
   std::vector<EngineDeviceSizes> devs = {
       Dev("RPC0", Floor(o->gpu.weights_total()), Floor(o->gpu.kv + o->gpu.state),

@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "plan/device_split.h"
+
 namespace moetune {
 namespace {
 
@@ -16,7 +18,10 @@ class LayerSums {
  public:
   LayerSums(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
             const ContextMemory& cm)
-      : n_(static_cast<int>(wm.layers.size())),
+      : model_(model),
+        arch_(arch),
+        cm_(cm),
+        n_(static_cast<int>(wm.layers.size())),
         nonexp_(static_cast<size_t>(n_) + 1),
         exp_(static_cast<size_t>(n_) + 1, 0),
         kv_(static_cast<size_t>(n_) + 1, 0),
@@ -74,11 +79,39 @@ class LayerSums {
     host->state = state_[0] - gpu->state;
   }
 
+  // The same, tensor by tensor, for any placement: several devices, -ot
+  // rules, the last layers' experts. `devices` gets one breakdown per device.
+  // (The suffix sums above are the fast path for the planner's sweeps over N;
+  // a unit test holds the two equal on one device.)
+  void SplitByTensor(const WeightPlacement& p, std::vector<DeviceBreakdown>* devices,
+                     DeviceBreakdown* host) const {
+    devices->assign(static_cast<size_t>(p.DeviceCount()), DeviceBreakdown{});
+    auto side = [&](int d) -> DeviceBreakdown& {
+      return d >= 0 ? (*devices)[static_cast<size_t>(d)] : *host;
+    };
+    for (size_t i = 0; i < model_.tensors.size(); ++i) {
+      const TensorClass& c = arch_.tensors[i];
+      const std::string& name = model_.tensors[i].name;
+      const int d = p.TensorDevice(name, c.layer < n_ ? c.layer : -1, n_, c.role);
+      At(side(d).weights, c.role) += static_cast<int64_t>(model_.tensors[i].n_bytes);
+    }
+    if (tied_output_ > 0 && p.OutputOnDevice(n_))
+      At(side(p.OutputDevice(n_)).weights, TensorRole::kOutput) += tied_output_;
+    for (const LayerContext& lc : cm_.layers) {
+      DeviceBreakdown& b = side(p.LayerDevice(lc.layer, n_));
+      b.kv += lc.k_bytes + lc.v_bytes;
+      b.state += lc.state_bytes;
+    }
+  }
+
   const std::map<std::string, int64_t>& Kinds(int layer) const {
     return kinds_[static_cast<size_t>(layer)];
   }
 
  private:
+  const GgufModel& model_;
+  const ModelArch& arch_;
+  const ContextMemory& cm_;
   int n_;
   std::vector<RoleBytes> nonexp_;
   std::vector<int64_t> exp_, kv_, state_;
@@ -101,10 +134,26 @@ class Planner {
     o.placement = p;
     o.n_cpu_moe = p.n_cpu_moe;
     o.ngl = p.n_gpu_layers;
-    sums_.Split(p, &o.gpu, &o.host);
+    const bool simple = p.DeviceCount() <= 1 && p.rules().empty() && p.n_cpu_moe_last == 0;
+    if (simple) {
+      sums_.Split(p, &o.gpu, &o.host);
+      if (p.has_device) o.devices = {o.gpu};
+    } else {
+      sums_.SplitByTensor(p, &o.devices, &o.host);
+    }
     MOETUNE_ASSIGN_OR_RETURN(const ComputeBuffers c, Compute(p));
-    o.gpu.compute = c.device;
     o.host.compute = c.host;
+    for (size_t i = 0; i < o.devices.size() && i < c.per_device.size(); ++i)
+      o.devices[i].compute = c.per_device[i];
+    if (!simple) {
+      o.gpu = {};
+      for (const DeviceBreakdown& d : o.devices) {
+        for (size_t r = 0; r < d.weights.size(); ++r) o.gpu.weights[r] += d.weights[r];
+        o.gpu.kv += d.kv;
+        o.gpu.state += d.state;
+      }
+    }
+    o.gpu.compute = c.device;
     const int64_t budget = req_.vram_free - req_.reserve;
     o.headroom = budget - req_.margin - o.gpu.total();
     o.fits = o.headroom >= 0;
@@ -126,23 +175,29 @@ class Planner {
       p.n_cpu_moe = snap(p.n_cpu_moe);
       p.n_gpu_layers = snap(p.n_gpu_layers);
     }
+    if (p.DeviceCount() > 1 || !p.rules().empty() || p.n_cpu_moe_last > 0) {
+      // One-off placements (a given command): simulated as they are.
+      ++uncached_;
+      return estimator_.Estimate(req_.ctx, p, req_.device_kinds);
+    }
     const auto key =
         std::make_tuple(p.n_gpu_layers, p.n_cpu_moe, p.override_layer, p.override_kinds);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     MOETUNE_ASSIGN_OR_RETURN(const ComputeBuffers c,
-                             estimator_.Estimate(req_.ctx, p, req_.device_kind));
+                             estimator_.Estimate(req_.ctx, p, req_.device_kinds));
     cache_.emplace(key, c);
     return c;
   }
 
  public:
-  int simulations() const { return static_cast<int>(cache_.size()); }
+  int simulations() const { return static_cast<int>(cache_.size()) + uncached_; }
 
  private:
   const PlanRequest& req_;
   LayerSums sums_;
   ComputeEstimator estimator_;
   int n_;
+  int uncached_ = 0;
   std::map<std::tuple<int, int, int, std::vector<std::string>>, ComputeBuffers> cache_;
 };
 
@@ -222,11 +277,12 @@ Status PlanHostOnly(Planner& planner, const PlanRequest& req, Plan* plan) {
 
 Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArch& arch,
                                           const WeightMap& weights, const ContextParams& ctx,
-                                          const WeightPlacement& placement, DeviceKind kind) {
+                                          const WeightPlacement& placement,
+                                          const std::vector<DeviceKind>& kinds) {
   MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, ctx));
   PlanRequest req;
   req.ctx = ctx;
-  req.device_kind = kind;
+  req.device_kinds = kinds;
   Planner planner(model, arch, weights, req, cm);
   return planner.Evaluate(placement);
 }
@@ -257,6 +313,11 @@ Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const 
   plan.margin = req.margin;
   MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
   plan.layout = cm.layout;
+  if (req.devices.size() > 1) {
+    MOETUNE_TRY(PlanAcrossDevicesInto(model, arch, wm, req, &plan));
+    if (plan.chosen) CheckHostRam(req, &plan);
+    return plan;
+  }
   Planner planner(model, arch, wm, req, cm);
   if (req.vram_free <= 0) {
     MOETUNE_TRY(PlanHostOnly(planner, req, &plan));

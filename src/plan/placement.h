@@ -43,10 +43,29 @@ struct PlacementOption {
   WeightPlacement placement;
   int n_cpu_moe = 0;
   int ngl = 0;
-  DeviceBreakdown gpu;
+  DeviceBreakdown gpu;                   // every device together
+  std::vector<DeviceBreakdown> devices;  // each device, in device order
   DeviceBreakdown host;
   bool fits = false;     // gpu.total() + margin <= budget
   int64_t headroom = 0;  // budget - margin - gpu.total() (negative = overflow)
+};
+
+/// One device of a plan across several devices: its engine name and memory.
+struct DeviceBudget {
+  std::string name;  // "CUDA0", "CUDA1", "RPC0"
+  int64_t free = 0;  // bytes free for llama.cpp (total less what other programs hold)
+  int64_t reserve = 0;
+  DeviceKind kind = DeviceKind::kCuda;
+  int64_t budget() const { return free - reserve; }
+};
+
+/// One device's part of a plan across devices.
+struct DeviceShare {
+  DeviceBudget device;
+  int layers = 0;                      // repeating layers on it (the last device: + the output)
+  std::vector<int> cpu_expert_layers;  // its layers whose routed experts stay in host memory
+  DeviceBreakdown use;
+  int64_t headroom = 0;  // budget - margin - use (negative = overflow)
 };
 
 struct PlanRequest {
@@ -56,8 +75,12 @@ struct PlanRequest {
   int64_t margin = 1024ll << 20;   // llama.cpp --fit's default target margin (-fitt 1024 MiB)
   int64_t host_ram_available = 0;  // 0 = unknown
   ContextParams ctx;
-  bool fine_fill = true;                       // propose -ot overrides for single expert tensors
-  DeviceKind device_kind = DeviceKind::kCuda;  // how the GPU treats host-resident weights
+  bool fine_fill = true;  // propose -ot overrides for single expert tensors
+  /// How each device treats host-resident weights (one kind: every device).
+  std::vector<DeviceKind> device_kinds = {DeviceKind::kCuda};
+  /// Several devices (plan/device_split.h): each one's memory, in the
+  /// engine's order; vram_free and reserve then only describe the sum.
+  std::vector<DeviceBudget> devices;
 };
 
 struct Plan {
@@ -78,6 +101,8 @@ struct Plan {
   int64_t host_ram_needed = 0;
   bool host_ram_fits = true;
   int compute_simulations = 0;  // distinct compute-buffer simulations run (bounded for deep models)
+  /// Several devices: each device's part of the chosen placement (empty: one device).
+  std::vector<DeviceShare> shares;
   /// No GPU (no free VRAM: --vram 0, or a machine without one): nothing to
   /// fit; the one option keeps every layer on the host (-ngl 0, no --n-cpu-moe).
   bool host_only = false;
@@ -105,9 +130,11 @@ Result<PlacementOption> PlanServerConfig(const GgufModel& model, const ModelArch
                                          const ServerConfig& config);
 
 /// Weights, KV cache, recurrent state and compute buffers of one placement, on
-/// the device and on the host (exposed for plan --check and tests).
+/// each device and on the host (exposed for plan --check and tests). `kinds`:
+/// one per device (one kind: every device).
 Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArch& arch,
                                           const WeightMap& weights, const ContextParams& ctx,
-                                          const WeightPlacement& placement, DeviceKind kind);
+                                          const WeightPlacement& placement,
+                                          const std::vector<DeviceKind>& kinds);
 
 }  // namespace moetune

@@ -128,7 +128,7 @@ TEST(PlanPlacement, FineFillIsOneConsistentConfiguration) {
   // llama-server, which reserves one output per sequence).
   ContextParams server = r.ctx;
   server.reserve_outputs = ReserveOutputs::kPerSequence;
-  auto again = EvaluatePlacement(f.gguf, f.arch, f.wm, server, chosen.placement, r.device_kind);
+  auto again = EvaluatePlacement(f.gguf, f.arch, f.wm, server, chosen.placement, r.device_kinds);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->gpu.total(), chosen.gpu.total());
   ASSERT_TRUE(p.config);
@@ -277,6 +277,39 @@ TEST(PlanServerConfig, IsThePlanOfTheConfigurationsOwnSettings) {
   EXPECT_EQ(mine->headroom, o->headroom);
   EXPECT_NE(mine->gpu.kv, same->gpu.kv);
   EXPECT_NE(mine->gpu.compute, same->gpu.compute);
+}
+
+}  // namespace
+}  // namespace moetune
+
+namespace moetune {
+namespace {
+
+// The planner's suffix sums (its fast path over N) and the tensor-by-tensor
+// memory map (several devices, -ot rules) agree on one device.
+TEST(EvaluatePlacement, TheFastPathAndTheTensorPathAgree) {
+  Fixture f = Load("qwen3moe");
+  ContextParams ctx;
+  ctx.n_ctx = 8192;
+  for (int n_cpu_moe : {0, 5, 47}) {
+    WeightPlacement fast;
+    fast.has_device = true;
+    fast.n_gpu_layers = 99;
+    fast.n_cpu_moe = n_cpu_moe;
+    fast.override_layer = 4;
+    fast.override_kinds = {"ffn_up_exps"};
+    WeightPlacement by_tensor = fast;
+    ASSERT_TRUE(by_tensor.SetRules({{"matches-no-tensor", kHostDevice}}).ok());
+    auto a = EvaluatePlacement(f.gguf, f.arch, f.wm, ctx, fast, {DeviceKind::kCuda});
+    auto b = EvaluatePlacement(f.gguf, f.arch, f.wm, ctx, by_tensor, {DeviceKind::kCuda});
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->gpu.weights, b->gpu.weights) << n_cpu_moe;
+    EXPECT_EQ(a->host.weights, b->host.weights) << n_cpu_moe;
+    EXPECT_EQ(a->gpu.kv, b->gpu.kv);
+    EXPECT_EQ(a->gpu.compute, b->gpu.compute);
+    ASSERT_EQ(b->devices.size(), 1u);
+    EXPECT_EQ(b->devices[0].total(), a->gpu.total());
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "config/server_argv.h"
 #include "util/table.h"
 
 namespace moetune {
@@ -48,9 +49,8 @@ nlohmann::json PlanCheckJson(const PlanCheck& c) {
 }
 
 std::string PlanCheckText(const PlanCheck& c) {
-  std::string o = fmt::format(
-      "\nCheck against llama.cpp's dry run (llama-fit-params), -ngl {} --n-cpu-moe {}:\n\n", c.ngl,
-      c.n_cpu_moe);
+  std::string o = fmt::format("\nCheck against llama.cpp's dry run (llama-fit-params), {}:\n\n",
+                              ShellJoin(SettingsArgv(PlacementSettings(c.placement))));
   MarkdownTable t({{"device", MarkdownTable::Align::kLeft},
                    {"compared with", MarkdownTable::Align::kLeft},
                    {"model MiB (moetune / engine)"},

@@ -36,6 +36,15 @@ TEST(CheckReport, DisagreementIsMarkedInBothFormats) {
   EXPECT_DOUBLE_EQ(j["tolerances"]["compute"].get<double>(), kCheckComputeTolerance);
 }
 
+TEST(CheckReport, TheHeadNamesTheCheckedPlacementsFlags) {
+  PlanCheck c = Sample(/*context_ok=*/true);
+  c.placement.n_cpu_moe = -1;
+  c.placement.devices = {{"RPC0", 20}, {"RPC1", 29}};
+  const std::string text = PlanCheckText(c);
+  EXPECT_NE(text.find("-dev RPC0,RPC1 -ts 20,29"), std::string::npos) << text;
+  EXPECT_EQ(text.find("--n-cpu-moe"), std::string::npos) << text;
+}
+
 TEST(CheckReport, AgreementSaysSo) {
   const PlanCheck good = Sample(/*context_ok=*/true);
   EXPECT_NE(PlanCheckText(good).find("within tolerance"), std::string::npos);

@@ -309,6 +309,18 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
                     {"host", DeviceJson(o.host)}});
   }
   j["options"] = opts;
+  json shares = json::array();
+  for (const DeviceShare& s : plan.shares) {
+    shares.push_back({{"device", s.device.name},
+                      {"free_bytes", s.device.free},
+                      {"reserve_bytes", s.device.reserve},
+                      {"layers", s.layers},
+                      {"cpu_expert_layers", s.cpu_expert_layers},
+                      {"use", DeviceJson(s.use)},
+                      {"headroom_bytes", s.headroom},
+                      {"fits", s.headroom >= 0}});
+  }
+  j["devices"] = shares;
   if (plan.config) {
     const auto args = ServerArgv(*plan.config);
     j["command"] = ShellJoin(args);
@@ -322,6 +334,46 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
 }
 
 namespace {
+
+// "3-5, 20" for the layers 3, 4, 5 and 20 ("none" when empty).
+std::string LayerRanges(const std::vector<int>& layers) {
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") +
+           (j == i ? std::to_string(layers[i]) : fmt::format("{}-{}", layers[i], layers[j]));
+    i = j + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Several devices: each device's budget, layers, experts on the CPU and memory.
+std::string DevicesTable(const Plan& plan) {
+  MarkdownTable t({{"device", MarkdownTable::Align::kLeft},
+                   {"budget"},
+                   {"layers"},
+                   {"experts on CPU", MarkdownTable::Align::kLeft},
+                   {"weights"},
+                   {"KV"},
+                   {"state"},
+                   {"compute"},
+                   {"total"},
+                   {"headroom"},
+                   {"fits", MarkdownTable::Align::kLeft}});
+  for (size_t d = 0; d < plan.shares.size(); ++d) {
+    const DeviceShare& s = plan.shares[d];
+    const bool last = d + 1 == plan.shares.size();
+    t.AddRow({s.device.name, Mib(s.device.budget()),
+              std::to_string(s.layers) + (last ? " + output" : ""),
+              "layers " + LayerRanges(s.cpu_expert_layers), Mib(s.use.weights_total()),
+              Mib(s.use.kv), Mib(s.use.state), Mib(s.use.compute), Mib(s.use.total()),
+              Mib(s.headroom), s.headroom >= 0 ? "yes" : "NO"});
+  }
+  return fmt::format("{} devices, safety margin {} on each. All sizes in MiB.\n\n",
+                     plan.shares.size(), FormatBytes(Bytes(plan.margin))) +
+         t.Render() + "\n";
+}
 
 // The GPU budget and every option's memory on each device.
 std::string OptionsTable(const Plan& plan, const PlanRequest& req) {
@@ -364,18 +416,24 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
                    m.arch.hp.arch, plan.n_layer, plan.moe ? ", MoE" : ", dense", req.ctx.n_ctx,
                    SlotContextText(req.ctx), plan.layout.n_ubatch, GgmlTypeName(req.ctx.type_k),
                    GgmlTypeName(req.ctx.type_v));
-  if (!plan.host_only) o += OptionsTable(plan, req);
+  if (!plan.shares.empty()) {
+    o += DevicesTable(plan);
+  } else if (!plan.host_only) {
+    o += OptionsTable(plan, req);
+  }
   if (const PlacementOption* best = plan.best()) {
     if (plan.config)
       o += fmt::format("Recommended: {}\n",
                        ShellJoin(SettingsArgv(PlacementSettings(plan.config->placement))));
     if (!plan.host_only)
       o += fmt::format(
-          "  GPU:  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the "
-          "margin)\n",
+          "  {}  weights {} + KV {} + state {} + compute {} = {} (headroom {} beyond the "
+          "margin{})\n",
+          plan.shares.empty() ? "GPU: " : "all devices:",
           FormatBytes(Bytes(best->gpu.weights_total())), FormatBytes(Bytes(best->gpu.kv)),
           FormatBytes(Bytes(best->gpu.state)), FormatBytes(Bytes(best->gpu.compute)),
-          FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)));
+          FormatBytes(Bytes(best->gpu.total())), FormatBytes(Bytes(best->headroom)),
+          plan.shares.empty() ? "" : ", on the tightest device");
     o += fmt::format(
         "  host: weights {} + KV {} + compute {} = {}{}\n",
         FormatBytes(Bytes(best->host.weights_total())),
@@ -385,7 +443,7 @@ std::string PlanText(const ModelInfo& m, const Plan& plan, const PlanRequest& re
             ? fmt::format(" of {} available{}", FormatBytes(Bytes(req.host_ram_available)),
                           plan.host_ram_fits ? "" : "  (DOES NOT FIT)")
             : "");
-    if (plan.moe && !plan.host_only) {
+    if (plan.moe && !plan.host_only && plan.shares.empty()) {
       // One step toward the CPU: without the fine fill's -ot, or one more layer.
       const int n = plan.options[*plan.smallest_fitting].n_cpu_moe;
       const int safer = plan.fine_filled() ? n : n + 1;

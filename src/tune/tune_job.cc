@@ -73,7 +73,7 @@ TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
     PlanRequest req;
     req.vram_free = machine.vram_free;
     req.reserve = machine.reserve;
-    req.device_kind = machine.device_kind;
+    req.device_kinds = {machine.device_kind};
     req.ctx.n_ctx = q.ctx;
     in.plan = req;
   }

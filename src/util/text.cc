@@ -43,6 +43,17 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
   return out;
 }
 
+std::vector<std::string> SplitList(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0;;) {
+    const std::size_t at = text.find(sep, start);
+    out.emplace_back(
+        text.substr(start, at == std::string_view::npos ? text.size() - start : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
 std::string_view NextWord(std::string_view* rest) {
   std::size_t b = 0;
   while (b < rest->size() && IsSpace((*rest)[b])) ++b;

@@ -19,6 +19,10 @@ std::string_view Trim(std::string_view s);
 /// last line without '\n' counts, an empty text has no lines.
 std::vector<std::string_view> SplitLines(std::string_view text);
 
+/// The items of a `sep`-separated list, as written ("a,,b" has an empty
+/// item; "" is one empty item).
+std::vector<std::string> SplitList(std::string_view text, char sep);
+
 /// Removes and returns the next whitespace-separated word of `*rest` ("" at the end).
 std::string_view NextWord(std::string_view* rest);
 

@@ -56,3 +56,16 @@ TEST(TextTest, TruncateKeepsUtf8Whole) {
 
 }  // namespace
 }  // namespace moetune
+
+namespace moetune {
+namespace {
+
+TEST(SplitList, KeepsEveryItemAsWritten) {
+  EXPECT_EQ(SplitList("24GiB,12GiB", ','), (std::vector<std::string>{"24GiB", "12GiB"}));
+  EXPECT_EQ(SplitList("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(SplitList("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(SplitList("x,", ','), (std::vector<std::string>{"x", ""}));
+}
+
+}  // namespace
+}  // namespace moetune

@@ -256,6 +256,59 @@ TEST_F(PlanCliTest, CheckWithRpcComparesTheSplitPerDevice) {
   EXPECT_TRUE(fine_filled);
 }
 
+// Several devices (issue: several GPUs and RPC hosts): `plan --vram A,B[,C]
+// --rpc ...` splits a full-size shape over two and three real RPC devices
+// (ggml-rpc-server on loopback, the engine's own per-device buffers) with
+// -dev, -ts as layer counts and one -ot rule for the experts on the CPU; the
+// engine's dry run of that exact command agrees with moetune's memory map on
+// every device (weights and context 1%, compute 15%).
+TEST_F(PlanCliTest, CheckAcrossTwoAndThreeRpcDevices) {
+  DiscoveryOptions o;
+  o.llama_dir = engine_->string();
+  auto discovered = DiscoverEngine(o);
+  ASSERT_TRUE(discovered.ok()) << discovered.error().message();
+  const bool reference_engine = discovered->version == kComputeRulesEngineVersion;
+  RpcServer r0(*engine_), r1(*engine_), r2(*engine_);
+  ASSERT_FALSE(r0.endpoint().empty() || r1.endpoint().empty() || r2.endpoint().empty());
+  const std::string m = Model("qwen3moe");
+  for (const auto& [vram, rpc] : std::vector<std::pair<std::string, std::string>>{
+           {"10GiB,6GiB", r0.endpoint() + "," + r1.endpoint()},
+           {"7GiB,5GiB,4GiB", r0.endpoint() + "," + r1.endpoint() + "," + r2.endpoint()}}) {
+    const size_t n = static_cast<size_t>(std::count(vram.begin(), vram.end(), ',')) + 1;
+    auto r = Plan({m, "--vram", vram, "--ctx", "8192", "--check", "--rpc", rpc, "--json"});
+    const json j = Json(r);
+    const json& c = j["check"];
+    if (reference_engine || r.exit_code == 0) {
+      ASSERT_EQ(r.exit_code, 0) << vram << ": " << r.err;
+      EXPECT_TRUE(c["agrees"].get<bool>()) << vram << ": " << c.dump(2);
+    } else {
+      ASSERT_EQ(r.exit_code, 4) << vram << ": " << r.err;
+      for (const json& d : c["devices"]) {
+        EXPECT_TRUE(d["model"]["within_tolerance"].get<bool>()) << vram << ": " << d.dump();
+        EXPECT_TRUE(d["context"]["within_tolerance"].get<bool>()) << vram << ": " << d.dump();
+      }
+    }
+    // Every device in the plan and in the check, in the engine's order.
+    ASSERT_EQ(j["devices"].size(), n) << j.dump(2);
+    ASSERT_EQ(c["devices"].size(), n + 1) << c.dump(2);
+    for (size_t d = 0; d < n; ++d) {
+      EXPECT_EQ(c["devices"][d]["device"], "RPC" + std::to_string(d));
+      EXPECT_GE(j["devices"][d]["headroom_bytes"].get<int64_t>(), 0);
+      EXPECT_GT(j["devices"][d]["layers"].get<int>(), 0);
+    }
+    EXPECT_EQ(c["devices"][n]["device"], "Host");
+    // The experts that stay on the CPU come from more than the first device.
+    const auto engine = c["engine_command"].get<std::vector<std::string>>();
+    for (const char* flag : {"-dev", "-ts", "--rpc", "-ot"})
+      EXPECT_NE(std::find(engine.begin(), engine.end(), flag), engine.end()) << flag;
+    EXPECT_EQ(j["command"].get<std::string>().find("--n-cpu-moe"), std::string::npos);
+  }
+  // A list whose length does not match the servers is refused by name.
+  auto bad = Plan({m, "--vram", "10GiB,6GiB", "--rpc", r0.endpoint(), "--check"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("--rpc"), std::string::npos) << bad.err;
+}
+
 TEST_F(PlanCliTest, ReserveBeyondTheVramNamesBothValues) {
   auto r = Plan({Model("qwen3moe"), "--vram", "4GiB", "--reserve", "6GiB"});
   EXPECT_NE(r.exit_code, 0);
