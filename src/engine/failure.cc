@@ -61,6 +61,31 @@ bool IsModelLoad(std::string_view lower) {
          Contains(lower, "gguf_init_from");
 }
 
+// The RPC backend's errors (ggml/src/ggml-rpc/ggml-rpc.cpp; its aborts print
+// the source path first: "./src/ggml-rpc/ggml-rpc.cpp:650: Failed to connect to
+// 127.0.0.1:50099"), not the allocation failures of an RPC device.
+bool IsRpcHostLine(std::string_view line, std::string_view lower) {
+  return Contains(line, "ggml-rpc.cpp") || Contains(lower, "remote rpc server") ||
+         Contains(lower, "rpc handshake failed") ||
+         Contains(lower, "rpc server version mismatch") ||
+         Contains(lower, "rpc transport initialization failed");
+}
+
+// The HOST:PORT an RPC error names ("Failed to connect to H:P", "RPC handshake
+// failed for H:P"); "" when it names none ("Remote RPC server crashed or
+// returned malformed response").
+std::string RpcHostIn(std::string_view line) {
+  for (const std::string_view lead : {"Failed to connect to ", "RPC handshake failed for "}) {
+    const auto at = line.find(lead);
+    if (at == std::string_view::npos) continue;
+    std::string_view rest = line.substr(at + lead.size());
+    const auto end = rest.find_first_of(" \t,;");
+    rest = rest.substr(0, end);
+    if (!rest.empty() && rest.find(':') != std::string_view::npos) return std::string(rest);
+  }
+  return "";
+}
+
 // Lines a debugger prints when the engine's abort handler attaches one (the
 // Debian build runs gdb for a backtrace): they never say why the engine stopped.
 bool IsDebuggerLine(std::string_view line) {
@@ -119,6 +144,8 @@ const char* FailureKindName(FailureKind kind) {
       return "engine_missing";
     case FailureKind::kInvalidConfig:
       return "invalid_config";
+    case FailureKind::kRpcHost:
+      return "rpc_host";
     case FailureKind::kEngineError:
       return "engine_error";
   }
@@ -138,6 +165,7 @@ bool IsDiagnosticLine(std::string_view line) {
   if (Contains(lower, "does not support") || Contains(lower, "requires ") ||
       Contains(lower, "not supported") || Contains(lower, "wrong shape"))
     return true;
+  if (IsRpcHostLine(line, lower)) return true;
   return Contains(lower, "error") || Contains(lower, "failed") ||
          Contains(lower, "out of memory") || Contains(line, "GGML_ASSERT") ||
          Contains(lower, "terminate called") || Contains(line, "what():") ||
@@ -167,9 +195,10 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
                             timeout_seconds, f.exit);
     return f;
   }
-  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load;
+  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load, rpc;
   for (const auto& line : diagnostics) {
     const std::string lower = Lower(line);
+    if (IsRpcHostLine(line, lower)) rpc.push_back(line);
     if (IsDeviceOom(line, lower)) {
       device_oom.push_back(line);
     } else if (IsHostOom(lower)) {
@@ -186,6 +215,13 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
   } else if (!host_oom.empty()) {
     f.kind = FailureKind::kOutOfMemoryHost;
     f.message = JoinUnique(host_oom, 3);
+  } else if (!rpc.empty()) {
+    // Before the generic allocation failure: a dead RPC server makes the
+    // client's allocations fail too.
+    f.kind = FailureKind::kRpcHost;
+    f.message = JoinUnique(rpc, 3);
+    for (const auto& line : rpc)
+      if (f.rpc_host.empty()) f.rpc_host = RpcHostIn(line);
   } else if (!generic_oom.empty()) {
     // "failed to allocate compute buffers" without a buffer name: on a machine
     // with a GPU that is the GPU in practice; the message says what is known.
