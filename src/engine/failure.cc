@@ -124,6 +124,29 @@ std::string JoinUnique(const std::vector<std::string>& lines, std::size_t max_li
   return fmt::format("{}", fmt::join(picked, " | "));
 }
 
+// The diagnostic lines by what they say.
+struct SortedDiagnostics {
+  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load, rpc;
+};
+
+SortedDiagnostics SortDiagnostics(const std::vector<std::string>& diagnostics) {
+  SortedDiagnostics d;
+  for (const auto& line : diagnostics) {
+    const std::string lower = Lower(line);
+    if (IsRpcHostLine(line, lower)) d.rpc.push_back(line);
+    if (IsDeviceOom(line, lower)) {
+      d.device_oom.push_back(line);
+    } else if (IsHostOom(lower)) {
+      d.host_oom.push_back(line);
+    } else if (IsGenericAllocFailure(lower)) {
+      d.generic_oom.push_back(line);
+    }
+    if (IsInvalidArgument(lower)) d.invalid.push_back(line);
+    if (IsModelLoad(lower)) d.load.push_back(line);
+  }
+  return d;
+}
+
 }  // namespace
 
 const char* FailureKindName(FailureKind kind) {
@@ -195,20 +218,7 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
                             timeout_seconds, f.exit);
     return f;
   }
-  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load, rpc;
-  for (const auto& line : diagnostics) {
-    const std::string lower = Lower(line);
-    if (IsRpcHostLine(line, lower)) rpc.push_back(line);
-    if (IsDeviceOom(line, lower)) {
-      device_oom.push_back(line);
-    } else if (IsHostOom(lower)) {
-      host_oom.push_back(line);
-    } else if (IsGenericAllocFailure(lower)) {
-      generic_oom.push_back(line);
-    }
-    if (IsInvalidArgument(lower)) invalid.push_back(line);
-    if (IsModelLoad(lower)) load.push_back(line);
-  }
+  auto [device_oom, host_oom, generic_oom, invalid, load, rpc] = SortDiagnostics(diagnostics);
   if (!device_oom.empty()) {
     f.kind = FailureKind::kOutOfMemoryDevice;
     f.message = JoinUnique(device_oom, 3);

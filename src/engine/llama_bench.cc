@@ -379,6 +379,26 @@ std::vector<bool> StoreRecords(std::vector<BenchRecord>* records,
   return taken;
 }
 
+// Why an engine that exited normally left configurations without a result.
+std::string NoResultMessage(const std::vector<bool>& taken, const std::vector<std::string>& bad) {
+  return bad.empty() ? fmt::format(
+                           "the engine exited normally but printed no result for {} of {} "
+                           "configuration(s)",
+                           std::count(taken.begin(), taken.end(), false), taken.size())
+                     : fmt::format("unparseable output from the engine: {}", bad.front());
+}
+
+// How an invocation that left configurations without a result failed.
+EngineFailure InvocationFailure(const RunOutput& out, double limit, const LogTail& log,
+                                const std::vector<bool>& taken, const std::vector<std::string>& bad,
+                                const std::vector<std::string>& rpc_hosts) {
+  EngineFailure f = ClassifyFailure(out.status, out.timed_out, limit, log.kept(), log.tail());
+  if (f.kind == FailureKind::kUnparseable) f.message = NoResultMessage(taken, bad);
+  // Which RPC host, when one failed (the engine rarely says).
+  AttributeRpcFailure(rpc_hosts, &f);
+  return f;
+}
+
 // RPC hosts are checked before each invocation that uses them: one that does
 // not answer fails its configurations at once, by name, instead of the engine
 // waiting minutes on its connection (rpc_host.h).
@@ -389,15 +409,6 @@ std::optional<EngineFailure> RpcHostsNotReady(const std::vector<std::string>& ho
   EngineFailure f{FailureKind::kRpcHost, DescribeRpcHostProblem(*bad), "not started", {}};
   f.rpc_host = bad->endpoint;
   return f;
-}
-
-// Why an engine that exited normally left configurations without a result.
-std::string NoResultMessage(const std::vector<bool>& taken, const std::vector<std::string>& bad) {
-  return bad.empty() ? fmt::format(
-                           "the engine exited normally but printed no result for {} of {} "
-                           "configuration(s)",
-                           std::count(taken.begin(), taken.end(), false), taken.size())
-                     : fmt::format("unparseable output from the engine: {}", bad.front());
 }
 
 }  // namespace
@@ -504,12 +515,8 @@ void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<Ru
   const bool all_taken = std::all_of(taken.begin(), taken.end(), [](bool x) { return x; });
   if (!all_taken || !out->status.success() || out->timed_out) {
     const double limit = std::chrono::duration<double>(*o.timeout).count();
-    EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, log.kept(), log.tail());
-    // Which RPC host, when one failed (the engine rarely says).
-    AttributeRpcFailure(configs[inv.configs.front()].rpc, &f);
-    if (f.kind == FailureKind::kUnparseable) {
-      f.message = NoResultMessage(taken, bad);
-    }
+    const EngineFailure f =
+        InvocationFailure(*out, limit, log, taken, bad, configs[inv.configs.front()].rpc);
     rep.failure = f;
     FailAll(f, inv.configs, inv_index, run);
   }

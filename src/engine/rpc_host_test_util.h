@@ -32,11 +32,10 @@ class FakeRpcHost {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+          ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0 && ::listen(fd_, 16) == 0;
     port_ = ntohs(a.sin_port);
-    ::listen(fd_, 16);
     thread_ = std::thread([this] { Serve(); });
   }
   FakeRpcHost(const FakeRpcHost&) = delete;
@@ -48,6 +47,8 @@ class FakeRpcHost {
     ::close(fd_);
   }
 
+  /// True when it listens.
+  bool ok() const { return ok_; }
   int port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   int connections() const { return connections_; }
@@ -98,6 +99,7 @@ class FakeRpcHost {
   }
 
   Behaviour behaviour_;
+  bool ok_ = false;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
@@ -115,14 +117,13 @@ class BlackholeHost {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+          ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0 && ::listen(fd_, 0) == 0;
     port_ = ntohs(a.sin_port);
-    ::listen(fd_, 0);
     // The one connection the backlog holds.
     filler_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ::connect(filler_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ok_ = ok_ && ::connect(filler_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   }
   BlackholeHost(const BlackholeHost&) = delete;
   BlackholeHost& operator=(const BlackholeHost&) = delete;
@@ -130,9 +131,12 @@ class BlackholeHost {
     ::close(filler_);
     ::close(fd_);
   }
+  /// True when its backlog is full.
+  bool ok() const { return ok_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:
+  bool ok_ = false;
   int fd_ = -1;
   int filler_ = -1;
   int port_ = 0;

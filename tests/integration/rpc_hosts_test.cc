@@ -62,6 +62,7 @@ TEST_F(RpcHostsTest, NothingListeningIsNamedBeforeTheEngineStarts) {
 
 TEST_F(RpcHostsTest, ABlackholeCostsTheStatedTimeoutNotTheKernels) {
   BlackholeHost hole;
+  ASSERT_TRUE(hole.ok());
   double s = 0;
   const CommandResult r = Bench(hole.endpoint(), &s);
   ExpectRefused(r, s, hole.endpoint(), "no answer to the connection within 5 s");
