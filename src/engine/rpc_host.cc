@@ -291,10 +291,13 @@ std::string DescribeRpcHostProblem(const RpcHostCheck& c) {
           "version it needs); run the same llama.cpp version on every host",
           c.endpoint);
     case RpcHostProblem::kSilent:
+      // A ggml-rpc-server serving one client does not answer another (llama.cpp
+      // 0.7.0: no hello answer within 10 s while a llama-bench used it).
       return fmt::format(
           "RPC host {}: accepted the connection but did not answer the hello "
-          "within {:g} s (stopped, overloaded, or not a ggml-rpc-server); restart "
-          "its ggml-rpc-server",
+          "within {:g} s: its ggml-rpc-server is busy with another client (it "
+          "serves one at a time), stopped or overloaded, or it is another "
+          "program; stop the other client or restart the server",
           c.endpoint, c.timeout_seconds);
     case RpcHostProblem::kGarbage:
       return fmt::format(

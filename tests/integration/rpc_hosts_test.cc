@@ -93,6 +93,28 @@ TEST_F(RpcHostsTest, PlanCheckNamesTheHostToo) {
   ExpectRefused(r, s, host.endpoint(), "not a ggml-rpc-server's hello");
 }
 
+// serve --from a command with --rpc: the host is checked before llama-server starts.
+TEST_F(RpcHostsTest, ServeNamesTheHostBeforeStartingTheServer) {
+  FakeRpcHost host(FakeRpcHost::Behaviour::kSilent);
+  ASSERT_TRUE(host.ok());
+  TempDir dir;
+  const std::string from = dir.File("from.json");
+  {
+    std::ofstream f(from);
+    f << nlohmann::json{{"command_argv",
+                         {"llama-server", "-m", model_, "-ngl", "99", "--rpc", host.endpoint()}}}
+             .dump();
+  }
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const auto t0 = Clock::now();
+  const CommandResult r = RunCommand({MoetuneBinary(), "serve", model_, "--from", from,
+                                      "--llama-dir", info_->dir, "--port", std::to_string(port)},
+                                     120);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  ExpectRefused(r, s, host.endpoint(), "did not answer the hello within 5 s");
+}
+
 // Waits until the server's log shows `text` (a client connected).
 bool LogShows(const RpcServer& rpc, const std::string& text, double seconds) {
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
