@@ -293,7 +293,7 @@ std::string DescribeRpcHostProblem(const RpcHostCheck& c) {
           c.endpoint);
     case RpcHostProblem::kSilent:
       // A ggml-rpc-server serving one client does not answer another (llama.cpp
-      // 0.7.0: no hello answer within 10 s while a llama-bench used it).
+      // 0.7.0: no hello answer within 3 s while a llama-bench used it).
       return fmt::format(
           "RPC host {}: accepted the connection but did not answer the hello "
           "within {:g} s: its ggml-rpc-server is busy with another client (it "
