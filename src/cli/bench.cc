@@ -17,6 +17,7 @@
 #include "config/tensor_override.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
+#include "engine/rpc_host.h"
 #include "report/bench_report.h"
 #include "report/command_documents.h"
 #include "tune/analysis.h"
@@ -115,9 +116,7 @@ Result<SweepAxes> ParseSweepAxes(const BenchArgs& a) {
   } else if (auto value = OverridesForBench(x.rules.Rules()); !value.ok()) {
     return value.take_error().Context("--override-tensor");
   }
-  for (const auto& h : SplitList(a.rpc)) {
-    if (!h.empty()) x.rpc.push_back(h);
-  }
+  MOETUNE_ASSIGN_OR_RETURN(x.rpc, ParseRpcList(a.rpc));
   for (int v : p) {
     if (v > 0) x.tests.push_back({v, 0});
   }
@@ -228,6 +227,8 @@ int Run(const BenchArgs& a) {
     return st.ok() ? kExitOk : ReportError(st.error());
   }
 
+  // A host that does not answer is named now, not after the engine waited on it.
+  if (auto st = CheckRpcHosts(configs->front().rpc); !st.ok()) return ReportError(st.error());
   if (auto busy = CheckQuietMachine(a.wait_quiet))
     std::cerr << ForTerminal("moetune: WARNING: " + *busy + "\n");
   const bool live = !a.no_progress && (a.progress || ::isatty(2));
@@ -312,7 +313,11 @@ void RegisterBenchCommand(CLI::App& app, CommandRun* run) {
       ->check(KvCacheType(/*list=*/true));
   cmd->add_option("--lm,--load-mode", a->load_mode, "Load mode (engines with -lm)");
   cmd->add_option("--rpc", a->rpc,
-                  "RPC servers HOST:PORT[,...] (ggml-rpc-server) whose devices the engine uses");
+                  fmt::format("RPC servers HOST:PORT[,...] (ggml-rpc-server) whose devices the "
+                              "engine uses; each must answer within {} s before the runs start "
+                              "(docs/distributed.md)",
+                              kRpcCheckTimeout.count() / 1000))
+      ->check(RpcServerList());
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (default 5)")
       ->check(IntRange(1, kMaxRepetitions));
   cmd->add_flag("--no-warmup", a->no_warmup, "Skip the warm-up run");

@@ -384,7 +384,8 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
   cmd->add_option("--rpc", o->rpc,
                   "With --check: RPC servers (HOST:PORT[,...], ggml-rpc-server) whose devices "
-                  "join the engine's dry run, to check the device/host split without a GPU");
+                  "join the engine's dry run, to check the device/host split without a GPU")
+      ->check(RpcServerList());
   cmd->add_option("--llama-dir", o->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag(

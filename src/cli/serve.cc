@@ -16,6 +16,7 @@
 #include "cli/validators.h"
 #include "cli/watch_prediction.h"
 #include "engine/engine_info.h"
+#include "engine/rpc_host.h"
 #include "hw/cpu_topology.h"
 #include "report/watch_report.h"
 #include "util/units.h"
@@ -184,6 +185,8 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   }
   auto engine = ServeEngine(o, tuned);
   if (!engine.ok()) return ReportError(engine.error());
+  // A host that does not answer is named now, not after llama-server waited on it.
+  if (auto st = CheckRpcHosts(base.rpc); !st.ok()) return ReportError(st.error());
   ServeCommandOptions c;
   c.server_path = engine->ToolPath("llama-server");
   c.model = o.model;
@@ -193,6 +196,7 @@ int Run(const ServeOpts& o, const std::vector<CLI::Option*>& plan_opts) {
   const std::vector<std::string> argv = ServeArgv(base, c);
 
   ServeOptions so = LoopOptions(o, argv, c.port);
+  so.supervisor.rpc_hosts = base.rpc;
   std::shared_ptr<const ServerPredictor> predictor;
   if (!(tuned && (tuned->analysis || tuned->prediction))) {
     auto p = PredictorForServer(o.model, o.profile, !o.no_predict, &notes);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "engine/rpc_host.h"
 #include "engine/run_config.h"
 #include "model/context_support.h"
 #include "tune/objective.h"
@@ -180,5 +181,7 @@ CLI::Validator FlashAttnList() {
       },
       "on|off|auto[,...]");
 }
+
+CLI::Validator RpcServerList() { return Parses(ParseRpcList, "HOST:PORT[,...]"); }
 
 }  // namespace moetune

@@ -76,6 +76,8 @@ CLI::Validator Parses(Parse parse, std::string type_name) {
 }
 /// A KV cache type llama.cpp accepts (f16, q8_0, ...); `list`: a comma list of them.
 CLI::Validator KvCacheType(bool list = false);
+/// RPC servers as --rpc takes them: HOST:PORT[,HOST:PORT...].
+CLI::Validator RpcServerList();
 /// Flash attention in llama.cpp's spellings: on/off/auto (1/0/-1, ...), a comma list.
 CLI::Validator FlashAttnList();
 

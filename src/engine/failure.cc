@@ -61,6 +61,31 @@ bool IsModelLoad(std::string_view lower) {
          Contains(lower, "gguf_init_from");
 }
 
+// The RPC backend's errors (ggml/src/ggml-rpc/ggml-rpc.cpp; its aborts print
+// the source path first: "./src/ggml-rpc/ggml-rpc.cpp:650: Failed to connect to
+// 127.0.0.1:50099"), not the allocation failures of an RPC device.
+bool IsRpcHostLine(std::string_view line, std::string_view lower) {
+  return Contains(line, "ggml-rpc.cpp") || Contains(lower, "remote rpc server") ||
+         Contains(lower, "rpc handshake failed") ||
+         Contains(lower, "rpc server version mismatch") ||
+         Contains(lower, "rpc transport initialization failed");
+}
+
+// The HOST:PORT an RPC error names ("Failed to connect to H:P", "RPC handshake
+// failed for H:P"); "" when it names none ("Remote RPC server crashed or
+// returned malformed response").
+std::string RpcHostIn(std::string_view line) {
+  for (const std::string_view lead : {"Failed to connect to ", "RPC handshake failed for "}) {
+    const auto at = line.find(lead);
+    if (at == std::string_view::npos) continue;
+    std::string_view rest = line.substr(at + lead.size());
+    const auto end = rest.find_first_of(" \t,;");
+    rest = rest.substr(0, end);
+    if (!rest.empty() && rest.find(':') != std::string_view::npos) return std::string(rest);
+  }
+  return "";
+}
+
 // Lines a debugger prints when the engine's abort handler attaches one (the
 // Debian build runs gdb for a backtrace): they never say why the engine stopped.
 bool IsDebuggerLine(std::string_view line) {
@@ -99,6 +124,29 @@ std::string JoinUnique(const std::vector<std::string>& lines, std::size_t max_li
   return fmt::format("{}", fmt::join(picked, " | "));
 }
 
+// The diagnostic lines by what they say.
+struct SortedDiagnostics {
+  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load, rpc;
+};
+
+SortedDiagnostics SortDiagnostics(const std::vector<std::string>& diagnostics) {
+  SortedDiagnostics d;
+  for (const auto& line : diagnostics) {
+    const std::string lower = Lower(line);
+    if (IsRpcHostLine(line, lower)) d.rpc.push_back(line);
+    if (IsDeviceOom(line, lower)) {
+      d.device_oom.push_back(line);
+    } else if (IsHostOom(lower)) {
+      d.host_oom.push_back(line);
+    } else if (IsGenericAllocFailure(lower)) {
+      d.generic_oom.push_back(line);
+    }
+    if (IsInvalidArgument(lower)) d.invalid.push_back(line);
+    if (IsModelLoad(lower)) d.load.push_back(line);
+  }
+  return d;
+}
+
 }  // namespace
 
 const char* FailureKindName(FailureKind kind) {
@@ -119,6 +167,8 @@ const char* FailureKindName(FailureKind kind) {
       return "engine_missing";
     case FailureKind::kInvalidConfig:
       return "invalid_config";
+    case FailureKind::kRpcHost:
+      return "rpc_host";
     case FailureKind::kEngineError:
       return "engine_error";
   }
@@ -138,6 +188,7 @@ bool IsDiagnosticLine(std::string_view line) {
   if (Contains(lower, "does not support") || Contains(lower, "requires ") ||
       Contains(lower, "not supported") || Contains(lower, "wrong shape"))
     return true;
+  if (IsRpcHostLine(line, lower)) return true;
   return Contains(lower, "error") || Contains(lower, "failed") ||
          Contains(lower, "out of memory") || Contains(line, "GGML_ASSERT") ||
          Contains(lower, "terminate called") || Contains(line, "what():") ||
@@ -167,25 +218,20 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
                             timeout_seconds, f.exit);
     return f;
   }
-  std::vector<std::string> device_oom, host_oom, generic_oom, invalid, load;
-  for (const auto& line : diagnostics) {
-    const std::string lower = Lower(line);
-    if (IsDeviceOom(line, lower)) {
-      device_oom.push_back(line);
-    } else if (IsHostOom(lower)) {
-      host_oom.push_back(line);
-    } else if (IsGenericAllocFailure(lower)) {
-      generic_oom.push_back(line);
-    }
-    if (IsInvalidArgument(lower)) invalid.push_back(line);
-    if (IsModelLoad(lower)) load.push_back(line);
-  }
+  auto [device_oom, host_oom, generic_oom, invalid, load, rpc] = SortDiagnostics(diagnostics);
   if (!device_oom.empty()) {
     f.kind = FailureKind::kOutOfMemoryDevice;
     f.message = JoinUnique(device_oom, 3);
   } else if (!host_oom.empty()) {
     f.kind = FailureKind::kOutOfMemoryHost;
     f.message = JoinUnique(host_oom, 3);
+  } else if (!rpc.empty()) {
+    // Before the generic allocation failure: a dead RPC server makes the
+    // client's allocations fail too.
+    f.kind = FailureKind::kRpcHost;
+    f.message = JoinUnique(rpc, 3);
+    for (const auto& line : rpc)
+      if (f.rpc_host.empty()) f.rpc_host = RpcHostIn(line);
   } else if (!generic_oom.empty()) {
     // "failed to allocate compute buffers" without a buffer name: on a machine
     // with a GPU that is the GPU in practice; the message says what is known.

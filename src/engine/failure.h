@@ -21,6 +21,7 @@ enum class FailureKind {
   kUnparseable,        // exited normally but printed no usable result
   kEngineMissing,      // the tool is missing or not executable
   kInvalidConfig,      // the engine rejected an argument value
+  kRpcHost,            // an RPC host (ggml-rpc-server) is unreachable, answers garbage or died
   kEngineError,        // any other non-zero exit
 };
 
@@ -39,6 +40,9 @@ struct EngineFailure {
   /// The signal that ended the process (0 when it exited): a crash by SIGKILL
   /// or SIGTERM from outside says nothing about the configuration.
   int signal = 0;
+  /// kRpcHost: the RPC server (HOST:PORT) that failed, "" when the engine's
+  /// output and a check of the run's hosts could not tell which one.
+  std::string rpc_host{};
 };
 
 /// True for log lines that never explain anything (the Debian build's

@@ -159,7 +159,40 @@ TEST(FailureTest, CleanExitWithoutResultIsUnparseable) {
   EXPECT_EQ(e.message, "something odd");
 }
 
+// Recorded with llama.cpp 0.7.0 (Debian build 11669): llama-bench --rpc to a
+// port nothing listens on, to a listener that answers an HTTP page, and to a
+// ggml-rpc-server killed during the run (SIGKILL) -- each ends in SIGABRT.
+TEST(FailureTest, RpcConnectionFailureNamesTheHost) {
+  const auto f =
+      Classify(Signaled(SIGABRT), {"load_backend: loaded RPC backend from /x/libggml-rpc.so",
+                                   "./src/ggml-rpc/ggml-rpc.cpp:650: Failed to connect to "
+                                   "127.0.0.1:50099",
+                                   "#0  0x00007f3991c9ba02 in ?? () from /x/libc.so.6"});
+  EXPECT_EQ(f.kind, FailureKind::kRpcHost);
+  EXPECT_EQ(f.rpc_host, "127.0.0.1:50099");
+  EXPECT_NE(f.message.find("Failed to connect"), std::string::npos) << f.message;
+}
+
+TEST(FailureTest, RpcServerDeadOrGarbledIsRpcHostWithoutAName) {
+  for (const std::vector<std::string>& lines :
+       {std::vector<std::string>{"recv failed (bytes_recv=0, size_to_recv=8)",
+                                 "./src/ggml-rpc/ggml-rpc.cpp:682: Remote RPC server crashed or "
+                                 "returned malformed response"},
+        std::vector<std::string>{"./src/ggml-rpc/ggml-rpc.cpp:430: Remote RPC server crashed or "
+                                 "returned malformed response"}}) {
+    const auto f = Classify(Signaled(SIGABRT), lines);
+    EXPECT_EQ(f.kind, FailureKind::kRpcHost);
+    EXPECT_TRUE(f.rpc_host.empty());
+    EXPECT_NE(f.message.find("Remote RPC server crashed"), std::string::npos) << f.message;
+  }
+  // An allocation failure on the RPC device is memory, not a host failure.
+  const auto oom = Classify(Exited(1), {"ggml_backend_cpu_buffer_type_alloc_buffer: failed to "
+                                        "allocate buffer of size 99999"});
+  EXPECT_NE(oom.kind, FailureKind::kRpcHost);
+}
+
 TEST(FailureTest, KindNamesAreStable) {
+  EXPECT_STREQ(FailureKindName(FailureKind::kRpcHost), "rpc_host");
   EXPECT_STREQ(FailureKindName(FailureKind::kOutOfMemoryDevice), "oom_device");
   EXPECT_STREQ(FailureKindName(FailureKind::kInvalidConfig), "invalid_config");
   EXPECT_STREQ(FailureKindName(FailureKind::kEngineMissing), "engine_missing");

@@ -6,6 +6,7 @@
 
 #include "config/server_argv.h"
 #include "engine/engine_output.h"
+#include "engine/rpc_host.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -47,20 +48,25 @@ Result<std::vector<FitParamsDevice>> ParseFitParamsOutput(std::string_view text)
   return out;
 }
 
+namespace {
+
+// The RPC servers of the dry run: the options' list, else the configuration's.
+std::vector<std::string> DryRunRpcHosts(const ServerConfig& config,
+                                        const FitParamsOptions& options) {
+  if (options.rpc.empty()) return config.rpc;
+  // A malformed entry is passed on as written: the host check names it.
+  auto hosts = ParseRpcList(options.rpc);
+  return hosts.ok() ? *hosts : std::vector<std::string>{options.rpc};
+}
+
+}  // namespace
+
 std::vector<std::string> FitParamsArgv(const EngineInfo& engine, const ServerConfig& config,
                                        const FitParamsOptions& options) {
   ServerConfig c = config;
   // Explicit placement, no fitting: the sizes are those of exactly this placement.
   c.fit = Switch::kOff;
-  if (!options.rpc.empty()) {
-    c.rpc.clear();
-    for (size_t start = 0; start <= options.rpc.size();) {
-      size_t comma = options.rpc.find(',', start);
-      if (comma == std::string::npos) comma = options.rpc.size();
-      if (comma > start) c.rpc.push_back(options.rpc.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
+  c.rpc = DryRunRpcHosts(config, options);
   if (options.count_host_weights) c.load_mode = LoadMode::kNone;
   std::vector<std::string> argv = ServerArgv(c, engine.ToolPath("llama-fit-params"));
   if (options.count_host_weights) argv.emplace_back(Flag(FlagId::kNoRepack).spelling);
@@ -78,6 +84,9 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const ServerConfi
             "build target llama-fit-params)",
             engine.dir));
   }
+  // A host that does not answer is named before the dry run waits on it.
+  const std::vector<std::string> hosts = DryRunRpcHosts(config, options);
+  MOETUNE_TRY(CheckRpcHosts(hosts));
   FitParamsReport report;
   report.argv = FitParamsArgv(engine, config, options);
   // Flags this build lacks are named before it runs (versions differ: -kvu is
@@ -108,7 +117,8 @@ Result<FitParamsReport> RunFitParams(const EngineInfo& engine, const ServerConfi
                                flag, line));
     }
   }
-  const EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, log.kept(), log.tail());
+  EngineFailure f = ClassifyFailure(out.status, out.timed_out, 120, log.kept(), log.tail());
+  AttributeRpcFailure(hosts, &f);
   if (f.kind == FailureKind::kUnparseable && !devices.ok()) return devices.take_error();
   return Error(ErrorKind::kEngine, fmt::format("llama-fit-params failed ({}, {}): {}",
                                                FailureKindName(f.kind), f.exit, f.message));

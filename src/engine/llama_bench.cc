@@ -12,6 +12,7 @@
 #include "config/tensor_override.h"
 #include "engine/bench_jsonl.h"
 #include "engine/engine_output.h"
+#include "engine/rpc_host.h"
 #include "hw/machine_load.h"
 #include "util/subprocess.h"
 
@@ -387,6 +388,29 @@ std::string NoResultMessage(const std::vector<bool>& taken, const std::vector<st
                      : fmt::format("unparseable output from the engine: {}", bad.front());
 }
 
+// How an invocation that left configurations without a result failed.
+EngineFailure InvocationFailure(const RunOutput& out, double limit, const LogTail& log,
+                                const std::vector<bool>& taken, const std::vector<std::string>& bad,
+                                const std::vector<std::string>& rpc_hosts) {
+  EngineFailure f = ClassifyFailure(out.status, out.timed_out, limit, log.kept(), log.tail());
+  if (f.kind == FailureKind::kUnparseable) f.message = NoResultMessage(taken, bad);
+  // Which RPC host, when one failed (the engine rarely says).
+  AttributeRpcFailure(rpc_hosts, &f);
+  return f;
+}
+
+// RPC hosts are checked before each invocation that uses them: one that does
+// not answer fails its configurations at once, by name, instead of the engine
+// waiting minutes on its connection (rpc_host.h).
+std::optional<EngineFailure> RpcHostsNotReady(const std::vector<std::string>& hosts) {
+  if (hosts.empty()) return std::nullopt;
+  const auto bad = FirstFailingRpcHost(hosts);
+  if (!bad) return std::nullopt;
+  EngineFailure f{FailureKind::kRpcHost, DescribeRpcHostProblem(*bad), "not started", {}};
+  f.rpc_host = bad->endpoint;
+  return f;
+}
+
 }  // namespace
 
 // Where a Run stands, for its progress callback.
@@ -491,10 +515,8 @@ void LlamaBenchEngine::RunInvocation(const Invocation& inv, const std::vector<Ru
   const bool all_taken = std::all_of(taken.begin(), taken.end(), [](bool x) { return x; });
   if (!all_taken || !out->status.success() || out->timed_out) {
     const double limit = std::chrono::duration<double>(*o.timeout).count();
-    EngineFailure f = ClassifyFailure(out->status, out->timed_out, limit, log.kept(), log.tail());
-    if (f.kind == FailureKind::kUnparseable) {
-      f.message = NoResultMessage(taken, bad);
-    }
+    const EngineFailure f =
+        InvocationFailure(*out, limit, log, taken, bad, configs[inv.configs.front()].rpc);
     rep.failure = f;
     FailAll(f, inv.configs, inv_index, run);
   }
@@ -519,15 +541,19 @@ BenchRun LlamaBenchEngine::Run(const std::vector<RunConfig>& configs,
   for (std::size_t n = 0; n < plan.size(); ++n) {
     st.p.invocation = n + 1;
     const Invocation& inv = plan[n];
-    if (inv.unsupported || st.PastDeadline()) {
-      // Not started: the engine cannot express it, or no time is left (which
-      // says nothing about the configurations).
+    const bool past = !inv.unsupported && st.PastDeadline();
+    const auto no_host =
+        inv.unsupported || past ? std::nullopt : RpcHostsNotReady(configs[inv.configs.front()].rpc);
+    if (inv.unsupported || past || no_host) {
+      // Not started: the engine cannot express it, no time is left (which
+      // says nothing about the configurations), or an RPC host does not answer.
       InvocationReport rep;
       rep.argv = inv.argv;
       rep.configs = inv.configs;
-      rep.time_limit_reached = !inv.unsupported;
+      rep.time_limit_reached = past;
       NotStarted(
-          inv.unsupported
+          no_host ? *no_host
+          : inv.unsupported
               ? EngineFailure{FailureKind::kInvalidConfig, *inv.unsupported, "not started", {}}
               : EngineFailure{FailureKind::kTimeout,
                               "not started: the time limit was reached",

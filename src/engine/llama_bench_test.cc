@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "engine/server_test_util.h"
+
 namespace moetune {
 namespace {
 
@@ -174,6 +176,26 @@ TEST(LlamaBenchPlanTest, OldEngineWithoutNcmoeUsesOverrides) {
   const auto run = engine.Run({a});
   ASSERT_FALSE(run.results[0].ok());
   EXPECT_EQ(run.results[0].failure->kind, FailureKind::kInvalidConfig);
+}
+
+// An RPC host that does not answer fails its invocation by name before the
+// engine starts (a tune or calibrate goes on with the rest, as data).
+TEST(LlamaBenchPlanTest, AnRpcHostThatDoesNotAnswerFailsItsInvocationByName) {
+  EngineInfo info = FakeInfo();
+  info.bench_flags.insert("--rpc");
+  auto port = FindFreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  const std::string down = "127.0.0.1:" + std::to_string(*port);
+  RunConfig a = Base();
+  a.n_gen = 8;
+  a.rpc = {down};
+  LlamaBenchEngine engine(info);
+  const auto run = engine.Run({a});
+  ASSERT_FALSE(run.results[0].ok());
+  EXPECT_EQ(run.results[0].failure->kind, FailureKind::kRpcHost);
+  EXPECT_EQ(run.results[0].failure->rpc_host, down);
+  EXPECT_EQ(run.results[0].failure->exit, "not started");
+  EXPECT_NE(run.results[0].failure->message.find("connection refused"), std::string::npos);
 }
 
 TEST(LlamaBenchPlanTest, CpuMoeOverrideMatchesLlamaCppRegex) {

@@ -62,6 +62,7 @@ json FailureToJson(const EngineFailure& failure) {
             {"exit", failure.exit},
             {"stderr_tail", failure.stderr_tail}};
   if (failure.signal != 0) j["signal"] = failure.signal;
+  if (!failure.rpc_host.empty()) j["rpc_host"] = failure.rpc_host;
   return j;
 }
 
@@ -124,6 +125,7 @@ Result<RunResult> RunResultFromJson(const json& e) {
     fail.message = StrOr(*f, "message");
     fail.exit = StrOr(*f, "exit");
     if (const int sig = IntOr(*f, "signal", 0); sig > 0 && sig < 65) fail.signal = sig;
+    fail.rpc_host = StrOr(*f, "rpc_host");
     if (auto t = f->find("stderr_tail"); t != f->end() && t->is_array()) {
       for (const auto& line : *t) {
         if (line.is_string()) fail.stderr_tail.push_back(line.get<std::string>());

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "config/server_argv.h"
+#include "engine/rpc_host.h"
 #include "report/emit_launchers.h"
 #include "report/emit_text.h"
 #include "report/emit_windows.h"
@@ -162,6 +163,23 @@ Result<std::string> Compose(const ServerConfig& config, const EmitContext& ctx) 
 
 }  // namespace
 
+Result<std::vector<std::string>> RpcHostComments(const ServerConfig& config) {
+  std::vector<std::string> lines;
+  if (config.rpc.empty()) return lines;
+  lines = {
+      "RPC hosts: start llama.cpp's ggml-rpc-server on each of them before the server "
+      "(the same",
+      "llama.cpp version everywhere). The RPC backend has no authentication and no "
+      "encryption:",
+      "bind it to an address of a trusted private network, never a public one (see "
+      "docs/distributed.md)."};
+  for (const auto& endpoint : config.rpc) {
+    MOETUNE_ASSIGN_OR_RETURN(const auto argv, RpcServerArgv(endpoint));
+    lines.push_back(fmt::format("  on {}: {}", argv[2], ShellJoin(argv)));
+  }
+  return lines;
+}
+
 const std::vector<EmitFormat>& EmitFormats() {
   static const std::vector<EmitFormat> formats = [] {
     std::vector<EmitFormat> v;
@@ -223,19 +241,11 @@ Result<std::vector<std::string>> ComposeServerArgv(const ServerConfig& config) {
   return ServerArgv(inner);
 }
 
-Result<std::string> EmitServerConfig(EmitFormat format, const ServerConfig& config,
-                                     const EmitContext& context) {
-  const std::vector<Setting> settings = ConfigSettings(config);
-  // A NUL byte ends a C string: no command line, environment or file name
-  // holds one, so no format can carry it.
-  for (const auto& s : settings) {
-    if (s.value.find('\0') != std::string::npos) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("{} value '{}' holds a NUL byte, which no command line carries; "
-                               "rename the file",
-                               Flag(s.flag).spelling, ForTerminalField(s.value)));
-    }
-  }
+namespace {
+
+Result<std::string> EmitWithContext(EmitFormat format, const ServerConfig& config,
+                                    const std::vector<FlagSetting>& settings,
+                                    const EmitContext& context) {
   switch (format) {
     case EmitFormat::kServer:
       return Server(settings, context);
@@ -259,6 +269,30 @@ Result<std::string> EmitServerConfig(EmitFormat format, const ServerConfig& conf
       return EmitOllama(config, context);
   }
   return Server(settings, context);
+}
+
+}  // namespace
+
+Result<std::string> EmitServerConfig(EmitFormat format, const ServerConfig& config,
+                                     const EmitContext& context) {
+  const std::vector<Setting> settings = ConfigSettings(config);
+  // A NUL byte ends a C string: no command line, environment or file name
+  // holds one, so no format can carry it.
+  for (const auto& s : settings) {
+    if (s.value.find('\0') != std::string::npos) {
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("{} value '{}' holds a NUL byte, which no command line carries; "
+                               "rename the file",
+                               Flag(s.flag).spelling, ForTerminalField(s.value)));
+    }
+  }
+  // Every format that starts the server says how to start its RPC hosts.
+  EmitContext ctx = context;
+  if (format != EmitFormat::kOllama) {
+    MOETUNE_ASSIGN_OR_RETURN(const auto rpc, RpcHostComments(config));
+    ctx.header.insert(ctx.header.end(), rpc.begin(), rpc.end());
+  }
+  return EmitWithContext(format, config, settings, ctx);
 }
 
 std::string ShellQuoteWord(std::string_view word) { return ShellJoin({std::string(word)}); }

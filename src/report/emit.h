@@ -89,6 +89,12 @@ Result<std::vector<std::string>> ComposeServerArgv(const ServerConfig& config);
 Result<std::vector<std::pair<std::string, std::string>>> LlamaEnvironment(
     const ServerConfig& config);
 
+/// Comment lines for the header of every format that starts the server, when
+/// `config` has RPC servers: the `ggml-rpc-server -H HOST -p PORT` to run on
+/// each host and the warning that the RPC backend has no authentication or
+/// encryption. Empty without RPC servers; errors name a malformed entry.
+Result<std::vector<std::string>> RpcHostComments(const ServerConfig& config);
+
 /// POSIX shell quoting of one word (bare when it needs none).
 std::string ShellQuoteWord(std::string_view word);
 

@@ -187,6 +187,37 @@ TEST(Emit, EveryOutputNamesTheVersion) {
   }
 }
 
+// Item 8 of issue 20: a configuration with RPC servers says, in every format
+// that starts the server, what to run on each host and that the backend is
+// not for untrusted networks.
+TEST(Emit, RpcHostsGetTheirServerCommandInEveryFormat) {
+  ServerConfig c = PlanConfig();
+  c.rpc = {"10.0.0.2:50052", "[fd00::3]:50053"};
+  int carried = 0;
+  for (auto f : EmitFormats()) {
+    auto r = EmitServerConfig(f, c, Context());
+    if (!r.ok()) continue;  // a format that cannot carry --rpc says so (tested elsewhere)
+    if (f == EmitFormat::kOllama) {
+      EXPECT_EQ(r->find("ggml-rpc-server -H"), std::string::npos) << *r;
+      continue;
+    }
+    ++carried;
+    EXPECT_NE(r->find("on 10.0.0.2: ggml-rpc-server -H 10.0.0.2 -p 50052"), std::string::npos)
+        << EmitFormatName(f) << "\n"
+        << *r;
+    EXPECT_NE(r->find("on fd00::3: ggml-rpc-server -H fd00::3 -p 50053"), std::string::npos)
+        << EmitFormatName(f);
+    EXPECT_NE(r->find("no authentication"), std::string::npos) << EmitFormatName(f);
+  }
+  EXPECT_GE(carried, 5);
+  // Comments only: the server command itself is unchanged.
+  EXPECT_EQ(ShellWords(Emit(EmitFormat::kServer, c)), ServerArgv(c));
+  // Without RPC servers, no such lines.
+  EXPECT_EQ(Emit(EmitFormat::kServer, PlanConfig()).find("ggml-rpc-server"), std::string::npos);
+  c.rpc = {"not-an-endpoint"};
+  EXPECT_FALSE(EmitServerConfig(EmitFormat::kServer, c, Context()).ok());
+}
+
 TEST(Emit, ComposeImageFollowsTheGpu) {
   EmitContext c = Context();
   auto gpu = EmitServerConfig(EmitFormat::kCompose, PlanConfig(), c);

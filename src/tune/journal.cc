@@ -88,8 +88,10 @@ Result<std::string> ReadAll(int fd, int64_t size, const std::string& path) {
 
 // True when the engine was ended by a signal from outside (a person's kill, a
 // session ending, the kernel's out-of-memory killer): not a verdict on the
-// configuration, so a resumed tune measures it again instead of trusting it.
+// configuration, so a resumed tune measures it again instead of trusting it. An
+// RPC host that failed says nothing about the configuration either.
 bool KilledFromOutside(const RunResult& r) {
+  if (r.failure && r.failure->kind == FailureKind::kRpcHost) return true;
   if (!r.failure || r.failure->kind != FailureKind::kCrash) return false;
   switch (r.failure->signal) {
     case SIGKILL:
@@ -194,8 +196,8 @@ Status Journal::Load(const std::string& text, const JournalIdentity& id,
   }
   if (notes != nullptr && killed > 0) {
     notes->push_back(fmt::format(
-        "journal '{}': {} measurement(s) whose engine was killed by a signal from outside are "
-        "measured again",
+        "journal '{}': {} measurement(s) whose engine was killed by a signal from outside, or "
+        "whose RPC host failed, are measured again",
         path_, killed));
   }
   return OkStatus();

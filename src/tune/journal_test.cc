@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/result_json.h"
 #include "util/temp_dir_test_util.h"
 
 namespace moetune {
@@ -203,6 +204,30 @@ TEST(JournalTest, AnEngineKilledFromOutsideIsMeasuredAgain) {
   for (const auto& n : notes)
     said = said || n.find("killed by a signal from outside") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// A measurement whose RPC host died says nothing about the configuration:
+// measured again on resume, and the host survives the journal's round trip.
+TEST(JournalTest, AnRpcHostFailureIsMeasuredAgain) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  RunResult lost = Measured(3, 0);
+  lost.samples_ts.clear();
+  lost.failure = EngineFailure{
+      FailureKind::kRpcHost, "RPC host 10.0.0.2:50052: connection refused", "signal 6", {}};
+  lost.failure->rpc_host = "10.0.0.2:50052";
+  RunResult json = RunResultFromJson(RunResultToJson(lost)).value();
+  ASSERT_TRUE(json.failure);
+  EXPECT_EQ(json.failure->kind, FailureKind::kRpcHost);
+  EXPECT_EQ(json.failure->rpc_host, "10.0.0.2:50052");
+  {
+    auto j = Journal::Open(path, kId);
+    ASSERT_TRUE((*j)->Append(lost).ok());
+  }
+  std::vector<std::string> notes;
+  auto j = Journal::Open(path, kId, &notes);
+  ASSERT_TRUE(j.ok());
+  EXPECT_FALSE((*j)->Find(lost.config, 0)) << "an RPC host's failure was kept as a verdict";
 }
 
 TEST(JournalTest, AFailedWriteLeavesNoTornRecordAndIsCounted) {

@@ -1,8 +1,6 @@
 #include "util/http_get.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,36 +10,18 @@
 #include <cstring>
 #include <optional>
 
+#include "util/tcp_connect.h"
+
 namespace moetune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 struct Exchange {
   std::string where;  // "http://host:port/path" for messages
   Clock::time_point deadline;
   std::chrono::milliseconds total{0};
 };
-
-int MillisLeft(const Exchange& x) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(x.deadline - Clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
-}
 
 Error Late(const Exchange& x, const std::string& stage, std::size_t got) {
   return Error(ErrorKind::kIo,
@@ -50,76 +30,28 @@ Error Late(const Exchange& x, const std::string& stage, std::size_t got) {
                            x.where, x.total.count(), stage, got));
 }
 
-// Waits until `fd` is ready for `events` or the deadline passes.
-bool WaitFor(int fd, short events, const Exchange& x) {
-  for (;;) {
-    const int ms = MillisLeft(x);
-    if (ms == 0) return false;
-    struct pollfd p {};
-    p.fd = fd;
-    p.events = events;
-    const int r = ::poll(&p, 1, ms);
-    if (r > 0) return true;
-    if (r == 0) return false;
-    if (errno != EINTR) return true;  // let the read or write report it
-  }
-}
+bool WaitFor(int fd, short events, const Exchange& x) { return WaitReady(fd, events, x.deadline); }
 
-Result<int> Connect(const std::string& host, int port, const Exchange& x) {
-  struct addrinfo hints {};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  struct addrinfo* list = nullptr;
-  const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
-  if (gai != 0) {
-    return Error(ErrorKind::kIo, fmt::format("GET {}: cannot resolve '{}': {}", x.where, host,
-                                             ::gai_strerror(gai)));
-  }
-  int last_err = ECONNREFUSED;
-  int fd = -1;
-  for (auto* a = list; a != nullptr && fd < 0; a = a->ai_next) {
-    const int s = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s < 0) {
-      last_err = errno;
-      continue;
-    }
-    if (::connect(s, a->ai_addr, a->ai_addrlen) == 0) {
-      fd = s;
-      break;
-    }
-    if (errno != EINPROGRESS) {
-      last_err = errno;
-      ::close(s);
-      continue;
-    }
-    if (!WaitFor(s, POLLOUT, x)) {
-      ::close(s);
-      ::freeaddrinfo(list);
+Result<TcpConnection> Connect(const std::string& host, int port, const Exchange& x) {
+  TcpConnection c = ConnectTcp(host, port, x.deadline);
+  switch (c.failure()) {
+    case ConnectFailure::kNone:
+      return c;
+    case ConnectFailure::kUnresolved:
+      return Error(ErrorKind::kIo,
+                   fmt::format("GET {}: cannot resolve '{}': {}", x.where, host, c.detail()));
+    case ConnectFailure::kRefused:
+      return Error(ErrorKind::kIo, fmt::format("GET {}: connection refused (nothing listens "
+                                               "there; is the server running?)",
+                                               x.where));
+    case ConnectFailure::kTimeout:
       return Error(ErrorKind::kIo,
                    fmt::format("GET {}: timed out: could not connect within the {} ms deadline",
                                x.where, x.total.count()));
-    }
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    if (err == 0) {
-      fd = s;
-    } else {
-      last_err = err;
-      ::close(s);
-    }
+    case ConnectFailure::kOther:
+      break;
   }
-  ::freeaddrinfo(list);
-  if (fd < 0 && last_err == ECONNREFUSED) {
-    return Error(ErrorKind::kIo, fmt::format("GET {}: connection refused (nothing listens there; "
-                                             "is the server running?)",
-                                             x.where));
-  }
-  if (fd < 0) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("GET {}: cannot connect: {}", x.where, std::strerror(last_err)));
-  }
-  return fd;
+  return Error(ErrorKind::kIo, fmt::format("GET {}: cannot connect: {}", x.where, c.detail()));
 }
 
 Status SendAll(int fd, const std::string& text, const Exchange& x) {
@@ -333,22 +265,21 @@ Result<HttpGetAnswer> HttpGet(const std::string& host, int port, const std::stri
   x.where = fmt::format("http://{}{}", authority, path);
   x.total = limits.deadline;
   x.deadline = Clock::now() + limits.deadline;
-  MOETUNE_ASSIGN_OR_RETURN(int raw_fd, Connect(host, port, x));
-  Socket fd(raw_fd);
-  MOETUNE_TRY(SendAll(fd.get(),
+  MOETUNE_ASSIGN_OR_RETURN(TcpConnection conn, Connect(host, port, x));
+  MOETUNE_TRY(SendAll(conn.fd(),
                       fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\nUser-Agent: "
                                   "moetune\r\nConnection: close\r\n\r\n",
                                   path, authority),
                       x));
   std::string buf;
-  MOETUNE_ASSIGN_OR_RETURN(std::string head, ReadHead(fd.get(), &buf, limits, x));
+  MOETUNE_ASSIGN_OR_RETURN(std::string head, ReadHead(conn.fd(), &buf, limits, x));
   MOETUNE_ASSIGN_OR_RETURN(Head h, ParseHead(head, x));
   HttpGetAnswer answer;
   answer.status = h.status;
   answer.location = h.location;
   // No body to wait for: a HEAD-less GET of 1xx/204/304 has none.
   if (h.status == 204 || h.status == 304 || (h.status >= 100 && h.status < 200)) return answer;
-  MOETUNE_ASSIGN_OR_RETURN(answer.body, ReadBody(fd.get(), std::move(buf), h, limits, x));
+  MOETUNE_ASSIGN_OR_RETURN(answer.body, ReadBody(conn.fd(), std::move(buf), h, limits, x));
   return answer;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/failure.h"
+#include "engine/rpc_host.h"
 #include "util/http_get.h"
 #include "util/output_file.h"
 #include "util/units.h"
@@ -104,7 +105,8 @@ Status ServerSupervisor::StartOnce() {
       for (const auto& l : tail) {
         if (IsDiagnosticLine(l)) diag.push_back(l);
       }
-      const EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
+      EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
+      AttributeRpcFailure(options_.rpc_hosts, &f);
       child_.reset();
       return Error(ErrorKind::kEngine,
                    fmt::format("llama-server exited before it was ready ({}, {}): {} (log: {})",
@@ -212,7 +214,9 @@ SupervisorCheck ServerSupervisor::Poll() {
   for (const auto& l : tail) {
     if (IsDiagnosticLine(l)) diag.push_back(l);
   }
-  c.message = ClassifyFailure(*st, false, 0, diag, tail).message;
+  EngineFailure f = ClassifyFailure(*st, false, 0, diag, tail);
+  AttributeRpcFailure(options_.rpc_hosts, &f);
+  c.message = f.message;
   child_.reset();
   return AfterExit(std::move(c));
 }

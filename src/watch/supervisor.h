@@ -41,6 +41,9 @@ struct SupervisorOptions {
   /// otherwise moetune would watch a stranger while its own server died.
   /// Unit tests that answer /health from the test process turn it off.
   bool check_port_owner = true;
+  /// The RPC servers in argv (--rpc): when the server dies, the one that no
+  /// longer answers is named (engine/rpc_host.h).
+  std::vector<std::string> rpc_hosts;
 };
 
 /// What a Poll found.

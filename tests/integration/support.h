@@ -72,6 +72,8 @@ class BackgroundProcess {
   bool started() const { return child_ != nullptr; }
   /// True while the child has not exited.
   bool Running();
+  /// The child's pid (its process group); -1 when it did not start.
+  pid_t pid() const { return child_ ? child_->pid() : -1; }
 
  private:
   std::unique_ptr<ChildProcess> child_;
@@ -121,6 +123,8 @@ class RpcServer {
   const std::string& endpoint() const { return endpoint_; }
   /// Its log (stdout and stderr), for failure messages.
   std::string Log() const;
+  /// The server's pid (its process group), -1 when it did not come up.
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
 
  private:
   TempDir dir_;
