@@ -14,6 +14,7 @@
 #include "cli/validators.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
+#include "engine/rpc_host.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
 #include "model/context_support.h"
@@ -88,8 +89,10 @@ Result<std::vector<DeviceBudget>> DeviceBudgetsOf(const PlanOpts& o) {
   };
   MOETUNE_ASSIGN_OR_RETURN(const std::vector<int64_t> used, per_device("--vram-used", g.vram_used));
   MOETUNE_ASSIGN_OR_RETURN(const std::vector<int64_t> reserve, per_device("--reserve", g.reserve));
-  const std::vector<std::string> servers =
-      o.rpc.empty() ? std::vector<std::string>{} : SplitList(o.rpc, ',');
+  std::vector<std::string> servers;
+  if (!o.rpc.empty()) {
+    MOETUNE_ASSIGN_OR_RETURN(servers, ParseRpcList(o.rpc));
+  }
   if (!servers.empty() && servers.size() != totals.size())
     return Error(ErrorKind::kInvalidArgument,
                  fmt::format("--rpc names {} servers for the {} devices of --vram: give one "
@@ -293,7 +296,7 @@ int RunPlan(PlanOpts& o) {
   if (!planned.ok()) return ReportError(planned.error());
   // RPC devices: the command joins their servers.
   if (planned->config && !req->devices.empty() && !o.rpc.empty())
-    planned->config->rpc = SplitList(o.rpc, ',');
+    planned->config->rpc = *ParseRpcList(o.rpc);  // checked by DeviceBudgetsOf
   const Plan& plan = *planned;
   std::optional<PlanCheck> check;
   if (o.check) {
@@ -383,7 +386,8 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       "--check", o->check,
       "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
   cmd->add_option("--rpc", o->rpc,
-                  "With --check: RPC servers (HOST:PORT[,...], ggml-rpc-server) whose devices "
+                  "With --check, or one per device of --vram A,B,...: RPC servers "
+                  "(HOST:PORT[,...], ggml-rpc-server) whose devices "
                   "join the engine's dry run, to check the device/host split without a GPU")
       ->check(RpcServerList());
   cmd->add_option("--llama-dir", o->llama_dir,
