@@ -44,8 +44,8 @@ std::string CalibrationSelfCheckText(const CalibrationRecord& r) {
   std::string o;
   if (u.held_out_folds > 0) {
     o += fmt::format(
-        "held-out check ({} folds: each test predicted by constants fitted without it): median "
-        "|error| prefill {:.1f}%, decode {:.1f}%\n",
+        "held-out check ({} folds: each test predicted by constants fitted to the other folds): "
+        "median |error| prefill {:.1f}%, decode {:.1f}%\n",
         u.held_out_folds, u.held_out_prefill * 100, u.held_out_decode * 100);
   } else {
     o += fmt::format("held-out check: not made (fewer than {} tests)\n", kHeldOutMinTests);
