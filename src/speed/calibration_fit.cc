@@ -307,6 +307,7 @@ CalibrationUncertainty SelfCheck(const SpeedModel& model, const std::vector<Meas
   u.held_out_prefill = MedianAbsError(held.points, true);
   u.held_out_decode = MedianAbsError(held.points, false);
   std::vector<double> spreads;
+  spreads.reserve(ms.size());
   for (const auto& m : ms) spreads.push_back(LastRoundSpread(m));
   u.spread_median = Median(spreads);
   u.spread_max = spreads.empty() ? 0 : *std::max_element(spreads.begin(), spreads.end());
