@@ -52,7 +52,7 @@ std::string CalibrationSelfCheckText(const CalibrationRecord& r) {
   }
   o += fmt::format(
       "repetitions spread by {:.1f}% (median over tests), {:.1f}% at most; beyond "
-      "{:.0f}% a test is measured again\n",
+      "{:.0f}% a test is unstable (calibrate measures it again)\n",
       u.spread_median * 100, u.spread_max * 100, kUnstableRepetitionSpread * 100);
   std::vector<std::string> steadied, unstable;
   for (const auto& p : r.points) {
