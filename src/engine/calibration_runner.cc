@@ -77,6 +77,19 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
   return out;
 }
 
+namespace {
+
+void NoteFailures(const BenchRun& run, std::vector<std::string>* failures) {
+  for (const auto& r : run.results) {
+    if (r.ok() || failures == nullptr) continue;
+    failures->push_back(fmt::format("{} t={} ncmoe={}: {} ({})", r.config.test_name(),
+                                    r.config.threads, r.config.placement.n_cpu_moe,
+                                    FailureKindName(r.failure->kind), r.failure->message));
+  }
+}
+
+}  // namespace
+
 CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
                                             const std::vector<Measurement>& ms) {
   const FitResult fit = FitConstants(model, ms, model.constants());
@@ -86,27 +99,64 @@ CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
   rec.points = fit.points;
   rec.median_error_default = fit.median_error_default;
   rec.median_error = fit.median_error;
+  rec.uncertainty = SelfCheck(model, ms, model.constants());
   return rec;
+}
+
+std::vector<BenchRun> RemeasureUnstable(Engine& engine, const std::vector<RunConfig>& configs,
+                                        std::vector<Measurement>* ms,
+                                        const ProgressCallback& progress, MeasurementStat stat) {
+  std::vector<BenchRun> runs;
+  for (int round = 0; round < kUnstableExtraRounds; ++round) {
+    std::vector<RunConfig> again;
+    for (const auto& c : configs) {
+      auto s = RunSettingsFromConfig(c);
+      if (!s.ok()) continue;
+      const std::string label = MeasurementLabel(*s);
+      const bool unstable = std::any_of(ms->begin(), ms->end(), [&](const Measurement& m) {
+        return m.label == label && IsUnstable(m);
+      });
+      if (unstable) again.push_back(c);
+    }
+    if (again.empty()) break;
+    runs.push_back(engine.Run(again, progress));
+    for (const auto& fresh : MeasurementsFromRun(runs.back(), stat)) {
+      for (auto& m : *ms) {
+        if (m.label != fresh.label) continue;
+        m.last_round = m.samples.size();
+        m.samples.insert(m.samples.end(), fresh.samples.begin(), fresh.samples.end());
+        m.rounds += 1;
+        m.tokens_per_second = SampleStat(m.samples, stat);
+      }
+    }
+  }
+  return runs;
 }
 
 Result<CalibrationRecord> RunCalibration(Engine& engine, const std::vector<RunConfig>& configs,
                                          const SpeedModel& model,
                                          std::vector<std::string>* failures,
                                          const ProgressCallback& progress, MeasurementStat stat) {
-  BenchRun run = engine.Run(configs, progress);
-  for (const auto& r : run.results) {
-    if (r.ok() || failures == nullptr) continue;
-    failures->push_back(fmt::format("{} t={} ncmoe={}: {} ({})", r.config.test_name(),
-                                    r.config.threads, r.config.placement.n_cpu_moe,
-                                    FailureKindName(r.failure->kind), r.failure->message));
-  }
-  const auto ms = MeasurementsFromRun(run, stat);
+  std::vector<BenchRun> runs = {engine.Run(configs, progress)};
+  auto ms = MeasurementsFromRun(runs[0], stat);
   if (ms.empty()) {
+    NoteFailures(runs[0], failures);
     return Error(ErrorKind::kEngine,
                  "no calibration run succeeded; see the failures above (`moetune engine` checks "
                  "the engine)");
   }
-  return CalibrateFromMeasurements(model, ms);
+  for (auto& again : RemeasureUnstable(engine, configs, &ms, progress, stat))
+    runs.push_back(std::move(again));
+  CalibrationRecord rec = CalibrateFromMeasurements(model, ms);
+  for (const auto& run : runs) {
+    NoteFailures(run, failures);
+    for (const auto& r : run.results) {
+      if (!r.other_cpu_cores) continue;
+      rec.uncertainty.other_cores_max =
+          std::max(rec.uncertainty.other_cores_max.value_or(0.0), *r.other_cpu_cores);
+    }
+  }
+  return rec;
 }
 
 }  // namespace moetune

@@ -42,17 +42,29 @@ int DeepDecodeDepth(const ModelShape& shape, const MachineSpec& machine);
 std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const SpeedModel& model,
                                           const CalibrationRunOptions& options);
 
-/// Runs the configurations through `engine`, fits, and returns the record (its
-/// engine/model/date fields are left for the caller). Configurations that fail
-/// are reported in `failures` and left out of the fit.
+/// Runs the configurations through `engine`, measures the unstable ones again
+/// (RemeasureUnstable), fits, checks the fit (SelfCheck) and returns the record
+/// (its engine/model/date fields are left for the caller); the record's
+/// uncertainty carries the busiest other-process load of the runs.
+/// Configurations that fail are reported in `failures` and left out of the fit.
 Result<CalibrationRecord> RunCalibration(Engine& engine, const std::vector<RunConfig>& configs,
                                          const SpeedModel& model,
                                          std::vector<std::string>* failures,
                                          const ProgressCallback& progress = {},
                                          MeasurementStat stat = MeasurementStat::kBest);
 
+/// Measures again, kUnstableExtraRounds times at most, the tests of `ms` whose
+/// last round is unstable (IsUnstable), with their configuration from
+/// `configs`: a new round's samples join the test's (the figure is taken again
+/// over all of them) and its spread becomes the test's. Returns the runs made
+/// (empty when every test was stable); a failed round keeps what was measured.
+std::vector<BenchRun> RemeasureUnstable(Engine& engine, const std::vector<RunConfig>& configs,
+                                        std::vector<Measurement>* ms,
+                                        const ProgressCallback& progress = {},
+                                        MeasurementStat stat = MeasurementStat::kBest);
+
 /// Fits a record from measurements made elsewhere, starting from the model's
-/// constants (a previous calibration, or the defaults).
+/// constants (a previous calibration, or the defaults), with its SelfCheck.
 CalibrationRecord CalibrateFromMeasurements(const SpeedModel& model,
                                             const std::vector<Measurement>& ms);
 

@@ -1,9 +1,11 @@
 #include "report/calibration_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
+#include "hw/machine_load.h"
 #include "speed/calibration_fit.h"
 #include "util/table.h"
 #include "util/utf8.h"
@@ -16,6 +18,7 @@ std::string CalibrationPointsTable(const std::vector<CalibrationPoint>& points, 
   if (show_default) cols.push_back({"default model"});
   cols.push_back({show_default ? "calibrated model" : "predicted t/s"});
   cols.push_back({"error"});
+  if (show_default) cols.push_back({"spread"});
   MarkdownTable t(cols);
   for (const auto& p : points) {
     std::vector<std::string> row = {p.label, fmt::format("{:.1f}", p.measured_tps)};
@@ -24,9 +27,53 @@ std::string CalibrationPointsTable(const std::vector<CalibrationPoint>& points, 
     row.push_back(p.measured_tps > 0
                       ? fmt::format("{:+.1f}%", (p.predicted_tps / p.measured_tps - 1) * 100)
                       : "-");
+    if (show_default) {
+      // The spread of the last round, the rounds when measured again.
+      std::string spread = fmt::format("{:.1f}%", p.spread * 100);
+      if (p.rounds > 1) spread += fmt::format(" ({} rounds)", p.rounds);
+      if (p.unstable) spread += " unstable";
+      row.push_back(spread);
+    }
     t.AddRow(row);
   }
   return t.Render();
+}
+
+std::string CalibrationSelfCheckText(const CalibrationRecord& r) {
+  const CalibrationUncertainty& u = r.uncertainty;
+  std::string o;
+  if (u.held_out_folds > 0) {
+    o += fmt::format(
+        "held-out check ({} folds: each test predicted by constants fitted to the other folds): "
+        "median |error| prefill {:.1f}%, decode {:.1f}%\n",
+        u.held_out_folds, u.held_out_prefill * 100, u.held_out_decode * 100);
+  } else {
+    o += fmt::format("held-out check: not made (fewer than {} tests)\n", kHeldOutMinTests);
+  }
+  o += fmt::format(
+      "repetitions spread by {:.1f}% (median over tests), {:.1f}% at most; beyond "
+      "{:.0f}% a test is unstable (calibrate measures it again)\n",
+      u.spread_median * 100, u.spread_max * 100, kUnstableRepetitionSpread * 100);
+  std::vector<std::string> steadied, unstable;
+  for (const auto& p : r.points) {
+    if (p.unstable)
+      unstable.push_back(ForTerminalField(p.label));
+    else if (p.rounds > 1)
+      steadied.push_back(ForTerminalField(p.label));
+  }
+  if (!steadied.empty())
+    o += fmt::format("measured again, steady then: {}\n", fmt::join(steadied, "; "));
+  if (!unstable.empty()) {
+    o += fmt::format("still unstable, weight {:.2g} in the fit: {}\n", kUnstableWeight,
+                     fmt::join(unstable, "; "));
+  }
+  if (u.other_cores_max) {
+    o += fmt::format("other processes used up to {:.2f} cores during a run{}\n", *u.other_cores_max,
+                     *u.other_cores_max > kBusyOtherCores
+                         ? " (a busy machine: calibrate again on a quiet one, --wait-quiet)"
+                         : "");
+  }
+  return o;
 }
 
 std::string CalibrationText(const CalibrationRecord& r) {
@@ -36,6 +83,7 @@ std::string CalibrationText(const CalibrationRecord& r) {
   o += CalibrationPointsTable(r.points, true);
   o += fmt::format("\nmedian |error|: {:.1f}% with the default constants, {:.1f}% calibrated\n\n",
                    r.median_error_default * 100, r.median_error * 100);
+  o += CalibrationSelfCheckText(r) + "\n";
   const CalibrationConstants defaults;
   const auto dv = defaults.Values();
   const auto cv = r.constants.Values();

@@ -13,7 +13,12 @@ namespace moetune {
 /// Markdown table of points: test, measured, predicted (default and fitted), error.
 std::string CalibrationPointsTable(const std::vector<CalibrationPoint>& points, bool show_default);
 
-/// The calibration summary: points, constants that moved, median errors.
+/// The calibration's own uncertainty: the held-out check, the spread of the
+/// repetitions, the tests measured again or still unstable, the machine's load.
+std::string CalibrationSelfCheckText(const CalibrationRecord& record);
+
+/// The calibration summary: points, constants that moved, median errors, its
+/// own uncertainty.
 std::string CalibrationText(const CalibrationRecord& record);
 
 /// Validation: predictions beside measurements and the median absolute error of

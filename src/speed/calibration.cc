@@ -82,7 +82,10 @@ json PointToJson(const CalibrationPoint& p) {
           {"rpc", p.rpc},
           {"measured_tps", p.measured_tps},
           {"predicted_default_tps", p.predicted_default_tps},
-          {"predicted_tps", p.predicted_tps}};
+          {"predicted_tps", p.predicted_tps},
+          {"spread", p.spread},
+          {"rounds", p.rounds},
+          {"unstable", p.unstable}};
 }
 
 // A rate or a count beyond any machine's is a damaged record.
@@ -104,8 +107,34 @@ CalibrationPoint PointFromJson(const json& j, const std::string& where, JsonFiel
   p.measured_tps = f.Number("measured_tps", 0, kMaxRate, 0.0);
   p.predicted_default_tps = f.Number("predicted_default_tps", 0, kMaxRate, 0.0);
   p.predicted_tps = f.Number("predicted_tps", 0, kMaxRate, 0.0);
+  p.spread = f.Number("spread", 0, kMaxRate, 0.0);
+  p.rounds = static_cast<int>(f.Int("rounds", 1, kMaxCount, 1));
+  p.unstable = f.Bool("unstable", false);
   parent->Merge(f);
   return p;
+}
+
+json UncertaintyToJson(const CalibrationUncertainty& u) {
+  json j = {{"held_out_folds", u.held_out_folds},
+            {"held_out_prefill", u.held_out_prefill},
+            {"held_out_decode", u.held_out_decode},
+            {"spread_median", u.spread_median},
+            {"spread_max", u.spread_max}};
+  j["other_cores_max"] = u.other_cores_max ? json(*u.other_cores_max) : json(nullptr);
+  return j;
+}
+
+CalibrationUncertainty UncertaintyFromJson(const json& j, JsonFields* parent) {
+  JsonFields f(j, "calibration.uncertainty");
+  CalibrationUncertainty u;
+  u.held_out_folds = static_cast<int>(f.Int("held_out_folds", 0, kMaxCount, 0));
+  u.held_out_prefill = f.Number("held_out_prefill", 0, kMaxRate, 0.0);
+  u.held_out_decode = f.Number("held_out_decode", 0, kMaxRate, 0.0);
+  u.spread_median = f.Number("spread_median", 0, kMaxRate, 0.0);
+  u.spread_max = f.Number("spread_max", 0, kMaxRate, 0.0);
+  u.other_cores_max = f.OptionalNumber("other_cores_max", 0, kMaxRate);
+  parent->Merge(f);
+  return u;
 }
 
 }  // namespace
@@ -123,6 +152,7 @@ json CalibrationRecordToJson(const CalibrationRecord& r) {
           {"hostname", r.hostname},
           {"median_error_default", r.median_error_default},
           {"median_error", r.median_error},
+          {"uncertainty", UncertaintyToJson(r.uncertainty)},
           {"points", points}};
 }
 
@@ -143,6 +173,7 @@ Result<CalibrationRecord> CalibrationRecordFromJson(const json& j) {
   r.hostname = f.String("hostname", "");
   r.median_error_default = f.Number("median_error_default", 0, kMaxRate, 0.0);
   r.median_error = f.Number("median_error", 0, kMaxRate, 0.0);
+  if (const json* u = f.OptionalObject("uncertainty")) r.uncertainty = UncertaintyFromJson(*u, &f);
   if (const json* points = f.OptionalArray("points")) {
     for (size_t i = 0; i < points->size() && f.ok(); ++i)
       r.points.push_back(PointFromJson((*points)[i], fmt::format("calibration.points[{}]", i), &f));

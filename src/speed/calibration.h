@@ -7,6 +7,7 @@
 /// Defaults and their sources are in docs/speed-model.md ("Free constants").
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,25 @@ struct CalibrationPoint {
   double measured_tps = 0;
   double predicted_default_tps = 0;  // with the default constants
   double predicted_tps = 0;          // with the fitted constants
+  double spread = 0;      // relative spread of the repetitions of its last round (RepetitionSpread)
+  int rounds = 1;         // rounds measured (an unstable test is measured again)
+  bool unstable = false;  // its last round spread beyond kUnstableRepetitionSpread
+};
+
+/// A calibration's own uncertainty (docs/speed-model.md, "How far a calibration
+/// reproduces"): how well its constants predict tests they were not fitted to,
+/// how much the repetitions of its tests spread, and how busy the machine was.
+struct CalibrationUncertainty {
+  int held_out_folds = 0;  // 0: not checked (fewer than 3 tests, or an older record)
+  /// Median |predicted/measured - 1| of each test predicted by the constants
+  /// fitted to the other folds' tests (prefill and decode tests).
+  double held_out_prefill = 0;
+  double held_out_decode = 0;
+  double spread_median = 0;  // relative spread of a test's repetitions: median over tests
+  double spread_max = 0;     // ... and the widest
+  /// Other processes' CPU use during the runs, in cores: the busiest run
+  /// (nullopt: not measured, e.g. a fit from a file).
+  std::optional<double> other_cores_max;
 };
 
 /// What `moetune calibrate` stores under "calibration" in the machine profile.
@@ -79,6 +99,7 @@ struct CalibrationRecord {
   std::string hostname;
   double median_error_default = 0;  // median |predicted/measured - 1| before fitting
   double median_error = 0;          // after
+  CalibrationUncertainty uncertainty;
   std::vector<CalibrationPoint> points;
 };
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "stats/summary.h"
+
 namespace moetune {
 namespace {
 
@@ -55,6 +57,20 @@ double Predicted(const SpeedModel& m, const RunSettings& run, bool* loads) {
 bool IsPrefill(const RunSettings& r) { return r.n_prompt > 0 && r.n_gen == 0; }
 
 }  // namespace
+
+double RepetitionSpread(const std::vector<double>& samples) {
+  return Summarize(samples).cv().value_or(0.0);
+}
+
+double LastRoundSpread(const Measurement& m) {
+  const std::size_t from = std::min(m.last_round, m.samples.size());
+  return RepetitionSpread(
+      std::vector<double>(m.samples.begin() + static_cast<long>(from), m.samples.end()));
+}
+
+bool IsUnstable(const Measurement& m) { return LastRoundSpread(m) > kUnstableRepetitionSpread; }
+
+double FitWeight(const Measurement& m) { return IsUnstable(m) ? kUnstableWeight : 1.0; }
 
 std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& ms,
                                                const MachineSpec& machine) {
@@ -113,6 +129,9 @@ std::vector<CalibrationPoint> ComparePredictions(const SpeedModel& model,
     bool loads = false;
     p.predicted_tps = Predicted(model, m.run, &loads);
     p.predicted_default_tps = p.predicted_tps;
+    p.spread = LastRoundSpread(m);
+    p.rounds = m.rounds;
+    p.unstable = IsUnstable(m);
     pts.push_back(p);
   }
   return pts;
@@ -226,7 +245,8 @@ FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement
     c = MinimizeConstants(names, start, [&](const CalibrationConstants& k) {
       model.set_constants(k);
       double s = 0;
-      for (const Measurement* m : use) s += LogErrorLoss(model, m->run, m->tokens_per_second);
+      for (const Measurement* m : use)
+        s += FitWeight(*m) * LogErrorLoss(model, m->run, m->tokens_per_second);
       return s;
     });
   }
@@ -250,6 +270,48 @@ FitResult FitConstants(const SpeedModel& model_in, const std::vector<Measurement
   r.median_error_default = med(pts_before);
   r.median_error = med(r.points);
   return r;
+}
+
+HeldOutCheck HeldOutPredictions(const SpeedModel& model, const std::vector<Measurement>& ms,
+                                const CalibrationConstants& start) {
+  HeldOutCheck out;
+  const int n = static_cast<int>(ms.size());
+  if (n < kHeldOutMinTests) return out;
+  out.folds = std::min(n, kHeldOutFolds);
+  std::vector<CalibrationPoint> by_test(ms.size());
+  for (int fold = 0; fold < out.folds; ++fold) {
+    std::vector<Measurement> train, held;
+    std::vector<std::size_t> held_index;
+    for (int i = 0; i < n; ++i) {
+      if (i % out.folds == fold) {
+        held.push_back(ms[i]);
+        held_index.push_back(static_cast<std::size_t>(i));
+      } else {
+        train.push_back(ms[i]);
+      }
+    }
+    SpeedModel fitted = model;
+    fitted.set_constants(FitConstants(model, train, start).constants);
+    const auto pts = ComparePredictions(fitted, held);
+    for (std::size_t j = 0; j < pts.size(); ++j) by_test[held_index[j]] = pts[j];
+  }
+  out.points = std::move(by_test);
+  return out;
+}
+
+CalibrationUncertainty SelfCheck(const SpeedModel& model, const std::vector<Measurement>& ms,
+                                 const CalibrationConstants& start) {
+  CalibrationUncertainty u;
+  const HeldOutCheck held = HeldOutPredictions(model, ms, start);
+  u.held_out_folds = held.folds;
+  u.held_out_prefill = MedianAbsError(held.points, true);
+  u.held_out_decode = MedianAbsError(held.points, false);
+  std::vector<double> spreads;
+  spreads.reserve(ms.size());
+  for (const auto& m : ms) spreads.push_back(LastRoundSpread(m));
+  u.spread_median = Median(spreads);
+  u.spread_max = spreads.empty() ? 0 : *std::max_element(spreads.begin(), spreads.end());
+  return u;
 }
 
 }  // namespace moetune

@@ -17,11 +17,42 @@ namespace moetune {
 struct Measurement {
   RunSettings run;
   double tokens_per_second = 0;  // the chosen figure of the repetitions (best by default)
-  std::vector<double> samples;   // tokens/s of every repetition
+  std::vector<double> samples;   // tokens/s of every repetition, of every round
   std::string label;             // "pp256 t=2 ub=256 d=2048"
   bool rpc = false;              // measured with the RPC device
   std::string model_file;        // the record's model file name ("" = unknown)
+  int rounds = 1;                // rounds measured (an unstable test is measured again)
+  std::size_t last_round = 0;    // samples[last_round..] are the last round's
 };
+
+// The rules of a calibration's own check (docs/speed-model.md, "How far a
+// calibration reproduces"), each named once.
+
+/// A test is unstable when the relative spread of the repetitions of a round
+/// (RepetitionSpread) is beyond this. On a quiet machine three repetitions
+/// spread by 1-2% (tune/rules.h, CurveRules::undecided_width); one repetition
+/// slowed by a fifth by another process gives about 10%.
+inline constexpr double kUnstableRepetitionSpread = 0.05;
+/// Rounds an unstable test is measured again before the fit.
+inline constexpr int kUnstableExtraRounds = 1;
+/// The weight in the fit of a test still unstable after its extra rounds (the
+/// others weigh 1): its figure counts, but cannot pull the constants alone.
+inline constexpr double kUnstableWeight = 0.25;
+/// Folds of the held-out check: leave-one-out up to this many tests, then
+/// k-fold (a sweep of hundreds of tests read with --measurements stays quick).
+inline constexpr int kHeldOutFolds = 10;
+/// Fewer tests than this get no held-out check (a fit of one test is nothing).
+inline constexpr int kHeldOutMinTests = 3;
+
+/// The relative spread of repetitions: their coefficient of variation
+/// (stats Summary::cv); 0 for fewer than two.
+double RepetitionSpread(const std::vector<double>& samples);
+/// The spread of the last round of `m`.
+double LastRoundSpread(const Measurement& m);
+/// The last round of `m` spread beyond kUnstableRepetitionSpread.
+bool IsUnstable(const Measurement& m);
+/// Its weight in the fit: kUnstableWeight when unstable, else 1.
+double FitWeight(const Measurement& m);
 
 /// Which constants the measurements can pin: CPU efficiencies from CPU tests,
 /// thread efficiencies only when the thread count varies, attention only with
@@ -62,5 +93,21 @@ std::vector<CalibrationPoint> ComparePredictions(const SpeedModel& model,
 
 /// Median of |predicted/measured - 1| over the points of one kind (prefill or decode).
 double MedianAbsError(const std::vector<CalibrationPoint>& points, bool prefill);
+
+/// The held-out check: the tests split into min(kHeldOutFolds, n) folds (test
+/// i in fold i mod k); each fold predicted by the constants FitConstants fits
+/// to the other folds from `start`. Points of every test beside its held-out
+/// prediction; `folds` 0 (and no points) for fewer than kHeldOutMinTests.
+struct HeldOutCheck {
+  int folds = 0;
+  std::vector<CalibrationPoint> points;
+};
+HeldOutCheck HeldOutPredictions(const SpeedModel& model, const std::vector<Measurement>& ms,
+                                const CalibrationConstants& start);
+
+/// A calibration's own uncertainty: the held-out check's median errors and
+/// the spread of the tests' repetitions (the machine's load is the runner's).
+CalibrationUncertainty SelfCheck(const SpeedModel& model, const std::vector<Measurement>& ms,
+                                 const CalibrationConstants& start);
 
 }  // namespace moetune

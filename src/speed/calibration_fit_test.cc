@@ -97,5 +97,100 @@ TEST(CalibrationFit, MedianAbsErrorPerKind) {
   EXPECT_NEAR(MedianAbsError(pts, false), 0.1, 1e-12);
 }
 
+TEST(CalibrationFit, RepetitionSpreadJudgesTheLastRound) {
+  EXPECT_DOUBLE_EQ(RepetitionSpread({100, 100, 100}), 0);
+  EXPECT_DOUBLE_EQ(RepetitionSpread({100}), 0);  // one repetition: no spread to judge
+  Measurement m;
+  m.samples = {100, 70, 100};  // one repetition slowed by 30%: cv 19%
+  EXPECT_NEAR(RepetitionSpread(m.samples), 0.192, 0.001);
+  EXPECT_TRUE(IsUnstable(m));
+  EXPECT_DOUBLE_EQ(FitWeight(m), kUnstableWeight);
+  // A second, steady round decides: the test is stable and weighs fully.
+  m.last_round = m.samples.size();
+  m.samples.insert(m.samples.end(), {99, 100, 101});
+  m.rounds = 2;
+  EXPECT_NEAR(LastRoundSpread(m), 0.01, 0.001);
+  EXPECT_FALSE(IsUnstable(m));
+  EXPECT_DOUBLE_EQ(FitWeight(m), 1.0);
+  // Just beyond the threshold is unstable, just inside is not.
+  const double s = kUnstableRepetitionSpread;
+  m.last_round = 0;
+  m.samples = {100 * (1 - 1.01 * s), 100 * (1 + 1.01 * s)};  // cv = 1.01 s * sqrt(2)
+  EXPECT_TRUE(IsUnstable(m));
+  m.samples = {100 * (1 - 0.7 * s), 100 * (1 + 0.7 * s)};  // cv = 0.99 s
+  EXPECT_FALSE(IsUnstable(m));
+}
+
+// A test measured 1.6 times faster than the machine: the in-sample fit bends
+// toward it, the held-out check (constants fitted without it) does not.
+TEST(CalibrationFit, HeldOutCheckSeesWhatTheInSampleErrorHides) {
+  const ModelInfo m = SynthModelInfo("qwen3moe", "tiny");
+  const MachineSpec spec = PresetMachine("no-gpu,ddr4-3200-2ch,8c16t");
+  CalibrationConstants hidden;
+  hidden.cpu_matmul_efficiency = 0.31;
+  hidden.cpu_bw_efficiency = 0.9;
+  const SpeedModel truth(m, spec, hidden);
+  auto ms = Synthetic(truth, {1, 8});
+  ASSERT_EQ(ms.size(), 8u);
+  const SpeedModel start(m, spec);
+
+  const HeldOutCheck clean = HeldOutPredictions(start, ms, CalibrationConstants{});
+  EXPECT_EQ(clean.folds, 8);  // leave-one-out
+  ASSERT_EQ(clean.points.size(), ms.size());
+  EXPECT_LT(MedianAbsError(clean.points, true), 0.03);
+  EXPECT_LT(MedianAbsError(clean.points, false), 0.03);
+
+  const std::size_t bad = 3;  // decode, one thread, depth 2048
+  ASSERT_FALSE(ms[bad].run.n_prompt > 0 && ms[bad].run.n_gen == 0);
+  ms[bad].tokens_per_second *= 1.6;
+  const FitResult fit = FitConstants(start, ms, CalibrationConstants{});
+  const double in_sample = fit.points[bad].predicted_tps / fit.points[bad].measured_tps - 1;
+  const HeldOutCheck held = HeldOutPredictions(start, ms, CalibrationConstants{});
+  const double out = held.points[bad].predicted_tps / held.points[bad].measured_tps - 1;
+  EXPECT_LT(std::fabs(out), 1.0);
+  EXPECT_GT(std::fabs(out), 0.3);  // about 1/1.6 - 1 = -37.5%
+  EXPECT_LT(std::fabs(in_sample), std::fabs(out) - 0.05);
+  const CalibrationUncertainty u = SelfCheck(start, ms, CalibrationConstants{});
+  EXPECT_EQ(u.held_out_folds, 8);
+  EXPECT_GT(u.held_out_decode, MedianAbsError(clean.points, false));
+
+  // Too few tests: no check. Many tests: k-fold, every test predicted once.
+  EXPECT_EQ(HeldOutPredictions(start, {ms[0], ms[1]}, CalibrationConstants{}).folds, 0);
+  auto many = Synthetic(truth, {1, 2, 8});
+  ASSERT_EQ(many.size(), 12u);
+  const HeldOutCheck k = HeldOutPredictions(start, many, CalibrationConstants{});
+  EXPECT_EQ(k.folds, kHeldOutFolds);
+  for (const auto& p : k.points) EXPECT_GT(p.predicted_tps, 0);
+}
+
+// An unstable test weighs kUnstableWeight: a wrong figure pulls the fit less.
+// The same test twice, once right and once 1.5 times too fast: equal weights
+// meet in the middle (sqrt(1.5) = +22%), a quarter weight at 1.5^(1/5) = +8.4%.
+TEST(CalibrationFit, UnstableTestsWeighLessInTheFit) {
+  const ModelInfo m = SynthModelInfo("qwen3moe", "tiny");
+  const MachineSpec spec = PresetMachine("no-gpu,ddr4-3200-2ch,8c16t");
+  const SpeedModel truth(m, spec);
+  auto ms = Synthetic(truth, {8});
+  Measurement wrong = ms[1];  // decode, depth 0
+  const double right = wrong.tokens_per_second;
+  wrong.tokens_per_second *= 1.5;
+  wrong.samples = {wrong.tokens_per_second, wrong.tokens_per_second};
+  ms.push_back(wrong);
+  const std::size_t bad = ms.size() - 1;
+  const auto pull = [&] {
+    const FitResult fit = FitConstants(SpeedModel(m, spec), ms, CalibrationConstants{});
+    return fit.points[bad].predicted_tps / right - 1;
+  };
+  const double stable_pull = pull();
+  EXPECT_NEAR(stable_pull, std::sqrt(1.5) - 1, 0.04);
+  ms[bad].samples = {ms[bad].tokens_per_second, ms[bad].tokens_per_second * 0.7};
+  ASSERT_TRUE(IsUnstable(ms[bad]));
+  EXPECT_NEAR(pull(), std::pow(1.5, 0.2) - 1, 0.03);
+  const auto pts = ComparePredictions(truth, ms);
+  EXPECT_TRUE(pts[bad].unstable);
+  EXPECT_GT(pts[bad].spread, kUnstableRepetitionSpread);
+  EXPECT_FALSE(pts[0].unstable);
+}
+
 }  // namespace
 }  // namespace moetune

@@ -23,7 +23,15 @@ TEST(CalibrationRecord, RoundTripsThroughJson) {
   p.label = "pp256";
   p.measured_tps = 100;
   p.predicted_tps = 97;
+  p.spread = 0.08;
+  p.rounds = 2;
+  p.unstable = true;
   r.points.push_back(p);
+  r.uncertainty.held_out_folds = 9;
+  r.uncertainty.held_out_prefill = 0.07;
+  r.uncertainty.held_out_decode = 0.12;
+  r.uncertainty.spread_max = 0.08;
+  r.uncertainty.other_cores_max = 0.3;
   auto back = CalibrationRecordFromJson(CalibrationRecordToJson(r));
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_DOUBLE_EQ(back->constants.cpu_matmul_efficiency, 0.33);
@@ -32,6 +40,27 @@ TEST(CalibrationRecord, RoundTripsThroughJson) {
   EXPECT_EQ(back->engine_build, 11669);
   ASSERT_EQ(back->points.size(), 1u);
   EXPECT_DOUBLE_EQ(back->points[0].predicted_tps, 97);
+  EXPECT_DOUBLE_EQ(back->points[0].spread, 0.08);
+  EXPECT_EQ(back->points[0].rounds, 2);
+  EXPECT_TRUE(back->points[0].unstable);
+  EXPECT_EQ(back->uncertainty.held_out_folds, 9);
+  EXPECT_DOUBLE_EQ(back->uncertainty.held_out_prefill, 0.07);
+  EXPECT_DOUBLE_EQ(back->uncertainty.held_out_decode, 0.12);
+  EXPECT_DOUBLE_EQ(back->uncertainty.spread_max, 0.08);
+  EXPECT_EQ(back->uncertainty.other_cores_max, 0.3);
+  // A record written before the check has none (folds 0) and no load figure.
+  auto j = CalibrationRecordToJson(r);
+  j.erase("uncertainty");
+  auto old = CalibrationRecordFromJson(j);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->uncertainty.held_out_folds, 0);
+  EXPECT_FALSE(old->uncertainty.other_cores_max.has_value());
+  // A mistyped field is named.
+  j["uncertainty"] = {{"held_out_decode", "high"}};
+  auto bad = CalibrationRecordFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("held_out_decode"), std::string::npos)
+      << bad.error().message();
 }
 
 TEST(CalibrationConstants, MissingKeysKeepDefaultsAndBadValuesNameTheKey) {

@@ -35,12 +35,28 @@ PredictionUncertainty UncalibratedUncertainty() {
 PredictionUncertainty CalibratedUncertainty(const CalibrationRecord& record) {
   PredictionUncertainty u;
   u.calibrated = true;
-  const double e = std::max(0.10, 2.0 * record.median_error);
-  u.prefill = u.decode = SpeedBand{1.0 / (1.0 + e), 1.0 + e};
+  auto band = [](double median_error) {
+    const double e = std::max(kCalibratedBandFloor, 2.0 * median_error);
+    return SpeedBand{1.0 / (1.0 + e), 1.0 + e};
+  };
   u.coverage = 0.8;
   u.points = static_cast<int>(record.points.size());
-  u.basis = fmt::format("calibrated on {} ({}): median error {:.1f}% over {} runs",
-                        record.hostname.empty() ? "this machine" : record.hostname,
+  const std::string where = record.hostname.empty() ? "this machine" : record.hostname;
+  const CalibrationUncertainty& self = record.uncertainty;
+  if (self.held_out_folds > 0) {
+    // Tests the constants were not fitted to: the error a prediction of
+    // another configuration or model can expect.
+    u.prefill = band(self.held_out_prefill);
+    u.decode = band(self.held_out_decode);
+    u.basis = fmt::format(
+        "calibrated on {} ({}): held-out median error prefill {:.1f}%, decode {:.1f}% over {} "
+        "runs",
+        where, record.created_at, self.held_out_prefill * 100, self.held_out_decode * 100,
+        record.points.size());
+    return u;
+  }
+  u.prefill = u.decode = band(record.median_error);
+  u.basis = fmt::format("calibrated on {} ({}): median error {:.1f}% over {} runs", where,
                         record.created_at, record.median_error * 100, record.points.size());
   return u;
 }

@@ -32,8 +32,14 @@ struct PredictionUncertainty {
 /// The band of the default constants: leave-one-out over the published runs.
 PredictionUncertainty UncalibratedUncertainty();
 
+/// The narrowest calibrated band, each way: runs on the same machine still vary.
+inline constexpr double kCalibratedBandFloor = 0.10;
+
 /// The band after `moetune calibrate`: twice the calibration's median error each
-/// way, never narrower than +-10% (runs on the same machine still vary).
+/// way (about 8 in 10 of normally spread errors), never narrower than
+/// kCalibratedBandFloor: per kind the held-out median error of its own check
+/// (CalibrationUncertainty), the error of the fitted tests for a record
+/// without one.
 PredictionUncertainty CalibratedUncertainty(const CalibrationRecord& record);
 
 /// What to run to narrow an uncalibrated band: `moetune calibrate MODEL`, or

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "speed/calibration_fit.h"
 #include "support.h"
 
 namespace moetune::itest {
@@ -169,6 +170,22 @@ TEST_F(SpeedTest, QuickCalibrationWithTheRealEngine) {
   EXPECT_NE(std::find(fitted.begin(), fitted.end(), "cpu_attn_decode_efficiency"), fitted.end());
   EXPECT_LE(j["median_error"].get<double>(), j["median_error_default"].get<double>() + 1e-9);
   EXPECT_TRUE(j["engine_version"].get<std::string>().find("version") != std::string::npos);
+  // Its own uncertainty: leave-one-out over the five tests, the spread of the
+  // repetitions (an unstable test measured twice), the machine's load.
+  const auto& u = j["uncertainty"];
+  EXPECT_EQ(u["held_out_folds"].get<int>(), 5);
+  EXPECT_GE(u["held_out_prefill"].get<double>(), 0);
+  EXPECT_GT(u["held_out_decode"].get<double>(), 0);
+  EXPECT_GE(u["spread_max"].get<double>(), u["spread_median"].get<double>());
+  EXPECT_TRUE(u["other_cores_max"].is_number()) << u.dump();
+  for (const auto& p : j["points"]) {
+    const int rounds = p["rounds"].get<int>();
+    EXPECT_TRUE(rounds == 1 || rounds == 2) << p.dump();
+    // A test is measured again only when its first round was unstable.
+    if (rounds == 1) {
+      EXPECT_LE(p["spread"].get<double>(), kUnstableRepetitionSpread) << p.dump();
+    }
+  }
 }
 
 }  // namespace
