@@ -51,6 +51,7 @@ Result<PlanCheck> ComparePlanWithEngine(const GgufModel& model, const ModelArch&
   // The RPC backend does not offload ops on host weights; CUDA (and the other
   // GPU backends) do for large batches.
   std::vector<DeviceKind> kinds;
+  kinds.reserve(names.size());
   for (const auto& n : names)
     kinds.push_back(n.rfind("RPC", 0) == 0 ? DeviceKind::kRpc : DeviceKind::kCuda);
   const bool any_rpc = std::find(kinds.begin(), kinds.end(), DeviceKind::kRpc) != kinds.end();

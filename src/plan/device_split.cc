@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace moetune {
@@ -107,10 +108,9 @@ std::vector<int> ProportionalCounts(const std::vector<int64_t>& capacity, int n)
   std::vector<int> counts(capacity.size(), 0);
   int given = 0;
   for (size_t d = 0; d + 1 < capacity.size(); ++d) {
-    const double share = total > 0
-                             ? static_cast<double>(std::max<int64_t>(0, capacity[d])) / total
-                             : 1.0 / static_cast<double>(capacity.size());
-    counts[d] = std::min(n - given, static_cast<int>(share * n + 0.5));
+    const double share = total > 0 ? static_cast<double>(std::max<int64_t>(0, capacity[d])) / total
+                                   : 1.0 / static_cast<double>(capacity.size());
+    counts[d] = std::min(n - given, static_cast<int>(std::lround(share * n)));
     given += counts[d];
   }
   counts.back() = n - given;
@@ -155,12 +155,14 @@ Placement SplitPlacement(const std::vector<DeviceFill>& fill, const std::vector<
 
 std::vector<std::string> Names(const std::vector<DeviceBudget>& devs) {
   std::vector<std::string> out;
+  out.reserve(devs.size());
   for (const auto& d : devs) out.push_back(d.name);
   return out;
 }
 
 std::vector<DeviceKind> Kinds(const std::vector<DeviceBudget>& devs) {
   std::vector<DeviceKind> out;
+  out.reserve(devs.size());
   for (const auto& d : devs) out.push_back(d.kind);
   return out;
 }
@@ -223,6 +225,7 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
   // device's first layer's experts on the CPU (op offload copies host experts
   // into the device's compute buffer, the larger case).
   std::vector<int64_t> capacity;
+  capacity.reserve(devs.size());
   for (const auto& d : devs) capacity.push_back(d.budget() - req.margin);
   std::vector<DeviceFill> ref;
   {

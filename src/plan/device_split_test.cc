@@ -37,6 +37,7 @@ std::vector<DeviceBudget> TwoCards() {
 
 std::vector<std::string> Names(const std::vector<DeviceBudget>& d) {
   std::vector<std::string> out;
+  out.reserve(d.size());
   for (const auto& x : d) out.push_back(x.name);
   return out;
 }

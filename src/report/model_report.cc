@@ -248,6 +248,26 @@ json DeviceJson(const DeviceBreakdown& d) {
 
 }  // namespace
 
+namespace {
+
+// Several devices: each device's part of the plan.
+json SharesJson(const std::vector<DeviceShare>& shares) {
+  json out = json::array();
+  for (const DeviceShare& s : shares) {
+    out.push_back({{"device", s.device.name},
+                   {"free_bytes", s.device.free},
+                   {"reserve_bytes", s.device.reserve},
+                   {"layers", s.layers},
+                   {"cpu_expert_layers", s.cpu_expert_layers},
+                   {"use", DeviceJson(s.use)},
+                   {"headroom_bytes", s.headroom},
+                   {"fits", s.headroom >= 0}});
+  }
+  return out;
+}
+
+}  // namespace
+
 json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
   json j;
   j["model"] = m.path;
@@ -309,18 +329,7 @@ json PlanJson(const ModelInfo& m, const Plan& plan, const PlanRequest& req) {
                     {"host", DeviceJson(o.host)}});
   }
   j["options"] = opts;
-  json shares = json::array();
-  for (const DeviceShare& s : plan.shares) {
-    shares.push_back({{"device", s.device.name},
-                      {"free_bytes", s.device.free},
-                      {"reserve_bytes", s.device.reserve},
-                      {"layers", s.layers},
-                      {"cpu_expert_layers", s.cpu_expert_layers},
-                      {"use", DeviceJson(s.use)},
-                      {"headroom_bytes", s.headroom},
-                      {"fits", s.headroom >= 0}});
-  }
-  j["devices"] = shares;
+  j["devices"] = SharesJson(plan.shares);
   if (plan.config) {
     const auto args = ServerArgv(*plan.config);
     j["command"] = ShellJoin(args);
