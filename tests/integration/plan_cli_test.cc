@@ -193,6 +193,25 @@ TEST_F(PlanCliTest, SplitModelCommandNamesPartOne) {
   EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "-m") + 1), part1);
 }
 
+// A check of the reference engine agrees on every device; another engine
+// version may disagree only on compute buffers, moetune's the larger, and the
+// check says so.
+void ExpectCheckAgrees(const CommandResult& r, const json& c, const std::string& what,
+                       bool reference_engine) {
+  if (reference_engine || r.exit_code == 0) {
+    ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err;
+    EXPECT_TRUE(c["agrees"].get<bool>()) << what << ": " << c.dump(2);
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 4) << what << ": " << r.err;
+  for (const json& d : c["devices"]) {
+    EXPECT_TRUE(d["model"]["within_tolerance"].get<bool>()) << what << ": " << d.dump();
+    EXPECT_TRUE(d["context"]["within_tolerance"].get<bool>()) << what << ": " << d.dump();
+    EXPECT_GE(d["compute"]["difference_bytes"].get<int64_t>(), 0) << what << ": " << d.dump();
+  }
+  EXPECT_NE(c["notes"].dump().find("smaller compute buffers"), std::string::npos) << c.dump(2);
+}
+
 // plan --check --rpc: the engine's dry run with a real second device (the
 // engine's ggml-rpc-server on loopback) checks the device/host split of the
 // printed placement, for several --n-cpu-moe and a fine fill. On the engine
@@ -228,18 +247,7 @@ TEST_F(PlanCliTest, CheckWithRpcComparesTheSplitPerDevice) {
         Plan({m, "--vram", vram, "--ctx", "8192", "--check", "--rpc", rpc.endpoint(), "--json"});
     const json j = Json(r);
     const json& c = j["check"];
-    if (reference_engine || r.exit_code == 0) {
-      ASSERT_EQ(r.exit_code, 0) << vram << ": " << r.err;
-      EXPECT_TRUE(c["agrees"].get<bool>()) << vram << ": " << c.dump(2);
-    } else {
-      ASSERT_EQ(r.exit_code, 4) << vram << ": " << r.err;
-      for (const json& d : c["devices"]) {
-        EXPECT_TRUE(d["model"]["within_tolerance"].get<bool>()) << vram << ": " << d.dump();
-        EXPECT_TRUE(d["context"]["within_tolerance"].get<bool>()) << vram << ": " << d.dump();
-        EXPECT_GE(d["compute"]["difference_bytes"].get<int64_t>(), 0) << vram << ": " << d.dump();
-      }
-      EXPECT_NE(c["notes"].dump().find("smaller compute buffers"), std::string::npos) << c.dump(2);
-    }
+    ExpectCheckAgrees(r, c, vram, reference_engine);
     ASSERT_EQ(c["devices"].size(), 2u) << c.dump(2);
     EXPECT_EQ(c["devices"][0]["device"], "RPC0");
     EXPECT_EQ(c["devices"][1]["device"], "Host");
@@ -278,16 +286,7 @@ TEST_F(PlanCliTest, CheckAcrossTwoAndThreeRpcDevices) {
     auto r = Plan({m, "--vram", vram, "--ctx", "8192", "--check", "--rpc", rpc, "--json"});
     const json j = Json(r);
     const json& c = j["check"];
-    if (reference_engine || r.exit_code == 0) {
-      ASSERT_EQ(r.exit_code, 0) << vram << ": " << r.err;
-      EXPECT_TRUE(c["agrees"].get<bool>()) << vram << ": " << c.dump(2);
-    } else {
-      ASSERT_EQ(r.exit_code, 4) << vram << ": " << r.err;
-      for (const json& d : c["devices"]) {
-        EXPECT_TRUE(d["model"]["within_tolerance"].get<bool>()) << vram << ": " << d.dump();
-        EXPECT_TRUE(d["context"]["within_tolerance"].get<bool>()) << vram << ": " << d.dump();
-      }
-    }
+    ExpectCheckAgrees(r, c, vram, reference_engine);
     // Every device in the plan and in the check, in the engine's order.
     ASSERT_EQ(j["devices"].size(), n) << j.dump(2);
     ASSERT_EQ(c["devices"].size(), n + 1) << c.dump(2);
