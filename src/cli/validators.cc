@@ -51,7 +51,8 @@ CLI::Validator ByteSizeList(int64_t min, int64_t max, int max_items) {
           return fmt::format("{} sizes given; at most {} (one per device)", items.size(),
                              max_items);
         for (std::string item : items) {
-          if (std::string e = one(item); !e.empty()) return fmt::format("'{}': {}", item, e);
+          // The message names the size it could not read.
+          if (std::string e = one(item); !e.empty()) return e;
         }
         return "";
       },

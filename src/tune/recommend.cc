@@ -191,7 +191,16 @@ Recommendation Recommend(const CurveAtDepth& base, const RejectionReading& rejec
   }
   const int max_n = base.points.back().n_cpu_moe;
   if (base.shape == CurveShape::kFlat) {
-    rec.n_cpu_moe = rec.safest_tie;
+    // No placement effect: the most conservative N measured and not rejected
+    // (docs/cli.md). The shape reads one series (prefill when any), the tie
+    // rule the workload's objective: on a flat curve a conservative N the
+    // objective calls slower by a hair is still what the rule promises.
+    for (auto it = base.points.rbegin(); it != base.points.rend(); ++it) {
+      if (!FindRejection(rejections.rejected, it->n_cpu_moe)) {
+        rec.n_cpu_moe = it->n_cpu_moe;
+        break;
+      }
+    }
     rec.rule = RecommendationRule::kNoPlacementEffect;
     return rec;
   }
