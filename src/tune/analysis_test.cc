@@ -101,6 +101,17 @@ TEST(AnalysisTest, FlatCurvePicksTheSafestPlacement) {
   EXPECT_EQ(a.recommendation.rule, RecommendationRule::kNoPlacementEffect);
 }
 
+TEST(AnalysisTest, FlatCurveKeepsTheSafestEvenWhenItIsAHairSlower) {
+  // Prefill flat within 3% (the shape), decode at the last N slower by 3% with
+  // tight repetitions: the objective's tie rule calls it worse, but placement
+  // has no effect, so the most conservative N measured is the answer.
+  auto rs = Sweep({{0, {100, 20}}, {2, {101, 20.0}}, {4, {99, 19.4}}}, 0, 0.001);
+  const Analysis a = Analyze(rs, {});
+  EXPECT_EQ(a.shape, CurveShape::kFlat);
+  EXPECT_EQ(*a.recommendation.n_cpu_moe, 4);
+  EXPECT_EQ(a.recommendation.rule, RecommendationRule::kNoPlacementEffect);
+}
+
 TEST(AnalysisTest, NoisyEdgeIsNotPickedByANaiveMaximum) {
   // N=12 has the highest mean only thanks to one lucky run; it is statistically
   // tied with N=14, which is already more conservative than the edge.
