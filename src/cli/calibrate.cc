@@ -209,7 +209,7 @@ int Run(const CalibrateArgs& a) {
   if (!read.ok()) return ReportError(read.error());
   const std::vector<Measurement> ms = std::move(read).value();
   const bool any_rpc = std::any_of(ms.begin(), ms.end(), [](const auto& m) { return m.rpc; });
-  if (any_rpc && !spec.accel) {
+  if (any_rpc && !spec.accel()) {
     (void)ApplyMachinePreset("rpc-cpu", &spec);
     std::cerr << "moetune: note: results measured with the RPC device: modelling it as "
                  "--machine rpc-cpu\n";

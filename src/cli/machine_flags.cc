@@ -112,7 +112,7 @@ namespace {
 
 // A GPU flag without a GPU: assume an RTX 4070-class card and say so.
 void EnsureGpu(MachineSpec* s, const char* flag) {
-  if (s->accel) return;
+  if (s->accel()) return;
   (void)ApplyMachinePreset("rtx4070-12g", s);
   s->notes.push_back(
       fmt::format("{} without a GPU: assuming RTX 4070-class figures for the rest "
@@ -177,14 +177,14 @@ Status ApplyWhatIfFlags(const MachineFlags& f, MachineSpec* spec) {
     auto v = ParseBandwidthGbps(f.gpu_bw);
     if (!v.ok()) return FlagError("--gpu-bw", v.error());
     EnsureGpu(spec, "--gpu-bw");
-    spec->accel->mem_bw_gbps = *v;
+    spec->accel()->mem_bw_gbps = *v;
   }
   if (!f.pcie_bw.empty()) {
     auto v = ParseBandwidthGbps(f.pcie_bw);
     if (!v.ok()) return FlagError("--pcie-bw", v.error());
     EnsureGpu(spec, "--pcie-bw");
-    spec->accel->link_gbps = *v;
-    spec->accel->link_pageable_gbps = *v * 0.78;
+    spec->accel()->link_gbps = *v;
+    spec->accel()->link_pageable_gbps = *v * 0.78;
   }
   if (!f.ram_bw.empty()) {
     auto v = ParseBandwidthGbps(f.ram_bw);
@@ -212,22 +212,22 @@ Status ApplyGpuBudget(const MachineFlags& f, bool profile_found, ResolvedMachine
   GpuBudgetDefaults d;
   MachineSpec& spec = r->spec;
   const bool preset = !f.machine.empty();
-  d.what_if_total = spec.accel ? spec.accel->vram_total : 0;
+  d.what_if_total = spec.accel() ? spec.accel()->vram_total : 0;
   d.what_if_from = preset ? "--machine " + f.machine
                           : (profile_found ? std::string("the machine profile, measured by "
                                                          "moetune doctor")
                                            : std::string("no GPU in the machine description"));
-  if (spec.accel) {
-    d.what_if_used = std::max<int64_t>(0, spec.accel->vram_total - spec.accel->vram_free);
+  if (spec.accel()) {
+    d.what_if_used = std::max<int64_t>(0, spec.accel()->vram_total - spec.accel()->vram_free);
     d.what_if_used_from =
         preset ? "assumed for an idle desktop: the display and driver hold about 7% of a "
                  "consumer card (--vram-used SIZE to say otherwise)"
                : "the machine profile, measured by moetune doctor";
   }
   MOETUNE_ASSIGN_OR_RETURN(r->gpu, ResolveGpuBudget(ParsedGpuBudgetFlags(f.gpu), d));
-  if (spec.accel) {
-    spec.accel->vram_total = r->gpu.total;
-    spec.accel->vram_free = r->gpu.free();
+  if (spec.accel()) {
+    spec.accel()->vram_total = r->gpu.total;
+    spec.accel()->vram_free = r->gpu.free();
   }
   spec.reserve = r->gpu.reserve;
   return OkStatus();

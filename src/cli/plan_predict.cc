@@ -11,10 +11,10 @@ Result<PlanPrediction> PredictForPlan(const ModelInfo& model, const Plan& plan,
                                       int threads) {
   MOETUNE_ASSIGN_OR_RETURN(ResolvedMachine m, ResolveMachine(flags));
   MachineSpec spec = m.spec;
-  if (spec.accel) {
+  if (spec.accel()) {
     // The plan's budget is the one the options were sized for.
-    spec.accel->vram_free = request.vram_free;
-    spec.accel->vram_total = std::max(spec.accel->vram_total, request.vram_free);
+    spec.accel()->vram_free = request.vram_free;
+    spec.accel()->vram_total = std::max(spec.accel()->vram_total, request.vram_free);
     spec.reserve = request.reserve;
   }
   for (const auto& n : spec.notes) std::cerr << ForTerminal("moetune: note: " + n + "\n");

@@ -62,7 +62,7 @@ std::vector<RunConfig> CalibrationConfigs(const std::string& model_path, const S
     c.repetitions = std::min(c.repetitions, 2);
     out.push_back(c);
   }
-  if (m.accel && model.shape().n_expert > 0) {
+  if (m.accel() && model.shape().n_expert > 0) {
     // All experts on the CPU, and the fewest CPU layers that load (strict).
     RunSettings proto;
     proto.n_ubatch = o.n_ubatch;

@@ -18,7 +18,7 @@ TEST(PredictionReport, JsonAndTextNameTheBestSafeOption) {
   const ModelInfo m = SynthModelInfo("qwen3moe");
   const MachineSpec spec = PresetMachine("rtx4070-12g,ddr5-6000-2ch,8c16t");
   PlanRequest req;
-  req.vram_free = spec.accel->vram_free;
+  req.vram_free = spec.accel()->vram_free;
   req.ctx.n_ctx = 32768;
   const Plan plan = PlanPlacement(m.gguf, m.arch, m.weights, req).value();
   auto p = PredictPlan(m, plan, req, spec, CalibrationConstants{});
@@ -42,7 +42,7 @@ TEST(PredictionReport, EveryOutputFormShowsTheBand) {
   const ModelInfo m = SynthModelInfo("qwen3moe");
   const MachineSpec spec = PresetMachine("rtx4070-12g,ddr5-6000-2ch,8c16t");
   PlanRequest req;
-  req.vram_free = spec.accel->vram_free;
+  req.vram_free = spec.accel()->vram_free;
   req.ctx.n_ctx = 32768;
   const Plan plan = PlanPlacement(m.gguf, m.arch, m.weights, req).value();
   auto p = PredictPlan(m, plan, req, spec, CalibrationConstants{});

@@ -81,7 +81,7 @@ std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& m
   bool acc_pp = false, acc_tg = false, acc_pp_split = false, acc_tg_split = false;
   for (const auto& m : ms) {
     const bool prefill = IsPrefill(m.run);
-    if (!machine.accel || m.run.n_gpu_layers == 0) {
+    if (!machine.accel() || m.run.n_gpu_layers == 0) {
       threads.insert(m.run.threads);
       (prefill ? pp : tg) = true;
       if (m.run.n_depth > 0) (prefill ? pp_depth : tg_depth) = true;
@@ -99,10 +99,10 @@ std::vector<std::string> IdentifiableConstants(const std::vector<Measurement>& m
     if (pp) out.push_back("thread_efficiency_prefill");
     if (tg) out.push_back("thread_efficiency_decode");
   }
-  if (machine.accel && machine.accel->kind == AcceleratorKind::kRpcCpu) {
+  if (machine.accel() && machine.accel()->kind == AcceleratorKind::kRpcCpu) {
     if (acc_tg) out.push_back("rpc_layer_overhead_us");
     if (acc_pp_split || acc_tg_split) out.insert(out.end(), {"rpc_link_gbps", "rpc_handover_us"});
-  } else if (machine.accel) {
+  } else if (machine.accel()) {
     if (acc_tg) out.insert(out.end(), {"gpu_bw_efficiency", "gpu_layer_overhead_us"});
     if (acc_pp) out.push_back("gpu_compute_efficiency");
     if (acc_pp_split) out.push_back("link_efficiency");

@@ -73,14 +73,17 @@ PlanRequest FootprintRequest(const ContextParams& ctx) {
   return req;
 }
 
+FootprintPlans::Key KeyOf(const ContextParams& c) {
+  return {c.n_ctx,    c.n_seq,   c.kv_unified, c.type_k,   c.type_v,
+          c.n_ubatch, c.n_batch, c.flash_attn, c.swa_full, static_cast<int>(c.reserve_outputs)};
+}
+
 }  // namespace
 
 ContextParams FootprintContext(const RunSettings& run) { return ContextFor(run); }
 
 std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model, const ContextParams& c) {
-  const Key key{
-      c.n_ctx,    c.n_seq,   c.kv_unified, c.type_k,   c.type_v,
-      c.n_ubatch, c.n_batch, c.flash_attn, c.swa_full, static_cast<int>(c.reserve_outputs)};
+  const Key key = KeyOf(c);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
@@ -91,6 +94,56 @@ std::shared_ptr<const Plan> FootprintPlans::Get(const ModelInfo& model, const Co
     it = plans_.emplace(key, std::move(plan)).first;
   }
   return it->second;
+}
+
+std::shared_ptr<const PlacementOption> FootprintPlans::Evaluate(
+    const ModelInfo& model, const ContextParams& ctx, const WeightPlacement& placement,
+    const std::vector<DeviceKind>& kinds, const std::string& key) {
+  const auto k = std::make_pair(KeyOf(ctx), key);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = evaluated_.find(k);
+  if (it == evaluated_.end()) {
+    if (evaluated_.size() >= kMaxPlans) evaluated_.clear();
+    auto option = EvaluatePlacement(model.gguf, model.arch, model.weights, ctx, placement, kinds);
+    std::shared_ptr<const PlacementOption> held;
+    if (option.ok()) held = std::make_shared<const PlacementOption>(std::move(option).value());
+    it = evaluated_.emplace(k, std::move(held)).first;
+  }
+  return it->second;
+}
+
+std::vector<GpuFootprint> ComputeDeviceFootprints(const ModelInfo& model,
+                                                  const WeightPlacement& placement,
+                                                  const RunSettings& run,
+                                                  const std::vector<AcceleratorSpec>& devices,
+                                                  const std::string& key, FootprintPlans* plans) {
+  std::vector<GpuFootprint> out(devices.size());
+  std::vector<DeviceKind> kinds;
+  for (const AcceleratorSpec& d : devices)
+    kinds.push_back(d.kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc : DeviceKind::kCuda);
+  const ContextParams ctx = ContextFor(run);
+  FootprintPlans local;
+  const auto option = (plans != nullptr ? plans : &local)->Evaluate(model, ctx, placement, kinds, key);
+  // A placement the memory map cannot size has no footprint to offer.
+  if (option == nullptr) return out;
+  const int64_t used = int64_t{run.n_depth} + run.n_prompt + run.n_gen;
+  const double used_share =
+      std::min(1.0, static_cast<double>(used) / static_cast<double>(std::max<int64_t>(1, ctx.n_ctx)));
+  const int64_t stage = LayerStageBytes(model.arch, ctx);
+  for (size_t d = 0; d < devices.size() && d < option->devices.size(); ++d) {
+    const DeviceBreakdown& b = option->devices[d];
+    GpuFootprint& f = out[d];
+    f.runtime = std::max<int64_t>(0, devices[d].runtime_bytes);
+    f.weights = b.weights_total();
+    f.kv = b.kv;
+    // The cells the test occupies (windowed caches are counted as growing:
+    // a small overstatement of the traffic on a device that holds them).
+    f.kv_used = static_cast<int64_t>(static_cast<double>(b.kv) * used_share);
+    f.state = b.state;
+    f.compute = b.compute;
+    f.compute_stage = stage;
+  }
+  return out;
 }
 
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
@@ -169,11 +222,16 @@ std::string StrictFailure(const GpuFootprint& f, int64_t budget, const std::stri
   // The messages are llama.cpp's own (ggml/src/ggml-cuda/ggml-cuda.cu
   // ggml_backend_cuda_buffer_type_alloc_buffer; src/llama-model.cpp load_tensors;
   // src/llama-kv-cache.cpp; ggml/src/ggml-alloc.c ggml_gallocr_reserve_n).
+  // CUDA's line names the device by its index (CUDA1: device 1); another
+  // backend's failure shows only in llama.cpp's lines, which name the buffer.
+  const bool is_cuda = device.rfind("CUDA", 0) == 0;
+  const std::string index = is_cuda ? device.substr(4) : std::string();
   auto cuda = [&](int64_t size) {
+    if (!is_cuda) return fmt::format("{}: failed to allocate {:.2f} MiB", device, Mib(size));
     return fmt::format(
         "ggml_backend_cuda_buffer_type_alloc_buffer: allocating {:.2f} MiB on device "
-        "0: cudaMalloc failed: out of memory",
-        Mib(size));
+        "{}: cudaMalloc failed: out of memory",
+        Mib(size), index.empty() ? "0" : index);
   };
   if (f.runtime > budget) {
     return "ggml_cuda_init: failed to initialize CUDA: out of memory\n"

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "model/model_info.h"
 #include "plan/placement.h"
@@ -47,15 +49,24 @@ ContextParams FootprintContext(const RunSettings& run);
 /// count and repetition. Thread-safe; bounded (the oldest half is dropped).
 class FootprintPlans {
  public:
+  /// The context settings that size a plan.
+  using Key = std::tuple<int64_t, int, bool, uint32_t, uint32_t, int64_t, int64_t, bool, bool, int>;
   /// The plan for `ctx` with unlimited VRAM and no margin; null when the
   /// planner cannot size the model.
   std::shared_ptr<const Plan> Get(const ModelInfo& model, const ContextParams& ctx);
+  /// The memory map of one placement across devices for `ctx` (plan/placement.h
+  /// EvaluatePlacement), kept under `key` (the caller's name for the placement);
+  /// null when the memory map cannot size it.
+  std::shared_ptr<const PlacementOption> Evaluate(const ModelInfo& model, const ContextParams& ctx,
+                                                  const WeightPlacement& placement,
+                                                  const std::vector<DeviceKind>& kinds,
+                                                  const std::string& key);
 
  private:
-  using Key = std::tuple<int64_t, int, bool, uint32_t, uint32_t, int64_t, int64_t, bool, bool, int>;
   static constexpr std::size_t kMaxPlans = 256;
   std::mutex mu_;
   std::map<Key, std::shared_ptr<const Plan>> plans_;
+  std::map<std::pair<Key, std::string>, std::shared_ptr<const PlacementOption>> evaluated_;
 };
 
 /// Footprint of `run` on `accel` (all zero without one). `plans` (optional)
@@ -63,6 +74,15 @@ class FootprintPlans {
 GpuFootprint ComputeGpuFootprint(const ModelInfo& model, const ModelShape& shape,
                                  const Residency& residency, const RunSettings& run,
                                  const AcceleratorSpec* accel, FootprintPlans* plans = nullptr);
+
+/// Footprints of `run` on each of several devices (`devices[i]` holds the
+/// placement's device i; `kinds` how each treats host weights), from the memory
+/// map of the whole placement. `key` names the placement for the cache.
+std::vector<GpuFootprint> ComputeDeviceFootprints(const ModelInfo& model,
+                                                  const WeightPlacement& placement,
+                                                  const RunSettings& run,
+                                                  const std::vector<AcceleratorSpec>& devices,
+                                                  const std::string& key, FootprintPlans* plans);
 
 /// In strict mode: the llama.cpp error lines for the first allocation that does
 /// not fit, or "" when everything fits.

@@ -21,8 +21,8 @@ TEST(GpuFootprintTest, CachedPlansGiveTheSameFootprint) {
       r.n_cpu_moe = n;
       r.n_ctx = 32768;
       r.n_depth = depth;
-      const GpuFootprint a = ComputeGpuFootprint(m, shape, *res, r, &*gpu.accel);
-      const GpuFootprint b = ComputeGpuFootprint(m, shape, *res, r, &*gpu.accel, &plans);
+      const GpuFootprint a = ComputeGpuFootprint(m, shape, *res, r, &*gpu.accel());
+      const GpuFootprint b = ComputeGpuFootprint(m, shape, *res, r, &*gpu.accel(), &plans);
       EXPECT_EQ(a.weights, b.weights);
       EXPECT_EQ(a.kv, b.kv);
       EXPECT_EQ(a.kv_used, b.kv_used);

@@ -15,22 +15,50 @@ const char* SpillModeName(SpillMode mode) {
 }
 
 int64_t MachineSpec::VramBudget() const {
-  if (!accel) return 0;
-  return std::max<int64_t>(0, accel->vram_free - reserve);
+  if (devices.empty()) return 0;
+  return std::max<int64_t>(0, devices.front().vram_free - reserve);
+}
+
+std::vector<AcceleratorSpec> MachineSpec::SingleDevices() const {
+  std::vector<AcceleratorSpec> out;
+  for (const AcceleratorSpec& d : devices) {
+    const int n = std::max(1, d.count);
+    AcceleratorSpec one = d;
+    one.count = 1;
+    one.vram_total = d.vram_total / n;
+    one.vram_free = d.vram_free / n;
+    one.runtime_bytes = d.runtime_bytes / n;
+    for (int i = 0; i < n; ++i) out.push_back(one);
+  }
+  return out;
+}
+
+std::vector<std::string> MachineSpec::DeviceNames() const {
+  // llama.cpp names its devices per backend, each counted from 0: CUDA0,
+  // CUDA1, ..., RPC0, RPC1 (the ggml backend registry; moetune's plans and
+  // checks over RPC devices read these names back from the engine).
+  std::vector<std::string> out;
+  int gpus = 0, rpcs = 0;
+  for (const AcceleratorSpec& d : SingleDevices()) {
+    out.push_back(d.kind == AcceleratorKind::kRpcCpu ? fmt::format("RPC{}", rpcs++)
+                                                     : fmt::format("CUDA{}", gpus++));
+  }
+  return out;
 }
 
 std::string MachineSpec::Describe() const {
-  std::string gpu = "no GPU";
-  if (accel) {
-    gpu = fmt::format("{}{} ({} free, {:.0f} GB/s)",
-                      accel->count > 1 ? fmt::format("{}x ", accel->count) : "", accel->name,
-                      FormatBytes(Bytes(accel->vram_free)), accel->mem_bw_gbps);
+  std::string gpu = devices.empty() ? "no GPU" : "";
+  for (const AcceleratorSpec& d : devices) {
+    gpu += fmt::format("{}{}{} ({} free, {:.0f} GB/s{})", gpu.empty() ? "" : " + ",
+                       d.count > 1 ? fmt::format("{}x ", d.count) : "", d.name,
+                       FormatBytes(Bytes(d.vram_free)), d.mem_bw_gbps,
+                       d.net_gbps > 0 ? fmt::format(", {:g} GB/s link", d.net_gbps) : "");
   }
   std::string cores = fmt::format("{}P", cpu.p_cores);
   if (cpu.e_cores > 0) cores += fmt::format("+{}E", cpu.e_cores);
   if (cpu.smt > 1) cores += fmt::format("/smt{}", cpu.smt);
   return fmt::format("{} + RAM {:.0f} GB/s + CPU {}{}", gpu, ram.read_gbps, cores,
-                     accel && spill == SpillMode::kSilent ? " (silent spill)" : "");
+                     has_gpu() && spill == SpillMode::kSilent ? " (silent spill)" : "");
 }
 
 CpuTopology SimulatedCpuTopology(const CpuSpec& cpu) {
@@ -105,6 +133,39 @@ MachineSpec DefaultMachineSpec() {
   return s;
 }
 
+namespace {
+
+// The device of the profile's GPUs named like `g`, all of them together.
+AcceleratorSpec DeviceFromProfile(const MachineProfile& p, const GpuInfo& g,
+                                  std::vector<std::string>* notes) {
+  AcceleratorSpec a;
+  a.name = g.name;
+  a.count = 0;
+  for (const auto& o : p.gpus) {
+    if (o.name != g.name) continue;
+    ++a.count;
+    a.vram_total += o.total_bytes;
+    a.vram_free += o.free_bytes;
+  }
+  // NVML's free VRAM is read before llama.cpp's context exists.
+  a.runtime_bytes = kCudaRuntimeBytes * a.count;
+  MachineSpec probe;
+  const bool known = GpuPresetByMarketingName(g.name, &probe);
+  a.mem_bw_gbps = g.peak_bandwidth_gbps > 0 ? g.peak_bandwidth_gbps
+                                            : (known ? probe.accel()->mem_bw_gbps : 300.0);
+  a.fp16_tflops = known ? probe.accel()->fp16_tflops : a.mem_bw_gbps * 0.2;
+  const int gen = g.pcie_gen_max > 0 ? g.pcie_gen_max : 4;
+  const int width = g.pcie_width_max > 0 ? g.pcie_width_max : 16;
+  PcieLinkRates(gen, width, &a.link_gbps, &a.link_pageable_gbps);
+  a.source = fmt::format("doctor profile ({}); FP16 throughput {}", g.memory_query,
+                         known ? "from the matching preset"
+                               : "estimated as 0.2 TFLOPS per GB/s (no preset matches the name)");
+  if (!known) notes->push_back("GPU '" + g.name + "' matches no preset: its compute is estimated");
+  return a;
+}
+
+}  // namespace
+
 MachineSpec MachineSpecFromProfile(const MachineProfile& p) {
   MachineSpec s = DefaultMachineSpec();
   s.label = fmt::format("this machine ({}, doctor profile of {})", p.hostname, p.created_at);
@@ -137,39 +198,14 @@ MachineSpec MachineSpecFromProfile(const MachineProfile& p) {
     s.ram.source = "assumed 40 GB/s: the doctor's profile has no bandwidth measurement";
   }
   // GPU: the first one (NVML order = CUDA order); several identical cards add up.
-  if (!p.gpus.empty()) {
-    const GpuInfo& g = p.gpus.front();
-    AcceleratorSpec a;
-    a.name = g.name;
-    a.vram_total = g.total_bytes;
-    a.vram_free = g.free_bytes;
-    a.runtime_bytes = kCudaRuntimeBytes;  // NVML's free VRAM is read before llama.cpp's context
-    int same = 0;
-    for (const auto& o : p.gpus) same += o.name == g.name ? 1 : 0;
-    if (same > 1) {
-      a.count = same;
-      a.vram_total = a.vram_free = 0;
-      for (const auto& o : p.gpus) {
-        if (o.name != g.name) continue;
-        a.vram_total += o.total_bytes;
-        a.vram_free += o.free_bytes;
-      }
-      a.runtime_bytes = kCudaRuntimeBytes * same;
-    }
-    MachineSpec probe;
-    const bool known = GpuPresetByMarketingName(g.name, &probe);
-    a.mem_bw_gbps = g.peak_bandwidth_gbps > 0 ? g.peak_bandwidth_gbps
-                                              : (known ? probe.accel->mem_bw_gbps : 300.0);
-    a.fp16_tflops = known ? probe.accel->fp16_tflops : a.mem_bw_gbps * 0.2;
-    const int gen = g.pcie_gen_max > 0 ? g.pcie_gen_max : 4;
-    const int width = g.pcie_width_max > 0 ? g.pcie_width_max : 16;
-    PcieLinkRates(gen, width, &a.link_gbps, &a.link_pageable_gbps);
-    a.source = fmt::format("doctor profile ({}); FP16 throughput {}", g.memory_query,
-                           known ? "from the matching preset"
-                                 : "estimated as 0.2 TFLOPS per GB/s (no preset matches the name)");
-    if (!known)
-      s.notes.push_back("GPU '" + g.name + "' matches no preset: its compute is estimated");
-    s.accel = a;
+  // One device per GPU model, in the profile's order: identical cards are one
+  // device with a count (their memory summed), the others follow, each with
+  // its own slot's PCIe link.
+  std::vector<std::string> seen;
+  for (const GpuInfo& g : p.gpus) {
+    if (std::find(seen.begin(), seen.end(), g.name) != seen.end()) continue;
+    seen.push_back(g.name);
+    s.devices.push_back(DeviceFromProfile(p, g, &s.notes));
   }
   return s;
 }

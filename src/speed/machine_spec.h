@@ -1,7 +1,7 @@
 #pragma once
-/// The machine as the speed model sees it: one accelerator (a GPU, several
-/// identical GPUs, or llama.cpp's RPC device), the CPU cores, the RAM, and what
-/// happens when GPU allocations exceed free VRAM. Built from the doctor's
+/// The machine as the speed model sees it: its devices (GPUs, identical or not,
+/// and llama.cpp's RPC devices, each with its own memory, rates and link), the
+/// CPU cores, the RAM, and what happens when GPU allocations exceed free VRAM. Built from the doctor's
 /// profile (this machine) or from named presets and what-if flags
 /// (speed/presets.h), so that `plan --predict` and the simulated engine can
 /// answer "what would a 16 GB card do with this model".
@@ -31,31 +31,6 @@ enum class AcceleratorKind {
   kRpcCpu,  // llama.cpp's RPC device served by ggml-rpc-server on a CPU over TCP
 };
 
-/// The device llama.cpp offloads layers to.
-struct AcceleratorSpec {
-  AcceleratorKind kind = AcceleratorKind::kGpu;
-  std::string name;        // "RTX 4070 12 GB", "RPC0 (ggml-rpc-server, 1 thread)"
-  int count = 1;           // identical GPUs splitting the layers (-sm layer)
-  int64_t vram_total = 0;  // bytes, all GPUs together
-  int64_t vram_free = 0;   // bytes free for llama.cpp, all GPUs together (before --reserve)
-  double mem_bw_gbps = 0;  // peak memory bandwidth of one GPU, 1e9 B/s
-  double fp16_tflops = 0;  // dense FP16 tensor throughput of one GPU (FP16 accumulate)
-  double link_gbps = 0;    // host->device copies from pinned memory, measured-typical, 1e9 B/s
-  double link_pageable_gbps = 0;  // the same from pageable (mmap) memory
-  int rpc_threads = 1;            // kRpcCpu: threads of ggml-rpc-server (-t)
-  /// VRAM the engine's GPU runtime takes beyond llama.cpp's buffers: the CUDA
-  /// context, the cuBLAS workspace and ggml's memory pool (kCudaRuntimeBytes for a
-  /// GPU; 0 for the RPC device). `vram_free` is measured before it exists.
-  int64_t runtime_bytes = 0;
-  std::string source;
-};
-
-/// The CUDA runtime's share of a GPU while llama.cpp runs: llama.cpp's own
-/// memory breakdown reports 451-456 MiB per RTX 4090 "unaccounted" (total minus
-/// free minus its model, context and compute buffers) on a machine where nothing
-/// else used the cards (github.com/ggml-org/llama.cpp/pull/15860).
-inline constexpr int64_t kCudaRuntimeBytes = int64_t{450} << 20;
-
 /// The CPU cores llama.cpp's threads can run on.
 struct CpuSpec {
   std::string name;
@@ -71,6 +46,40 @@ struct CpuSpec {
   int LogicalCpus() const { return p_cores * smt + e_cores; }
 };
 
+/// One device llama.cpp offloads layers to (or `count` identical ones).
+struct AcceleratorSpec {
+  AcceleratorKind kind = AcceleratorKind::kGpu;
+  std::string name;        // "RTX 4070 12 GB", "RPC0 (ggml-rpc-server, 1 thread)"
+  int count = 1;           // identical GPUs splitting the layers (-sm layer)
+  int64_t vram_total = 0;  // bytes, all GPUs together
+  int64_t vram_free = 0;   // bytes free for llama.cpp, all GPUs together (before --reserve)
+  double mem_bw_gbps = 0;  // peak memory bandwidth of one GPU, 1e9 B/s
+  double fp16_tflops = 0;  // dense FP16 tensor throughput of one GPU (FP16 accumulate)
+  double link_gbps = 0;    // host->device copies from pinned memory, measured-typical, 1e9 B/s
+  double link_pageable_gbps = 0;  // the same from pageable (mmap) memory
+  int rpc_threads = 1;            // kRpcCpu: threads of ggml-rpc-server (-t)
+  /// kRpcCpu: the network between llama.cpp and the server. `net_gbps` is the
+  /// payload rate (1e9 B/s; 0: loopback, the calibrated socket rate only) and
+  /// `net_rtt_us` the round trip a graph_compute call waits for on top of the
+  /// server's own work (0: loopback).
+  double net_gbps = 0;
+  double net_rtt_us = 0;
+  /// kRpcCpu: the server machine's cores (its RAM bandwidth is `mem_bw_gbps`).
+  /// Unset: the server runs on this machine's CPU (loopback).
+  std::optional<CpuSpec> rpc_cpu;
+  /// VRAM the engine's GPU runtime takes beyond llama.cpp's buffers: the CUDA
+  /// context, the cuBLAS workspace and ggml's memory pool (kCudaRuntimeBytes for a
+  /// GPU; 0 for the RPC device). `vram_free` is measured before it exists.
+  int64_t runtime_bytes = 0;
+  std::string source;
+};
+
+/// The CUDA runtime's share of a GPU while llama.cpp runs: llama.cpp's own
+/// memory breakdown reports 451-456 MiB per RTX 4090 "unaccounted" (total minus
+/// free minus its model, context and compute buffers) on a machine where nothing
+/// else used the cards (github.com/ggml-org/llama.cpp/pull/15860).
+inline constexpr int64_t kCudaRuntimeBytes = int64_t{450} << 20;
+
 /// Host RAM.
 struct RamSpec {
   std::string name;
@@ -84,15 +93,24 @@ struct RamSpec {
 struct MachineSpec {
   std::string label;  // "this machine (doctor profile ...)" or "what-if: rtx4070-12g,..."
   bool what_if = false;
-  std::optional<AcceleratorSpec> accel;  // none: CPU only
+  /// The devices in the engine's order (CUDA0.., then RPC0..); empty: CPU only.
+  std::vector<AcceleratorSpec> devices;
   CpuSpec cpu;
   RamSpec ram;
   SpillMode spill = SpillMode::kStrict;
   int64_t reserve = 0;  // VRAM kept free beyond what others hold (--reserve)
   std::vector<std::string> notes;
 
-  bool has_gpu() const { return accel.has_value(); }
-  /// VRAM llama.cpp may use: free - reserve (0 without an accelerator).
+  bool has_gpu() const { return !devices.empty(); }
+  /// The first device (what a one-device command uses); null without one.
+  const AcceleratorSpec* accel() const { return devices.empty() ? nullptr : &devices.front(); }
+  AcceleratorSpec* accel() { return devices.empty() ? nullptr : &devices.front(); }
+  /// Every single device, `count` identical cards expanded into as many devices
+  /// each with its share of the memory, in the engine's order.
+  std::vector<AcceleratorSpec> SingleDevices() const;
+  /// The engine's names of SingleDevices(): "CUDA0", "CUDA1", "RPC0", ...
+  std::vector<std::string> DeviceNames() const;
+  /// VRAM llama.cpp may use on the first device: free - reserve (0 without one).
   int64_t VramBudget() const;
   /// "RTX 4070 12 GB + DDR4-3200 2ch (43 GB/s) + 6P+8E" style one-liner.
   std::string Describe() const;

@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
+
+#include "config/server_config.h"
 
 namespace moetune {
 
@@ -75,96 +76,61 @@ ModelShape BuildModelShape(const ModelInfo& m) {
   return s;
 }
 
-namespace {
-
-struct Override {
-  std::regex re;
-  bool host = false;
-};
-
-Result<std::vector<Override>> ParseOverrides(const std::string& text) {
-  std::vector<Override> out;
-  if (text.empty()) return out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(start, comma - start);
-    start = comma + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.rfind('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("-ot item '{}' is not PATTERN=BUFFER_TYPE", item));
-    }
-    Override o;
-    try {
-      o.re = std::regex(item.substr(0, eq));
-    } catch (const std::regex_error& e) {
-      return Error(
-          ErrorKind::kInvalidArgument,
-          fmt::format("-ot pattern '{}' is not a valid regex: {}", item.substr(0, eq), e.what()));
-    }
-    const std::string buft = item.substr(eq + 1);
-    o.host = buft.rfind("CPU", 0) == 0;  // CPU, CPU_REPACK, CPU_Mapped ...
-    out.push_back(std::move(o));
-  }
-  return out;
-}
-
-}  // namespace
-
-Result<Residency> ResolveResidency(const ModelInfo& m, const ModelShape& shape, int n_gpu_layers,
-                                   int n_cpu_moe, const std::string& override_tensor,
-                                   bool has_accelerator) {
+Result<Residency> ResolveResidency(const ModelInfo& m, const ModelShape& shape,
+                                   const WeightPlacement& placement) {
   Residency r;
   const int n_layer = static_cast<int>(shape.layers.size());
   r.layers.resize(shape.layers.size());
-  if (!has_accelerator) n_gpu_layers = 0;
-  if (n_gpu_layers < 0) n_gpu_layers = n_layer + 1;  // -1: llama.cpp's default, every layer
-  const int ngl = std::max(0, n_gpu_layers);
-  const int first_gpu = std::max(0, n_layer - ngl);
-  r.output_on_gpu = ngl > n_layer;
-  MOETUNE_ASSIGN_OR_RETURN(auto overrides, ParseOverrides(override_tensor));
+  r.output_device = placement.OutputDevice(n_layer);
+  r.output_on_gpu = r.output_device != kHostDevice;
   std::vector<double> expert_gpu(shape.layers.size(), 0), dense_gpu(shape.layers.size(), 0);
   std::vector<double> dense_all(shape.layers.size(), 0);
   for (size_t i = 0; i < m.gguf.tensors.size(); ++i) {
     const TensorInfo& t = m.gguf.tensors[i];
     const TensorClass& c = m.arch.tensors[i];
     const double bytes = static_cast<double>(t.n_bytes);
-    bool gpu = false;
-    if (c.layer >= 0 && c.layer < n_layer) {
-      gpu = c.layer >= first_gpu;
-      if (c.role == TensorRole::kRoutedExperts && c.layer < n_cpu_moe) gpu = false;
-    } else {
-      gpu = r.output_on_gpu && c.role != TensorRole::kTokenEmbedding;
+    const bool in_layer = c.layer >= 0 && c.layer < n_layer;
+    const int device = placement.TensorDevice(t.name, in_layer ? c.layer : -1, n_layer, c.role);
+    if (device >= 0) {
+      if (r.device_weight_bytes.size() <= static_cast<size_t>(device))
+        r.device_weight_bytes.resize(static_cast<size_t>(device) + 1, 0.0);
+      r.device_weight_bytes[static_cast<size_t>(device)] += bytes;
     }
-    if (has_accelerator) {
-      for (const auto& o : overrides) {
-        if (std::regex_search(t.name, o.re)) {
-          gpu = !o.host;
-          break;
-        }
-      }
-    }
-    (gpu ? r.gpu_weight_bytes : r.host_weight_bytes) += bytes;
-    if (c.layer < 0 || c.layer >= n_layer) continue;
+    (device >= 0 ? r.gpu_weight_bytes : r.host_weight_bytes) += bytes;
+    if (!in_layer) continue;
     const auto li = static_cast<size_t>(c.layer);
     if (c.role == TensorRole::kRoutedExperts) {
-      if (gpu) expert_gpu[li] += bytes;
+      if (device >= 0) {
+        expert_gpu[li] += bytes;
+        r.layers[li].expert_device = device;
+      }
     } else {
       dense_all[li] += bytes;
-      if (gpu) dense_gpu[li] += bytes;
+      if (device >= 0) dense_gpu[li] += bytes;
     }
   }
   for (size_t i = 0; i < r.layers.size(); ++i) {
     LayerResidency& lr = r.layers[i];
-    lr.layer_on_gpu = static_cast<int>(i) >= first_gpu && has_accelerator;
+    lr.device = placement.LayerDevice(static_cast<int>(i), n_layer);
+    lr.layer_on_gpu = lr.device != kHostDevice;
+    if (lr.expert_device == kHostDevice) lr.expert_device = lr.device;
     const double e = shape.layers[i].experts.bytes;
     lr.expert_gpu_fraction = e > 0 ? expert_gpu[i] / e : (lr.layer_on_gpu ? 1.0 : 0.0);
     lr.dense_gpu_fraction = dense_all[i] > 0 ? dense_gpu[i] / dense_all[i] : 0.0;
   }
   return r;
+}
+
+Result<Residency> ResolveResidency(const ModelInfo& m, const ModelShape& shape, int n_gpu_layers,
+                                   int n_cpu_moe, const std::string& override_tensor,
+                                   bool has_accelerator) {
+  ServerConfig config;
+  config.placement.n_gpu_layers = n_gpu_layers;
+  config.placement.n_cpu_moe = n_cpu_moe;
+  MOETUNE_TRY(config.placement.SetOverrideTensor(override_tensor));
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
+                           WeightPlacementOf(config, has_accelerator));
+  return ResolveResidency(m, shape, placement);
 }
 
 }  // namespace moetune

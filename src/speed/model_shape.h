@@ -3,11 +3,9 @@
 /// parameters of each role (from the tensor list), the attention geometry, and
 /// where each tensor lives for a placement (`-ngl`, `--n-cpu-moe`, `-ot`).
 ///
-/// Device rules mirror llama.cpp (src/llama-model.cpp load_tensors): `-ngl N`
-/// offloads the last N layers, and the output head once N > n_layer; token_embd
-/// stays in host memory; `--n-cpu-moe N` overrides the routed experts of layers
-/// 0..N-1 to host memory (common/arg.cpp, the regex of llm_ffn_exps_block_regex);
-/// `-ot PATTERN=BUFT` overrides take precedence, first match wins (regex search).
+/// Where each tensor lives is the memory map's own answer
+/// (model/weight_placement.h, the rules of llama.cpp's load_tensors), so the
+/// speed model and the plan can never place a weight differently.
 
 #include <array>
 #include <cstdint>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "model/model_info.h"
+#include "model/weight_placement.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -74,6 +73,8 @@ ModelShape BuildModelShape(const ModelInfo& model);
 /// Where each layer's weights live for one placement.
 struct LayerResidency {
   bool layer_on_gpu = false;       // attention, norms, router, dense FFN, shared experts, KV
+  int device = kHostDevice;        // the device of those (kHostDevice: the CPU)
+  int expert_device = kHostDevice;  // the device of its routed experts kept off the CPU
   double expert_gpu_fraction = 0;  // share of the routed-expert bytes on the GPU
   double dense_gpu_fraction = 0;   // share of the non-expert bytes on the GPU (-ot can split)
 };
@@ -81,14 +82,19 @@ struct LayerResidency {
 struct Residency {
   std::vector<LayerResidency> layers;
   bool output_on_gpu = false;
+  int output_device = kHostDevice;
+  std::vector<double> device_weight_bytes;  // weights on each device, in the placement's order
   double gpu_weight_bytes = 0;   // weights in GPU buffers
   double host_weight_bytes = 0;  // weights in host buffers (token_embd included)
 };
 
-/// Resolves a placement. `override_tensor` is llama.cpp's -ot value
-/// ("pattern=BUFT[,pattern=BUFT...]"); a buffer type starting with "CPU"
-/// means host memory, anything else the accelerator. kInvalidArgument for a
-/// malformed pattern (the message names it).
+/// Resolves a placement over its devices.
+Result<Residency> ResolveResidency(const ModelInfo& model, const ModelShape& shape,
+                                   const WeightPlacement& placement);
+
+/// The same for one device ("CUDA0") or none. `override_tensor` is llama.cpp's
+/// -ot value ("pattern=BUFT[,pattern=BUFT...]"). kInvalidArgument for a
+/// malformed rule (the message names it).
 Result<Residency> ResolveResidency(const ModelInfo& model, const ModelShape& shape,
                                    int n_gpu_layers, int n_cpu_moe,
                                    const std::string& override_tensor, bool has_accelerator);

@@ -17,7 +17,7 @@ PlanRequest Request(int64_t vram, int64_t ctx) {
 TEST(PlanPrediction, BestSafeOptionFitsAndIsFastestWithinTies) {
   const ModelInfo m = SynthModelInfo("qwen3moe");
   const MachineSpec spec = PresetMachine("rtx4070-12g,ddr5-6000-2ch,8c16t");
-  const PlanRequest req = Request(spec.accel->vram_free, 32768);
+  const PlanRequest req = Request(spec.accel()->vram_free, 32768);
   const Plan plan = PlanPlacement(m.gguf, m.arch, m.weights, req).value();
   auto p = PredictPlan(m, plan, req, spec, CalibrationConstants{});
   ASSERT_TRUE(p.ok());
@@ -67,14 +67,14 @@ TEST(PlanPrediction, FirstLoadingNMatchesThePlansBoundary) {
   const auto n = FirstLoadingNCpuMoe(SpeedModel(m, spec), proto);
   ASSERT_TRUE(n.has_value());
   // The plan sizes llama.cpp's buffers; the CUDA runtime takes its share first.
-  PlanRequest req = Request(spec.accel->vram_free, 32768);
-  req.reserve = spec.accel->runtime_bytes;
+  PlanRequest req = Request(spec.accel()->vram_free, 32768);
+  req.reserve = spec.accel()->runtime_bytes;
   req.margin = 0;
   const Plan plan = PlanPlacement(m.gguf, m.arch, m.weights, req).value();
   ASSERT_TRUE(plan.smallest_fitting.has_value());
   EXPECT_EQ(*n, plan.options[*plan.smallest_fitting].n_cpu_moe);
   // A card too small for even the non-expert weights: nothing loads.
-  spec.accel->vram_free = int64_t{256} << 20;
+  spec.accel()->vram_free = int64_t{256} << 20;
   EXPECT_FALSE(FirstLoadingNCpuMoe(SpeedModel(m, spec), proto).has_value());
 }
 

@@ -137,7 +137,7 @@ void ApplyGpu(const GpuRow& g, int count, MachineSpec* spec) {
   a.fp16_tflops = g.fp16_tflops;
   PcieLinkRates(g.pcie_gen, g.lanes, &a.link_gbps, &a.link_pageable_gbps);
   a.source = g.source;
-  spec->accel = a;
+  spec->devices = {a};
 }
 
 void ApplyRam(const RamRow& r, MachineSpec* spec) {
@@ -178,7 +178,38 @@ void ApplyRpcCpu(MachineSpec* spec) {
   a.link_gbps = 2.0;
   a.link_pageable_gbps = 2.0;
   a.source = "this machine's CPU and RAM; loopback link assumed 2 GB/s";
-  spec->accel = a;
+  spec->devices = {a};
+}
+
+// An RPC host on the network: ggml-rpc-server with one thread per core on a
+// machine like this one's CPU and RAM (as described so far), behind Ethernet.
+// TCP payload over Ethernet with a 1500-byte MTU is 1448 of every 1538 bytes
+// on the wire (94%: 12 B timestamps option, 66 B headers, preamble and gap);
+// round trips are those of one switched LAN hop.
+struct RpcHostRow {
+  const char* name;
+  const char* title;
+  double line_gbit;
+  double rtt_us;
+};
+const RpcHostRow kRpcHosts[] = {
+    {"rpc-1gbe", "llama.cpp RPC host (ggml-rpc-server) over 1 Gigabit Ethernet", 1, 200},
+    {"rpc-10gbe", "llama.cpp RPC host (ggml-rpc-server) over 10 Gigabit Ethernet", 10, 60},
+};
+
+void ApplyRpcHost(const RpcHostRow& r, MachineSpec* spec) {
+  ApplyRpcCpu(spec);
+  AcceleratorSpec& a = spec->devices.front();
+  a.name = fmt::format("RPC host over {:g} GbE ({}P CPU, {:.0f} GB/s RAM)", r.line_gbit,
+                       spec->cpu.p_cores, spec->ram.read_gbps);
+  a.rpc_cpu = spec->cpu;
+  a.rpc_threads = std::max(1, spec->cpu.p_cores);
+  a.net_gbps = r.line_gbit / 8 * 1448.0 / 1538.0;
+  a.net_rtt_us = r.rtt_us;
+  a.source = fmt::format(
+      "a host with this machine's CPU and RAM; {:g} Gbit/s Ethernet, TCP payload 94% of the line "
+      "rate (1500-byte MTU), {:g} us round trip (one switched hop)",
+      r.line_gbit, r.rtt_us);
 }
 
 }  // namespace
@@ -233,6 +264,13 @@ std::vector<MachinePreset> MachinePresets() {
                  "llama.cpp RPC device (ggml-rpc-server -t 1) on this CPU over loopback",
                  "memory = this machine's RAM, compute = one CPU thread, link ~2 GB/s",
                  "this machine; `moetune calibrate --measurements` on RPC runs pins the link"});
+  for (const auto& r : kRpcHosts) {
+    out.push_back({r.name, PresetKind::kOther, r.title,
+                   fmt::format("memory and compute = this machine's RAM and cores, link {:.3g} "
+                               "GB/s payload, {:g} us round trip",
+                               r.line_gbit / 8 * 1448.0 / 1538.0, r.rtt_us),
+                   "Ethernet line rate; TCP payload share with a 1500-byte MTU"});
+  }
   out.push_back(
       {"no-gpu", PresetKind::kOther, "no accelerator (CPU only)", "every layer on the CPU", "-"});
   return out;
@@ -290,8 +328,14 @@ Status ApplyMachinePreset(std::string_view name_in, MachineSpec* spec) {
       ApplyRpcCpu(spec);
       return OkStatus();
     }
+    for (const auto& r : kRpcHosts) {
+      if (name == r.name) {
+        ApplyRpcHost(r, spec);
+        return OkStatus();
+      }
+    }
     if (name == "no-gpu") {
-      spec->accel.reset();
+      spec->devices.clear();
       return OkStatus();
     }
   }
@@ -302,7 +346,22 @@ Status ApplyMachinePreset(std::string_view name_in, MachineSpec* spec) {
                            name_in, known));
 }
 
+namespace {
+
+// A preset that describes a device (a GPU or an RPC host) rather than the rest
+// of the machine.
+bool IsDevicePreset(std::string_view name) {
+  MachineSpec probe;
+  probe.devices.clear();
+  return ApplyMachinePreset(name, &probe).ok() && probe.has_gpu();
+}
+
+}  // namespace
+
 Status ApplyMachinePresets(std::string_view list, MachineSpec* spec) {
+  // The first device preset replaces the machine's devices; each later one
+  // adds a device after them (rtx3090-24g,rtx3060-12g: CUDA0 and CUDA1).
+  bool device_seen = false;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
@@ -311,7 +370,17 @@ Status ApplyMachinePresets(std::string_view list, MachineSpec* spec) {
     if (item.empty())
       return Error(ErrorKind::kInvalidArgument,
                    fmt::format("empty preset in --machine '{}'", list));
-    MOETUNE_TRY(ApplyMachinePreset(item, spec));
+    if (device_seen && IsDevicePreset(item)) {
+      MachineSpec more = *spec;
+      MOETUNE_TRY(ApplyMachinePreset(item, &more));
+      spec->devices.push_back(more.devices.front());
+      if (spec->devices.size() > static_cast<size_t>(kMaxMachineDevices))
+        return Error(ErrorKind::kInvalidArgument,
+                     fmt::format("--machine '{}': at most {} devices", list, kMaxMachineDevices));
+    } else {
+      MOETUNE_TRY(ApplyMachinePreset(item, spec));
+      device_seen = device_seen || IsDevicePreset(item);
+    }
     start = comma + 1;
   }
   return OkStatus();

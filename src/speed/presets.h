@@ -29,13 +29,21 @@ std::vector<MachinePreset> MachinePresets();
 
 /// Applies one preset to `spec`. GPUs accept an "Nx" prefix for N identical
 /// cards ("2xrtx5090-32g"); "rpc-cpu" describes llama.cpp's RPC device served
-/// by ggml-rpc-server on this CPU over loopback TCP. kNotFound lists the presets.
+/// by ggml-rpc-server on this CPU over loopback TCP, "rpc-1gbe" and "rpc-10gbe"
+/// a host like this machine behind Ethernet. kNotFound lists the presets.
 Status ApplyMachinePreset(std::string_view name, MachineSpec* spec);
 
+/// The most devices a what-if machine describes.
+inline constexpr int kMaxMachineDevices = 16;
+
 /// Applies a comma-separated list in order ("rtx4070-12g,ddr4-3200-2ch,6p8e").
+/// The first device preset (a GPU or an RPC host) replaces the machine's
+/// devices, each later one adds a device after them in the engine's order:
+/// "rtx3090-24g,rtx3060-12g,ddr4-3200-2ch,8c16t" is a 3090 and a 3060.
+/// "rpc-1gbe"/"rpc-10gbe" are hosts with the CPU and RAM described before them.
 Status ApplyMachinePresets(std::string_view list, MachineSpec* spec);
 
-/// Fills `spec->accel` from the GPU preset whose marketing name appears in
+/// Fills `spec->accel()` from the GPU preset whose marketing name appears in
 /// `gpu_name` (e.g. "NVIDIA GeForce RTX 4090" -> rtx4090-24g). False when none does.
 bool GpuPresetByMarketingName(std::string_view gpu_name, MachineSpec* spec);
 

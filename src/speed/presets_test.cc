@@ -10,18 +10,18 @@ namespace {
 TEST(MachinePresets, GpuPresetSetsVendorFigures) {
   MachineSpec s = DefaultMachineSpec();
   ASSERT_TRUE(ApplyMachinePreset("rtx4070-12g", &s).ok());
-  ASSERT_TRUE(s.accel.has_value());
-  EXPECT_EQ(s.accel->vram_total, int64_t{12} << 30);
-  EXPECT_LT(s.accel->vram_free, s.accel->vram_total);
-  EXPECT_DOUBLE_EQ(s.accel->mem_bw_gbps, 504);
-  EXPECT_GT(s.accel->link_gbps, s.accel->link_pageable_gbps);
+  ASSERT_TRUE(s.has_gpu());
+  EXPECT_EQ(s.accel()->vram_total, int64_t{12} << 30);
+  EXPECT_LT(s.accel()->vram_free, s.accel()->vram_total);
+  EXPECT_DOUBLE_EQ(s.accel()->mem_bw_gbps, 504);
+  EXPECT_GT(s.accel()->link_gbps, s.accel()->link_pageable_gbps);
   // N identical cards add up their memory.
   ASSERT_TRUE(ApplyMachinePreset("2xRTX5090-32G", &s).ok());
-  EXPECT_EQ(s.accel->count, 2);
-  EXPECT_EQ(s.accel->vram_total, int64_t{64} << 30);
+  EXPECT_EQ(s.accel()->count, 2);
+  EXPECT_EQ(s.accel()->vram_total, int64_t{64} << 30);
   // no-gpu removes it again.
   ASSERT_TRUE(ApplyMachinePreset("no-gpu", &s).ok());
-  EXPECT_FALSE(s.accel.has_value());
+  EXPECT_FALSE(s.has_gpu());
 }
 
 TEST(MachinePresets, ListAppliesInOrderAndUnknownNamesListThePresets) {
@@ -53,9 +53,9 @@ TEST(MachinePresets, EveryPresetAppliesAndCitesASource) {
 TEST(MachinePresets, DriverNamesMatchTheLongestMarketingName) {
   MachineSpec s;
   ASSERT_TRUE(GpuPresetByMarketingName("NVIDIA GeForce RTX 4070 Ti SUPER", &s));
-  EXPECT_DOUBLE_EQ(s.accel->mem_bw_gbps, 672);
+  EXPECT_DOUBLE_EQ(s.accel()->mem_bw_gbps, 672);
   ASSERT_TRUE(GpuPresetByMarketingName("NVIDIA GeForce RTX 4070", &s));
-  EXPECT_DOUBLE_EQ(s.accel->mem_bw_gbps, 504);
+  EXPECT_DOUBLE_EQ(s.accel()->mem_bw_gbps, 504);
   EXPECT_FALSE(GpuPresetByMarketingName("Radeon RX 7900 XTX", &s));
 }
 

@@ -46,7 +46,7 @@ Status ReadMachine(const json& j, const std::string& where, MachineSpec* m) {
   if (llc > 0) m->cpu.llc_bytes = llc << 20;
   // The published run loaded: its GPU had room for it (the fit is about speed,
   // not about this machine's free VRAM).
-  if (m->accel) m->accel->vram_free = m->accel->vram_total;
+  if (m->accel()) m->accel()->vram_free = m->accel()->vram_total;
   m->label = "public point " + where;
   return OkStatus();
 }

@@ -37,8 +37,8 @@ TEST(PublicFit, AtLeastFifteenCitedExpertOffloadRunsOnDifferentMachines) {
     EXPECT_TRUE(ids.insert(p.id).second) << "duplicate id " << p.id;
     EXPECT_GT(p.tokens_per_second, 0) << p.id;
     offload += p.expert_offload ? 1 : 0;
-    ASSERT_TRUE(p.machine.accel.has_value()) << p.id;
-    gpus.insert(p.machine.accel->name);
+    ASSERT_TRUE(p.machine.has_gpu()) << p.id;
+    gpus.insert(p.machine.accel()->name);
     cpus.insert(p.machine.cpu.name + std::to_string(p.machine.cpu.p_cores));
     rams.insert(std::to_string(static_cast<int>(p.machine.ram.read_gbps)));
     sources.insert(p.source);

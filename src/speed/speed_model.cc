@@ -102,7 +102,7 @@ int DepthAt(const RunSettings& run, int64_t done) {
 
 // The time of a prompt of `p` tokens; leaves `in->offload` as the last
 // micro-batch had it.
-TimeSplit PrefillTime(const RunSettings& run, int64_t p, bool accel, PhaseInputs* in) {
+TimeSplit PrefillTime(const RunSettings& run, int64_t p, PhaseInputs* in) {
   // Prefill: ceil(p / ub) micro-batches, each at its own depth. Past
   // kExactUbatches the full micro-batches are taken in equal groups, each
   // timed at its middle depth and multiplied (the midpoint rule: exact while
@@ -112,10 +112,11 @@ TimeSplit PrefillTime(const RunSettings& run, int64_t p, bool accel, PhaseInputs
   const int64_t ub = run.n_ubatch;
   const int64_t full = p / ub;
   const int64_t stride = std::max<int64_t>(1, (full + kExactUbatches - 1) / kExactUbatches);
+  const bool can_offload = in->offload_device >= 0 && run.op_offload;
   TimeSplit prefill;
   // GGML_OP_OFFLOAD_MIN_BATCH (ggml/src/ggml-backend.cpp, default 32): from this
   // batch size the scheduler runs host-weight operators on the GPU.
-  in->offload = accel && run.op_offload && ub >= 32;
+  in->offload = can_offload && ub >= 32;
   for (int64_t b = 0; b < full; b += stride) {
     const int64_t group = std::min(stride, full - b);
     const TimeSplit t =
@@ -123,37 +124,39 @@ TimeSplit PrefillTime(const RunSettings& run, int64_t p, bool accel, PhaseInputs
     prefill += group == 1 ? t : t.Scaled(static_cast<double>(group));
   }
   if (const int64_t rest = p - full * ub; rest > 0) {
-    in->offload = accel && run.op_offload && rest >= 32;
+    in->offload = can_offload && rest >= 32;
     prefill += PrefillUbatchTime(*in, DepthAt(run, full * ub), static_cast<int>(rest));
   }
   return prefill;
 }
 
-// Strict mode fails where the memory map says the GPU is full (and RPC
+// Strict mode fails where the memory map says a device is full (and RPC
 // always does); silent mode spills the excess to host memory. Host weights
 // beyond the available RAM are read again from disk.
 void JudgeMemory(const MachineSpec& machine, const Residency& res, PhaseInputs* in,
                  SpeedPrediction* out) {
-  const bool accel = machine.accel.has_value();
-  if (accel && res.gpu_weight_bytes > 0) {
-    const bool is_rpc = machine.accel->kind == AcceleratorKind::kRpcCpu;
+  for (size_t d = 0; d < in->devices.size(); ++d) {
+    DeviceInputs& dev = in->devices[d];
+    const bool used = d < res.device_weight_bytes.size() && res.device_weight_bytes[d] > 0;
+    if (!used) continue;
+    const bool is_rpc = dev.spec.kind == AcceleratorKind::kRpcCpu;
     if (machine.spill == SpillMode::kStrict || is_rpc) {
-      out->failure = StrictFailure(in->footprint, out->gpu_budget, is_rpc ? "RPC0" : "CUDA0");
+      out->failure = StrictFailure(dev.footprint, dev.budget, dev.name);
       if (!out->failure.empty()) {
         out->loads = false;
         return;
       }
-    } else {
-      in->spill = ComputeSpill(in->footprint, out->gpu_budget);
-      out->spill_bytes = in->spill.bytes;
-      if (in->spill.bytes > 0) {
-        out->notes.push_back(fmt::format(
-            "{:.0f} MiB of GPU allocations live in host memory (silent spill): compute buffers "
-            "{:.0f}%, KV cache {:.0f}%, weights {:.0f}%",
-            static_cast<double>(in->spill.bytes) / 1048576.0, in->spill.compute * 100,
-            in->spill.kv * 100, in->spill.weights * 100));
-        out->noise_cv += 0.05;
-      }
+      continue;
+    }
+    dev.spill = ComputeSpill(dev.footprint, dev.budget);
+    out->spill_bytes += dev.spill.bytes;
+    if (dev.spill.bytes > 0) {
+      out->notes.push_back(fmt::format(
+          "{:.0f} MiB of {}'s allocations live in host memory (silent spill): compute buffers "
+          "{:.0f}%, KV cache {:.0f}%, weights {:.0f}%",
+          static_cast<double>(dev.spill.bytes) / 1048576.0, dev.name, dev.spill.compute * 100,
+          dev.spill.kv * 100, dev.spill.weights * 100));
+      out->noise_cv += 0.05;
     }
   }
   if (machine.ram.available > 0 &&
@@ -164,6 +167,73 @@ void JudgeMemory(const MachineSpec& machine, const Residency& res, PhaseInputs* 
                     "again from disk",
                     in->host_overflow * 100));
     out->noise_cv += 0.1;
+  }
+}
+
+// The placement of `run` over the machine's devices, and in `order` the
+// machine's single device behind each of the placement's devices.
+Result<WeightPlacement> RunPlacement(const RunSettings& run, const MachineSpec& machine,
+                                     std::vector<size_t>* order) {
+  const std::vector<std::string> names = machine.DeviceNames();
+  std::vector<int64_t> free;
+  for (const AcceleratorSpec& d : machine.SingleDevices()) free.push_back(d.vram_free);
+  ServerConfig config;
+  config.placement.n_gpu_layers = run.n_gpu_layers;
+  config.placement.n_cpu_moe = run.n_cpu_moe;
+  config.placement.devices = run.devices;
+  MOETUNE_TRY(config.placement.SetOverrideTensor(run.override_tensor));
+  order->clear();
+  if (run.devices.empty()) {
+    for (size_t i = 0; i < names.size(); ++i) order->push_back(i);
+  }
+  for (const DevicePlacement& d : run.devices) {
+    const auto it = std::find(names.begin(), names.end(), d.device);
+    if (it == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("-dev {}: the machine has no such device (it has: {})", d.device,
+                               known.empty() ? "none" : known));
+    }
+    order->push_back(static_cast<size_t>(it - names.begin()));
+  }
+  return WeightPlacementOf(config, names, free);
+}
+
+// A name for the placement of `run` (the cache key of its memory map).
+std::string PlacementKey(const RunSettings& run) {
+  std::string key = fmt::format("{}|{}|{}", run.n_gpu_layers, run.n_cpu_moe, run.override_tensor);
+  for (const DevicePlacement& d : run.devices) key += fmt::format("|{}={}", d.device, d.layers);
+  return key;
+}
+
+// Each of the placement's devices: its figures, threads, footprint and budget.
+void ResolveDevices(const ModelInfo& model, const ModelShape& shape, const Residency& res,
+                    const WeightPlacement& placement, const std::vector<size_t>& order,
+                    const CalibrationConstants& c, FootprintPlans* plans, PhaseInputs* in) {
+  const MachineSpec& m = *in->machine;
+  const std::vector<AcceleratorSpec> singles = m.SingleDevices();
+  const std::vector<std::string> names = m.DeviceNames();
+  std::vector<AcceleratorSpec> used;
+  for (size_t i : order) used.push_back(singles[i]);
+  std::vector<GpuFootprint> footprints;
+  if (used.size() == 1) {
+    footprints.push_back(ComputeGpuFootprint(model, shape, res, *in->run, &used[0], plans));
+  } else if (used.size() > 1) {
+    footprints = ComputeDeviceFootprints(model, placement, *in->run, used,
+                                         PlacementKey(*in->run), plans);
+  }
+  for (size_t d = 0; d < order.size(); ++d) {
+    DeviceInputs dev;
+    dev.spec = used[d];
+    dev.name = names[order[d]];
+    dev.threads = ScaleThreads(dev.spec.rpc_cpu ? *dev.spec.rpc_cpu : m.cpu,
+                               dev.spec.rpc_threads, c);
+    dev.footprint = footprints[d];
+    dev.budget = std::max<int64_t>(0, dev.spec.vram_free - m.reserve);
+    if (in->offload_device < 0 && dev.spec.kind == AcceleratorKind::kGpu)
+      in->offload_device = static_cast<int>(d);
+    in->devices.push_back(std::move(dev));
   }
 }
 
@@ -179,10 +249,9 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
   if (run.n_depth < 0 || run.n_prompt < 0 || run.n_gen < 0) {
     return Error(ErrorKind::kInvalidArgument, "prompt, generation and depth must not be negative");
   }
-  const bool accel = machine_.accel.has_value();
-  MOETUNE_ASSIGN_OR_RETURN(Residency res,
-                           ResolveResidency(model_, shape_, run.n_gpu_layers, run.n_cpu_moe,
-                                            run.override_tensor, accel));
+  std::vector<size_t> order;
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement, RunPlacement(run, machine_, &order));
+  MOETUNE_ASSIGN_OR_RETURN(Residency res, ResolveResidency(model_, shape_, placement));
   SpeedPrediction out;
   out.uncertainty = uncertainty_;
   PhaseInputs in;
@@ -192,7 +261,6 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
   in.c = &constants_;
   in.run = &run;
   in.host = ScaleThreads(machine_.cpu, run.threads, constants_);
-  in.device = ScaleThreads(machine_.cpu, accel ? machine_.accel->rpc_threads : 1, constants_);
   for (const auto& L : shape_.layers) {
     in.kv_cell_bytes.push_back(KvCellBytes(run.type_k, L.n_embd_k_gqa) +
                                KvCellBytes(run.type_v, L.n_embd_v_gqa));
@@ -204,19 +272,20 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
                     "hold every barrier",
                     in.host.oversubscribed));
 
-  // Memory: strict mode fails where the memory map says the GPU is full;
+  // Memory: strict mode fails where the memory map says a device is full;
   // silent mode spills the excess to host memory.
-  in.footprint = ComputeGpuFootprint(model_, shape_, res, run, accel ? &*machine_.accel : nullptr,
-                                     plans_.get());
-  out.gpu_bytes = in.footprint.allocated();
-  out.gpu_budget = machine_.VramBudget();
+  ResolveDevices(model_, shape_, res, placement, order, constants_, plans_.get(), &in);
+  for (const DeviceInputs& d : in.devices) {
+    out.gpu_bytes += d.footprint.allocated();
+    out.gpu_budget += d.budget;
+  }
   JudgeMemory(machine_, res, &in, &out);
   if (!out.loads) return out;
 
   const int64_t p = run.n_prompt > 0 ? run.n_prompt : 512;
   const int64_t ub = run.n_ubatch;
-  const TimeSplit prefill = PrefillTime(run, p, accel, &in);
-  out.op_offload_active = accel && run.op_offload && std::min(ub, p) >= 32;
+  const TimeSplit prefill = PrefillTime(run, p, &in);
+  out.op_offload_active = in.offload_device >= 0 && run.op_offload && std::min(ub, p) >= 32;
   out.prefill = Finish(prefill, static_cast<double>(p));
 
   // Decode: n tokens, the cache growing from depth; the middle token's cost is

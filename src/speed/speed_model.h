@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "config/server_config.h"
 #include "model/model_info.h"
 #include "speed/calibration.h"
 #include "speed/machine_spec.h"
@@ -44,6 +45,9 @@ struct RunSettings {
   int n_gpu_layers = 99;
   int n_cpu_moe = 0;
   std::string override_tensor;  // -ot "pattern=BUFT[,...]"
+  /// -dev and -ts (as layer counts): the devices used, in order, and each
+  /// one's layers; empty: every device of the machine, split by free memory.
+  std::vector<DevicePlacement> devices;
   int threads = 0;              // 0 = one per performance core
   int n_ubatch = 512;
   int n_batch = 2048;
@@ -104,8 +108,8 @@ struct SpeedPrediction {
   /// Tokens/s of the test as llama-bench reports it: prefill-only, decode-only, or
   /// (n_prompt + n_gen) / (prefill time + decode time).
   double tokens_per_second = 0;
-  int64_t gpu_bytes = 0;    // GPU allocations (weights + KV + state + compute)
-  int64_t gpu_budget = 0;   // free VRAM - reserve
+  int64_t gpu_bytes = 0;    // GPU allocations (weights + KV + state + compute), every device
+  int64_t gpu_budget = 0;   // free VRAM - reserve, every device
   int64_t spill_bytes = 0;  // silent mode: bytes living in host memory
   int handovers_per_token = 0;
   bool op_offload_active = false;

@@ -17,11 +17,11 @@ enum class Knob { kGpu, kPcie, kRam };
 void Scale(MachineSpec* m, Knob k, double f) {
   switch (k) {
     case Knob::kGpu:
-      m->accel->mem_bw_gbps *= f;
+      m->accel()->mem_bw_gbps *= f;
       break;
     case Knob::kPcie:
-      m->accel->link_gbps *= f;
-      m->accel->link_pageable_gbps *= f;
+      m->accel()->link_gbps *= f;
+      m->accel()->link_pageable_gbps *= f;
       break;
     case Knob::kRam:
       m->ram.read_gbps *= f;
@@ -71,7 +71,7 @@ TEST(SpeedModel, OneMoreCpuExpertLayerIsNeverFasterForDecode) {
     for (const char* machine :
          {"rtx4070-12g,ddr4-3200-2ch,6p8e", "h100-80g,ddr5-4800-8ch,32c64t"}) {
       MachineSpec spec = PresetMachine(machine);
-      spec.accel->vram_free = spec.accel->vram_total = int64_t{1} << 40;  // nothing overflows
+      spec.accel()->vram_free = spec.accel()->vram_total = int64_t{1} << 40;  // nothing overflows
       const SpeedModel sm(m, spec);
       const int n_layer = static_cast<int>(m.arch.layers.size());
       double prev = 1e30;
@@ -129,7 +129,7 @@ TEST(SpeedModel, StrictModeFailsExactlyWhereTheMemoryMapAndTheCudaRuntimeFillThe
       const SpeedModel sm(m, spec);
       for (int ctx : {4096, 32768}) {
         PlanRequest req;
-        req.vram_free = spec.accel->vram_free;
+        req.vram_free = spec.accel()->vram_free;
         req.reserve = spec.reserve;
         req.margin = 0;
         req.fine_fill = false;

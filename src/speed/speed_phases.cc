@@ -4,11 +4,10 @@
 #include <cmath>
 
 #include "speed/kv_cache_reads.h"
+#include "speed/rpc_link.h"
 
 namespace moetune {
 namespace {
-
-enum class Dev { kHost, kAccel };
 
 // Rates of one device, in bytes/s and FLOP/s.
 struct Rates {
@@ -22,10 +21,11 @@ struct Rates {
   bool gpu = false;
 };
 
-Rates HostRates(const MachineSpec& m, const CalibrationConstants& c, const ThreadScaling& t) {
+Rates CpuRates(const CpuSpec& cpu, double ram_gbps, const CalibrationConstants& c,
+               const ThreadScaling& t) {
   Rates r;
-  const double peak = std::max(1.0, m.cpu.core_peak_gflops) * 1e9;
-  r.bw = std::max(0.1, m.ram.read_gbps) * 1e9 * c.cpu_bw_efficiency;
+  const double peak = std::max(1.0, cpu.core_peak_gflops) * 1e9;
+  r.bw = std::max(0.1, ram_gbps) * 1e9 * c.cpu_bw_efficiency;
   r.matvec = peak * c.cpu_matvec_efficiency * t.decode;
   r.matmul = peak * c.cpu_matmul_efficiency * t.prefill;
   r.attn_decode = peak * c.cpu_attn_decode_efficiency * t.decode;
@@ -35,11 +35,17 @@ Rates HostRates(const MachineSpec& m, const CalibrationConstants& c, const Threa
   return r;
 }
 
-Rates AccelRates(const PhaseInputs& in) {
-  const AcceleratorSpec& a = *in.machine->accel;
+Rates HostRates(const MachineSpec& m, const CalibrationConstants& c, const ThreadScaling& t) {
+  return CpuRates(m.cpu, m.ram.read_gbps, c, t);
+}
+
+Rates DeviceRates(const PhaseInputs& in, const DeviceInputs& d) {
+  const AcceleratorSpec& a = d.spec;
   const CalibrationConstants& c = *in.c;
   if (a.kind == AcceleratorKind::kRpcCpu) {
-    Rates r = HostRates(*in.machine, c, in.device);
+    // The server's own CPU and RAM (this machine's on loopback).
+    Rates r = a.rpc_cpu ? CpuRates(*a.rpc_cpu, a.mem_bw_gbps, c, d.threads)
+                        : HostRates(*in.machine, c, d.threads);
     r.layer_overhead = c.rpc_layer_overhead_us * 1e-6;
     return r;
   }
@@ -52,18 +58,29 @@ Rates AccelRates(const PhaseInputs& in) {
   return r;
 }
 
-// Host-to-device rate. `weight_copies`: the scheduler's weight copies for op
-// offload, which reach only part of a bandwidth test's rate (link_efficiency).
-double LinkRate(const PhaseInputs& in, bool pinned, bool weight_copies = false) {
-  const AcceleratorSpec& a = *in.machine->accel;
-  if (a.kind == AcceleratorKind::kRpcCpu) return std::max(0.01, in.c->rpc_link_gbps) * 1e9;
+// Host-to-device rate of device `d`. `weight_copies`: the scheduler's weight
+// copies for op offload, which reach only part of a bandwidth test's rate
+// (link_efficiency).
+double LinkRate(const PhaseInputs& in, int d, bool pinned, bool weight_copies = false) {
+  const AcceleratorSpec& a = in.devices[static_cast<size_t>(d)].spec;
+  if (a.kind == AcceleratorKind::kRpcCpu) return RpcPayloadRate(a, *in.c) * 1e9;
   const double g = pinned ? a.link_gbps : a.link_pageable_gbps;
   return std::max(0.1, g) * 1e9 * (weight_copies ? in.c->link_efficiency : 1.0);
 }
 
-double HandoverLatency(const PhaseInputs& in) {
-  const AcceleratorSpec& a = *in.machine->accel;
-  return (a.kind == AcceleratorKind::kRpcCpu ? in.c->rpc_handover_us : in.c->handover_us) * 1e-6;
+// Adds the cost of moving `bytes` of activations between device `d` and the
+// host, and of the synchronisation that goes with it: PCIe and a handover for
+// a GPU, the socket and a graph_compute round trip for an RPC device.
+void AddDeviceCrossing(const PhaseInputs& in, int d, double bytes, TimeSplit* t) {
+  const AcceleratorSpec& a = in.devices[static_cast<size_t>(d)].spec;
+  if (a.kind == AcceleratorKind::kRpcCpu) {
+    const RpcLinkTime rt = RpcLinkSeconds(a, *in.c, RpcTraffic{1, bytes});
+    t->at(Resource::kHandover) += rt.latency_s;
+    t->at(Resource::kLink) += rt.transfer_s;
+    return;
+  }
+  t->at(Resource::kHandover) += in.c->handover_us * 1e-6;
+  t->at(Resource::kLink) += bytes / LinkRate(in, d, /*pinned=*/true);
 }
 
 // Cached tokens a query at position `pos` (1-based, itself included) attends to.
@@ -137,18 +154,29 @@ void AddWork(const Work& w, const Rates& r, bool decode, TimeSplit* split) {
   split->at(Resource::kOverhead) += w.layers * r.layer_overhead;
 }
 
-// Counts device switches in a sequence of compute units.
+// The device switches of a sequence of compute units (kHostDevice: the CPU).
 struct Sequence {
-  Dev last = Dev::kHost;  // the input embedding is looked up in host memory
-  int switches = 0;
-  void Visit(Dev d) {
-    if (d != last) ++switches;
+  int last = kHostDevice;  // the input embedding is looked up in host memory
+  std::vector<std::pair<int, int>> hops;
+  void Visit(int d) {
+    if (d != last) hops.emplace_back(last, d);
     last = d;
   }
+  int switches() const { return static_cast<int>(hops.size()); }
 };
 
-// What a phase touches on the accelerator, for the silent-spill terms.
-SpillLoad SpillLoadOf(const PhaseInputs& in, const Work& dev) {
+// The time of a sequence's switches, each moving `bytes` of hidden state: a
+// device's side of every hop is a crossing between it and the host (two
+// devices of different backends exchange tensors through host memory).
+void AddSwitches(const PhaseInputs& in, const Sequence& seq, double bytes, TimeSplit* t) {
+  for (const auto& [from, to] : seq.hops) {
+    if (from != kHostDevice) AddDeviceCrossing(in, from, bytes, t);
+    if (to != kHostDevice) AddDeviceCrossing(in, to, bytes, t);
+  }
+}
+
+// What a phase touches on device `d`, for the silent-spill terms.
+SpillLoad SpillLoadOf(const PhaseInputs& in, int d, const Work& dev) {
   SpillLoad load;
   load.ubatch = std::max(1, in.run->n_ubatch);
   load.gpu_layers = dev.layers;
@@ -158,165 +186,202 @@ SpillLoad SpillLoadOf(const PhaseInputs& in, const Work& dev) {
   load.expert_fraction = in.shape->ExpertFraction();
   load.kv_bytes = dev.kv_bytes;
   load.state_bytes = dev.state_bytes;
-  load.link_gbps = LinkRate(in, /*pinned=*/true) / 1e9;
-  load.copy_gbps = LinkRate(in, in.run->pinned, /*weight_copies=*/true) / 1e9;
+  load.link_gbps = LinkRate(in, d, /*pinned=*/true) / 1e9;
+  load.copy_gbps = LinkRate(in, d, in.run->pinned, /*weight_copies=*/true) / 1e9;
   return load;
 }
 
+// Work on the host (index 0) and on each device (index d + 1).
+struct Sides {
+  std::vector<Work> w;
+  explicit Sides(size_t devices) : w(devices + 1) {}
+  Work& at(int d) { return w[static_cast<size_t>(d + 1)]; }
+  Work& host() { return w[0]; }
+};
+
+// Adds every device's work, its silent-spill traffic (`spill_load` fills in
+// the phase's own part) and the switches of `seq` to `t`.
+template <typename SpillFn>
+void AddDevices(const PhaseInputs& in, Sides& sides, bool decode, const SpillFn& spill_time,
+                TimeSplit* t) {
+  for (size_t d = 0; d < in.devices.size(); ++d) {
+    const int di = static_cast<int>(d);
+    AddWork(sides.at(di), DeviceRates(in, in.devices[d]), decode, t);
+    if (in.devices[d].spill.any()) t->at(Resource::kSpill) += spill_time(di, sides.at(di));
+  }
+}
+
 // Layer `i`'s share of a token decoded at position `pos`: its weights,
-// matmuls, attention and recurrent state on the device or the host, and the
+// matmuls, attention and recurrent state on its device or the host, and the
 // devices the token visits for it. `frac` is the share of the experts a token
 // reads.
-void AddDecodeLayer(const PhaseInputs& in, size_t i, double pos, bool accel, double frac,
-                    Work* host, Work* dev, Sequence* seq) {
+void AddDecodeLayer(const PhaseInputs& in, size_t i, double pos, double frac, Sides* sides,
+                    Sequence* seq) {
   const LayerShape& L = in.shape->layers[i];
   const LayerResidency& r = in.residency->layers[i];
-  const double fd = accel ? r.dense_gpu_fraction : 0;
-  const double fe = accel ? r.expert_gpu_fraction : 0;
+  const double fd = r.dense_gpu_fraction;
+  const double fe = r.expert_gpu_fraction;
   const double dense_b = L.dense.bytes + L.shared.bytes;
   const double dense_p = L.dense.params + L.shared.params;
   const double exp_b = L.experts.bytes * frac;
   const double exp_p = L.experts.params * frac;
-  dev->weight_bytes += dense_b * fd + exp_b * fe;
-  dev->dense_bytes += dense_b * fd;
-  dev->matmul_flops += 2 * (dense_p * fd + exp_p * fe);
-  host->weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
-  host->matmul_flops += 2 * (dense_p * (1 - fd) + exp_p * (1 - fe));
+  Work& host = sides->host();
+  if (r.device != kHostDevice) {
+    Work& dev = sides->at(r.device);
+    dev.weight_bytes += dense_b * fd;
+    dev.dense_bytes += dense_b * fd;
+    dev.matmul_flops += 2 * dense_p * fd;
+  }
+  if (r.expert_device != kHostDevice) {
+    Work& dev = sides->at(r.expert_device);
+    dev.weight_bytes += exp_b * fe;
+    dev.matmul_flops += 2 * exp_p * fe;
+  }
+  host.weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
+  host.matmul_flops += 2 * (dense_p * (1 - fd) + exp_p * (1 - fe));
   // Attention reads the layer's whole cache (KV follows the layer, -kvo).
-  Work& kv_side = accel && r.layer_on_gpu ? *dev : *host;
+  Work& kv_side = sides->at(r.device);
   const double cells = Cells(L, pos);
   kv_side.kv_bytes += cells * in.kv_cell_bytes[i];
   if (cells > 0) ++kv_side.kv_layers;
   kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * cells;
   kv_side.state_bytes += 2 * L.state_bytes;  // read and write the recurrent state
-  const Dev dense_dev = fd >= 0.5 ? Dev::kAccel : Dev::kHost;
+  const int dense_dev = fd >= 0.5 ? r.device : kHostDevice;
   seq->Visit(dense_dev);
-  if (dense_dev == Dev::kAccel)
-    ++dev->layers;
-  else
-    ++host->layers;
+  ++sides->at(dense_dev).layers;
   if (L.experts.bytes > 0) {
     if (fe > 0 && fe < 1) {
-      seq->Visit(Dev::kAccel);
-      seq->Visit(Dev::kHost);
-      ++host->layers;
+      seq->Visit(r.expert_device);
+      seq->Visit(kHostDevice);
+      ++host.layers;
     } else {
-      const Dev d = fe >= 1 ? Dev::kAccel : Dev::kHost;
-      if (d != dense_dev) ++(d == Dev::kAccel ? dev->layers : host->layers);
+      const int d = fe >= 1 ? r.expert_device : kHostDevice;
+      if (d != dense_dev) ++sides->at(d).layers;
       seq->Visit(d);
     }
   }
+}
+
+// The output norm and LM head where they live; a matrix-vector product (one
+// output per sequence).
+void AddOutput(const PhaseInputs& in, Sides* sides, Sequence* seq) {
+  const ModelShape& shape = *in.shape;
+  const int out_dev = in.residency->output_device;
+  Work& out_side = sides->at(out_dev);
+  out_side.weight_bytes += shape.output.bytes;
+  out_side.dense_bytes += shape.output.bytes;
+  out_side.matmul_flops += 2 * shape.output.params;
+  seq->Visit(out_dev);
+}
+
+// The logits of one output come back to the host from the device that holds
+// the head (an RPC device sends them over its socket: n_vocab floats, which on
+// a slow link costs more than the hidden state of every boundary).
+void AddLogitsReturn(const PhaseInputs& in, TimeSplit* t) {
+  const int out_dev = in.residency->output_device;
+  if (out_dev == kHostDevice) return;
+  AddDeviceCrossing(in, out_dev, static_cast<double>(in.shape->n_vocab) * 4.0, t);
 }
 
 }  // namespace
 
 TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
   const ModelShape& shape = *in.shape;
-  const Residency& res = *in.residency;
-  const bool accel = in.machine->accel.has_value();
   const double frac = shape.ExpertFraction();
   const double pos = static_cast<double>(depth) + 1;
-  Work host, dev;
+  Sides sides(in.devices.size());
   Sequence seq;
-  for (size_t i = 0; i < shape.layers.size(); ++i) {
-    AddDecodeLayer(in, i, pos, accel, frac, &host, &dev, &seq);
-  }
-  // Output norm + LM head.
-  Work& out_side = accel && res.output_on_gpu ? dev : host;
-  out_side.weight_bytes += shape.output.bytes;
-  out_side.dense_bytes += shape.output.bytes;
-  out_side.matmul_flops += 2 * shape.output.params;
-  seq.Visit(accel && res.output_on_gpu ? Dev::kAccel : Dev::kHost);
+  for (size_t i = 0; i < shape.layers.size(); ++i) AddDecodeLayer(in, i, pos, frac, &sides, &seq);
+  AddOutput(in, &sides, &seq);
 
   // The host's KV cache is read again by every token: the part that fits in the
   // last-level cache beside the weights the token streams comes from there
   // (speed/kv_cache_reads.h).
+  Work& host = sides.host();
   host.kv_llc_bytes =
       SplitKvReads(host.kv_bytes, host.weight_bytes, static_cast<double>(in.machine->cpu.llc_bytes))
           .from_llc;
   TimeSplit t;
-  const Rates hr = HostRates(*in.machine, *in.c, in.host);
-  AddWork(host, hr, /*decode=*/true, &t);
+  AddWork(host, HostRates(*in.machine, *in.c, in.host), /*decode=*/true, &t);
   if (in.host_overflow > 0) {
     t.at(Resource::kDisk) +=
         host.weight_bytes * in.host_overflow / (in.machine->ram.disk_gbps * 1e9);
   }
-  int switches = 0;
-  if (accel) {
-    const Rates ar = AccelRates(in);
-    AddWork(dev, ar, /*decode=*/true, &t);
-    switches = seq.switches + std::max(0, in.machine->accel->count - 1);
-    const double link = LinkRate(in, /*pinned=*/true);
-    t.at(Resource::kHandover) += switches * HandoverLatency(in);
-    t.at(Resource::kLink) += switches * shape.n_embd * 4.0 / link;
-    // Silent spill (speed/spill.h): what the token reads from host memory.
-    if (in.spill.any()) {
-      SpillLoad load = SpillLoadOf(in, dev);
-      t.at(Resource::kSpill) += DecodeSpillTime(in.spill, load, in.footprint, *in.c).total();
-    }
-  }
-  if (handovers != nullptr) *handovers = switches;
+  // Silent spill (speed/spill.h): what the token reads from host memory.
+  AddDevices(in, sides, /*decode=*/true,
+             [&](int d, const Work& w) {
+               const DeviceInputs& di = in.devices[static_cast<size_t>(d)];
+               return DecodeSpillTime(di.spill, SpillLoadOf(in, d, w), di.footprint, *in.c)
+                   .total();
+             },
+             &t);
+  AddSwitches(in, seq, shape.n_embd * 4.0, &t);
+  AddLogitsReturn(in, &t);
+  if (handovers != nullptr) *handovers = seq.switches();
   return t;
 }
 
 TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
   const ModelShape& shape = *in.shape;
   const Residency& res = *in.residency;
-  const bool accel = in.machine->accel.has_value();
   const double u = std::max(1, tokens);
   const double frac = shape.ExpertFraction();
   const double touched = shape.ExpertsTouched(tokens);
-  const bool offload = accel && in.offload;
-  Work host, dev;
+  const int offload_dev = in.offload ? in.offload_device : kHostDevice;
+  const bool offload = offload_dev != kHostDevice;
+  Sides sides(in.devices.size());
+  Work& host = sides.host();
   double link_bytes = 0;
   Sequence seq;
   for (size_t i = 0; i < shape.layers.size(); ++i) {
     const LayerShape& L = shape.layers[i];
     const LayerResidency& r = res.layers[i];
-    const double fd = accel ? r.dense_gpu_fraction : 0;
-    const double fe = accel ? r.expert_gpu_fraction : 0;
+    const double fd = r.dense_gpu_fraction;
+    const double fe = r.expert_gpu_fraction;
     const double dense_b = L.dense.bytes + L.shared.bytes;
     const double dense_f = 2 * u * (L.dense.params + L.shared.params);
     const double exp_b = L.experts.bytes * touched;
     const double exp_f = 2 * u * L.experts.params * frac;
     const double scan_f = 6.0 * u * L.state_bytes / 4;  // recurrent update per state element
-    dev.weight_bytes += dense_b * fd + exp_b * fe;
-    dev.dense_bytes += dense_b * fd;
-    dev.matmul_flops += dense_f * fd + exp_f * fe + scan_f * fd;
-    // Host-resident weights: copied to the GPU and computed there (op offload),
-    // or computed by the CPU.
-    Work& host_side = offload ? dev : host;
+    if (r.device != kHostDevice) {
+      Work& dev = sides.at(r.device);
+      dev.weight_bytes += dense_b * fd;
+      dev.dense_bytes += dense_b * fd;
+      dev.matmul_flops += dense_f * fd + scan_f * fd;
+    }
+    if (r.expert_device != kHostDevice) {
+      Work& dev = sides.at(r.expert_device);
+      dev.weight_bytes += exp_b * fe;
+      dev.matmul_flops += exp_f * fe;
+    }
+    // Host-resident weights: copied to the offloading GPU and computed there
+    // (op offload), or computed by the CPU.
+    Work& host_side = sides.at(offload_dev);
     if (offload) link_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
     if (!offload) host.weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
     host_side.matmul_flops += dense_f * (1 - fd) + exp_f * (1 - fe) + scan_f * (1 - fd);
     // Attention stays where the cache is (it has no weights to offload).
-    const bool kv_dev = accel && r.layer_on_gpu;
-    Work& kv_side = kv_dev ? dev : host;
+    Work& kv_side = sides.at(r.device);
     kv_side.kv_bytes += Cells(L, depth + u) * in.kv_cell_bytes[i];
     if (Cells(L, depth + u) > 0) ++kv_side.kv_layers;
     kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * CellSum(L, depth, depth + u);
     kv_side.state_bytes += 2 * L.state_bytes;
     const bool has_attn =
         L.has_kv && L.attention != AttentionKind::kRecurrent && L.attention != AttentionKind::kNone;
-    if (has_attn) seq.Visit(kv_dev ? Dev::kAccel : Dev::kHost);
-    const Dev dense_dev = offload || fd >= 0.5 ? Dev::kAccel : Dev::kHost;
+    if (has_attn) seq.Visit(r.device);
+    const int dense_dev = fd >= 0.5 ? r.device : offload_dev;
     seq.Visit(dense_dev);
-    ++(dense_dev == Dev::kAccel || kv_dev ? dev.layers : host.layers);
+    ++sides.at(dense_dev != kHostDevice ? dense_dev : r.device).layers;
     if (L.experts.bytes > 0) {
-      const Dev d = offload || fe >= 1 ? Dev::kAccel : (fe > 0 ? Dev::kAccel : Dev::kHost);
+      const int d = fe > 0 ? r.expert_device : offload_dev;
       seq.Visit(d);
-      if (!offload && fe > 0 && fe < 1) seq.Visit(Dev::kHost);
+      if (!offload && fe > 0 && fe < 1) seq.Visit(kHostDevice);
       if (!offload && fe < 1) ++host.layers;
     }
   }
   // Only the last token's logits are computed (llama-bench's prompt batches ask
   // for one output), a matrix-vector product where the head lives.
-  const bool out_dev = accel && res.output_on_gpu;
-  Work& out_side = out_dev ? dev : host;
-  out_side.weight_bytes += shape.output.bytes;
-  out_side.dense_bytes += shape.output.bytes;
-  out_side.matmul_flops += 2 * shape.output.params;
-  seq.Visit(out_dev ? Dev::kAccel : Dev::kHost);
+  AddOutput(in, &sides, &seq);
 
   TimeSplit t;
   AddWork(host, HostRates(*in.machine, *in.c, in.host), /*decode=*/false, &t);
@@ -324,19 +389,20 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
     t.at(Resource::kDisk) +=
         (host.weight_bytes + link_bytes) * in.host_overflow / (in.machine->ram.disk_gbps * 1e9);
   }
-  if (accel) {
-    AddWork(dev, AccelRates(in), /*decode=*/false, &t);
-    t.at(Resource::kLink) += link_bytes / LinkRate(in, in.run->pinned, /*weight_copies=*/true);
-    const int switches = seq.switches + std::max(0, in.machine->accel->count - 1);
-    t.at(Resource::kHandover) += switches * HandoverLatency(in);
-    t.at(Resource::kLink) += switches * u * shape.n_embd * 4.0 / LinkRate(in, true);
-    if (in.spill.any()) {
-      SpillLoad load = SpillLoadOf(in, dev);
-      load.tokens = tokens;
-      load.offload_bytes = link_bytes;
-      t.at(Resource::kSpill) += PrefillSpillTime(in.spill, load, in.footprint, *in.c).total();
-    }
-  }
+  if (offload)
+    t.at(Resource::kLink) +=
+        link_bytes / LinkRate(in, offload_dev, in.run->pinned, /*weight_copies=*/true);
+  AddDevices(in, sides, /*decode=*/false,
+             [&](int d, const Work& w) {
+               const DeviceInputs& di = in.devices[static_cast<size_t>(d)];
+               SpillLoad load = SpillLoadOf(in, d, w);
+               load.tokens = tokens;
+               load.offload_bytes = d == offload_dev ? link_bytes : 0;
+               return PrefillSpillTime(di.spill, load, di.footprint, *in.c).total();
+             },
+             &t);
+  AddSwitches(in, seq, u * shape.n_embd * 4.0, &t);
+  AddLogitsReturn(in, &t);
   return t;
 }
 

@@ -93,12 +93,12 @@ TEST(SilentSpill, SeverityGrowsWithTheAmountSpilled) {
     MachineSpec machine = Silent(PresetMachine(kSeedLike[0]));
     const int n = static_cast<int>(m.arch.layers.size()) / 2;
     MachineSpec roomy = machine;
-    roomy.accel->vram_free = roomy.accel->vram_total = int64_t{1} << 40;
+    roomy.accel()->vram_free = roomy.accel()->vram_total = int64_t{1} << 40;
     const int64_t need = MustPredict(SpeedModel(m, roomy), Server(n, true, 4096)).gpu_bytes;
     double last_pp = 1e30, last_tg = 1e30;
     int64_t last_spill = 0;
     for (int64_t short_by = 0; short_by <= need * 2 / 5; short_by += need / 40) {
-      machine.accel->vram_free = need - short_by;
+      machine.accel()->vram_free = need - short_by;
       const SpeedModel sm(m, machine);
       const SpeedPrediction pp = MustPredict(sm, Server(n, true, 4096));
       const SpeedPrediction tg = MustPredict(sm, Server(n, false, 4096));
@@ -129,11 +129,11 @@ TEST(SilentSpill, ASplitAGigabyteFromTheEdgeCollapsesAtDepth) {
     const RunSettings d0 = Prefill(n, 0, 6), deep = Prefill(n, 32768, 6);
     const RunSettings tg_deep = Decode(n, 32768, 6);
     MachineSpec roomy = machine;
-    roomy.accel->vram_free = roomy.accel->vram_total = int64_t{1} << 40;
+    roomy.accel()->vram_free = roomy.accel()->vram_total = int64_t{1} << 40;
     const SpeedModel room(m, roomy);
     const int64_t at0 = MustPredict(room, d0).gpu_bytes;
     const int64_t growth = MustPredict(room, deep).gpu_bytes - at0;
-    machine.accel->vram_free = at0 + std::min<int64_t>(int64_t{1} << 30, growth * 9 / 10);
+    machine.accel()->vram_free = at0 + std::min<int64_t>(int64_t{1} << 30, growth * 9 / 10);
     const SpeedModel tight(m, machine);
     EXPECT_EQ(MustPredict(tight, d0).spill_bytes, 0) << preset;
     const SpeedPrediction at32k = MustPredict(tight, deep);

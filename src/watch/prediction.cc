@@ -112,8 +112,8 @@ Result<std::unique_ptr<PredictedBaseline>> PredictServer(const ServerPredictor& 
   if (n_cpu_moe) run.n_cpu_moe = *n_cpu_moe;
   // The expectation: everything the placement puts on the GPU is in VRAM.
   MachineSpec roomy = p.machine;
-  if (roomy.accel) {
-    roomy.accel->vram_free = std::max<int64_t>(roomy.accel->vram_free, int64_t{1} << 50);
+  if (roomy.accel()) {
+    roomy.accel()->vram_free = std::max<int64_t>(roomy.accel()->vram_free, int64_t{1} << 50);
     roomy.reserve = 0;
   }
   const SpeedModel model(*p.model, roomy, p.constants);
@@ -134,7 +134,7 @@ Result<std::unique_ptr<PredictedBaseline>> PredictServer(const ServerPredictor& 
     points.push_back({depth, pred->prefill.tokens_per_second, pred->decode.tokens_per_second});
   }
   // A spill the model foresees on the real budget (silent spill machines).
-  if (p.machine.accel && notes != nullptr) {
+  if (p.machine.accel() && notes != nullptr) {
     MachineSpec real = p.machine;
     real.spill = SpillMode::kSilent;
     const SpeedModel on_budget(*p.model, real, p.constants);

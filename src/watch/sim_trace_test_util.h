@@ -168,7 +168,7 @@ inline SimScenario MakeScenario(const std::string& preset, const std::string& ma
   const ModelShape shape = BuildModelShape(*m);
   FootprintPlans plans;
   auto touched = [&](int n, int cells) {
-    return TouchedGpuBytes(*m, shape, plans, *base.machine.accel, n, n_ctx, cells);
+    return TouchedGpuBytes(*m, shape, plans, *base.machine.accel(), n, n_ctx, cells);
   };
   auto smallest_fitting = [&](int64_t budget, int cells) {
     for (int n = 0; n <= n_layer; ++n) {
