@@ -124,12 +124,61 @@ CpuExperts CpuExpertsOf(const Placement& p) {
   return out;
 }
 
+std::vector<int> PerDeviceCpuLayers(const std::vector<DevicePlacement>& devices, int n_layer,
+                                    int n) {
+  // Each device's range of repeating layers.
+  std::vector<int> range;
+  int start = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const int count = d + 1 == devices.size() ? n_layer - start : devices[d].layers;
+    range.push_back(std::clamp(count, 0, std::max(0, n_layer - start)));
+    start += range.back();
+  }
+  n = std::clamp(n, 0, start);
+  std::vector<int> take(range.size(), 0);
+  std::vector<std::pair<int64_t, size_t>> remainders;  // (remainder, device)
+  int given = 0;
+  for (size_t d = 0; d < range.size(); ++d) {
+    const int64_t share = int64_t{n} * range[d];
+    take[d] = start > 0 ? static_cast<int>(share / start) : 0;
+    given += take[d];
+    remainders.emplace_back(start > 0 ? share % start : 0, d);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < n && i < remainders.size(); ++i) {
+    const size_t d = remainders[i].second;
+    if (take[d] < range[d]) {
+      ++take[d];
+      ++given;
+    }
+  }
+  // Rounding can leave a full device short; the rest go where there is room.
+  for (size_t d = 0; given < n && d < range.size(); ++d) {
+    const int more = std::min(n - given, range[d] - take[d]);
+    take[d] += more;
+    given += more;
+  }
+  std::vector<int> layers;
+  start = 0;
+  for (size_t d = 0; d < range.size(); ++d) {
+    for (int k = 0; k < take[d]; ++k) layers.push_back(start + k);
+    start += range[d];
+  }
+  return layers;
+}
+
 std::vector<OverrideRule> Placement::Rules() const {
   std::vector<OverrideRule> out;
   if (cpu_experts == CpuExpertsFrom::kLast && n_cpu_moe > 0 && n_layer > 0) {
     std::vector<int> layers;
     for (int i = std::max(0, n_layer - n_cpu_moe); i < n_layer; ++i) layers.push_back(i);
     out.push_back(ExpertLayersRule(layers));
+  }
+  if (cpu_experts == CpuExpertsFrom::kPerDevice && n_cpu_moe > 0 && n_layer > 0 &&
+      !devices.empty()) {
+    const std::vector<int> layers = PerDeviceCpuLayers(devices, n_layer, n_cpu_moe);
+    if (!layers.empty()) out.push_back(ExpertLayersRule(layers));
   }
   for (const auto& f : fine_fill) {
     const std::string value = OverrideValue(f.layer, f.kinds);
@@ -152,7 +201,7 @@ std::string Placement::OverrideTensor() const {
 }
 
 int Placement::WrittenNCpuMoe() const {
-  if (all_cpu_moe || cpu_experts == CpuExpertsFrom::kLast) return -1;
+  if (all_cpu_moe || cpu_experts != CpuExpertsFrom::kFirst) return -1;
   return n_cpu_moe;
 }
 
@@ -290,6 +339,8 @@ Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c,
     w.n_cpu_moe = static_cast<int>(kMaxLayers);
   } else if (p.cpu_experts == CpuExpertsFrom::kLast) {
     w.n_cpu_moe_last = std::max(0, p.n_cpu_moe);
+  } else if (p.cpu_experts == CpuExpertsFrom::kPerDevice) {
+    // Placed with the other rules below: its layers are listed in an -ot rule.
   } else {
     w.n_cpu_moe = std::max(0, p.n_cpu_moe);
   }
@@ -301,6 +352,10 @@ Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c,
   }
   // Every other rule by its pattern: further fine-filled layers, then the rest.
   std::vector<TensorRule> rules;
+  if (p.cpu_experts == CpuExpertsFrom::kPerDevice && !p.all_cpu_moe) {
+    const std::vector<int> layers = PerDeviceCpuLayers(p.devices, p.n_layer, p.n_cpu_moe);
+    if (!layers.empty()) rules.push_back({ExpertLayersRule(layers).pattern, kHostDevice});
+  }
   Placement rest;
   rest.fine_fill = fills;
   rest.overrides = p.overrides;

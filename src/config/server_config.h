@@ -51,6 +51,10 @@ enum class Switch { kDefault, kOn, kOff };
 enum class CpuExpertsFrom {
   kFirst,  // layers 0..N-1: llama.cpp's --n-cpu-moe N
   kLast,   // the last N layers, as llama.cpp's automatic fit fills them (written as -ot)
+  /// Across devices (`devices` set): the first layers of each device's range,
+  /// N shared out in proportion to the layers each holds (PerDeviceCpuLayers;
+  /// written as -ot), so that no device is left with all of its experts.
+  kPerDevice,
 };
 
 /// The fine fill: some expert tensors of one layer stay in host memory
@@ -78,7 +82,8 @@ struct Placement {
   int n_cpu_moe = 0;
   CpuExpertsFrom cpu_experts = CpuExpertsFrom::kFirst;
   bool all_cpu_moe = false;  // --cpu-moe: every layer's experts (n_cpu_moe then -1)
-  /// The model's repeating layers; needed only to write CpuExpertsFrom::kLast.
+  /// The model's repeating layers; needed only to write CpuExpertsFrom::kLast
+  /// and kPerDevice.
   int n_layer = 0;
   std::vector<ExpertTensorsOnCpu> fine_fill;  // written as -ot, before `overrides`
   std::vector<OverrideRule> overrides;        // other -ot rules, as given
@@ -142,6 +147,14 @@ const char* SwitchName(Switch s);
 /// The `-ot` value that keeps the listed expert tensors of `layer` on the CPU:
 /// `blk\.L\.(ffn_up_exps|ffn_gate_exps)=CPU` (a regex, substring match).
 std::string OverrideValue(int layer, const std::vector<std::string>& kinds);
+
+/// The layers whose routed experts CpuExpertsFrom::kPerDevice keeps in host
+/// memory: `n` shared out over the devices' ranges of `n_layer` layers in
+/// proportion to their sizes (largest remainder, ties to the earlier device),
+/// the first layers of each range. The last device's -ts count includes the
+/// output head (slot n_layer), so its range is what is left of the layers.
+std::vector<int> PerDeviceCpuLayers(const std::vector<DevicePlacement>& devices, int n_layer,
+                                    int n);
 
 /// The -ot rule that keeps the routed experts of whole `layers` in host memory:
 /// `blk\.(20|21|22)\.ffn_(up|down|gate|gate_up)_(ch|)exps` on CPU (the tensors

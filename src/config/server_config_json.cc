@@ -15,7 +15,7 @@ constexpr int64_t kMaxContext = int64_t{1} << 40;
 constexpr std::size_t kMaxListItems = 4096;
 
 // The -ot value of what a placement holds besides the experts of the last
-// layers (which `cpu_experts` and `n_layer` say).
+// layers or of each device's first layers (which `cpu_experts` and `n_layer` say).
 std::string OverridesWithoutLast(const Placement& p) {
   Placement q = p;
   q.cpu_experts = CpuExpertsFrom::kFirst;
@@ -43,11 +43,11 @@ void PlacementFrom(JsonFields& f, Placement* p) {
   p->n_cpu_moe = static_cast<int>(f.Int("n_cpu_moe", -1, kMaxLayers, p->n_cpu_moe));
   p->all_cpu_moe = f.Bool("cpu_moe", p->all_cpu_moe);
   const std::string from = f.String("cpu_experts", "first");
-  if (from == "last") {
-    p->cpu_experts = CpuExpertsFrom::kLast;
+  if (from == "last" || from == "per_device") {
+    p->cpu_experts = from == "last" ? CpuExpertsFrom::kLast : CpuExpertsFrom::kPerDevice;
     p->n_layer = static_cast<int>(f.Int("n_layer", 1, kMaxLayers));
   } else if (from != "first") {
-    f.Invalid("cpu_experts", "\"first\" or \"last\"");
+    f.Invalid("cpu_experts", "\"first\", \"last\" or \"per_device\"");
   }
   if (f.Has("override_tensor")) {
     const std::string text = f.String("override_tensor", "");
@@ -87,8 +87,8 @@ void AddServerConfigJson(const ServerConfig& c, json* o) {
   j["fit"] = SwitchName(c.fit);
   j["rpc"] = c.rpc;
   if (p.all_cpu_moe) j["cpu_moe"] = true;
-  if (p.cpu_experts == CpuExpertsFrom::kLast) {
-    j["cpu_experts"] = "last";
+  if (p.cpu_experts != CpuExpertsFrom::kFirst) {
+    j["cpu_experts"] = p.cpu_experts == CpuExpertsFrom::kLast ? "last" : "per_device";
     j["n_layer"] = p.n_layer;
   }
   if (!p.devices.empty()) {

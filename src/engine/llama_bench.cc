@@ -231,6 +231,18 @@ std::vector<std::string> LlamaBenchEngine::BuildArgv(
     if (!has(FlagId::kRpc)) *unsupported = "this llama-bench has no --rpc flag (no RPC backend)";
     argv.insert(argv.end(), {spell(FlagId::kRpc), Join(first.rpc)});
   }
+  if (!p.devices.empty()) {
+    // llama-bench separates one test's devices and shares with '/' (',' would
+    // be another test): -dev RPC0/RPC1 -ts 20/29.
+    std::string dev, ts;
+    for (const DevicePlacement& d : p.devices) {
+      dev += (dev.empty() ? "" : "/") + d.device;
+      ts += (ts.empty() ? "" : "/") + std::to_string(d.layers);
+    }
+    if (!has(FlagId::kDevice) || !has(FlagId::kTensorSplit))
+      *unsupported = "this llama-bench has no -dev/-ts flags";
+    argv.insert(argv.end(), {spell(FlagId::kDevice), dev, spell(FlagId::kTensorSplit), ts});
+  }
 
   const SweepLists l = ListsOf(group);
   std::vector<std::string> ck, cv, fa;

@@ -52,6 +52,7 @@ Result<RunSettings> RunSettingsFromConfig(const RunConfig& c) {
   r.n_gpu_layers = c.placement.n_gpu_layers;
   r.n_cpu_moe = c.placement.n_cpu_moe;
   r.override_tensor = c.placement.OverrideTensor();
+  r.devices = c.placement.devices;
   r.threads = c.threads;
   r.n_ubatch = c.n_ubatch;
   r.n_batch = c.n_batch;

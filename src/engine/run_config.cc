@@ -33,9 +33,14 @@ std::string RunConfig::ModelKey() const {
   // mode in the form they are written (so that keys of older journals match).
   std::string rpc_hosts;
   for (const auto& h : rpc) rpc_hosts += (rpc_hosts.empty() ? "" : ",") + h;
-  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers,
-                     placement.n_cpu_moe, placement.OverrideTensor(), LoadModeName(load_mode),
-                     repetitions, warmup ? 1 : 0, rpc_hosts);
+  std::string key =
+      fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", model, placement.n_gpu_layers,
+                  placement.n_cpu_moe, placement.OverrideTensor(), LoadModeName(load_mode),
+                  repetitions, warmup ? 1 : 0, rpc_hosts);
+  // -dev and -ts (only when given, so that keys of one-device journals stay as they were).
+  for (const DevicePlacement& d : placement.devices)
+    key += fmt::format("\x1f{}={}", d.device, d.layers);
+  return key;
 }
 
 std::tuple<int, int, int, int, uint32_t, uint32_t, FlashAttn> RunConfig::ContextKey() const {

@@ -135,7 +135,7 @@ nlohmann::json SimRecord(const SimEngineOptions& o, const std::string& backends,
       {"build_commit", "simulated"},
       {"build_number", 0},
       {"cpu_info", o.machine.cpu.name},
-      {"gpu_info", o.machine.accel ? o.machine.accel->name : ""},
+      {"gpu_info", o.machine.accel() ? o.machine.accel()->name : ""},
       {"backends", backends},
       {"model_filename", std::filesystem::path(c.model).filename().string()},
       {"model_type", m.arch.hp.arch},
@@ -187,10 +187,15 @@ std::shared_ptr<FootprintPlans> SimPlanCache::For(const std::string& model_path)
 SimEngine::SimEngine(SimEngineOptions options) : options_(std::move(options)) {}
 
 std::string SimEngine::BackendsLabel() const {
-  const auto& a = options_.machine.accel;
-  if (!a) return "SIM CPU";
-  return fmt::format("SIM {} ({}{})", a->kind == AcceleratorKind::kRpcCpu ? "RPC" : "CUDA",
-                     a->count > 1 ? fmt::format("{}x ", a->count) : "", a->name);
+  const auto& devices = options_.machine.devices;
+  if (devices.empty()) return "SIM CPU";
+  std::string out = "SIM";
+  for (const AcceleratorSpec& a : devices) {
+    out += fmt::format("{} {} ({}{})", out == "SIM" ? "" : " +",
+                       a.kind == AcceleratorKind::kRpcCpu ? "RPC" : "CUDA",
+                       a.count > 1 ? fmt::format("{}x ", a.count) : "", a.name);
+  }
+  return out;
 }
 
 EngineInfo SimEngine::Info() const {

@@ -194,7 +194,88 @@ Status Evaluate(const GgufModel& model, const ModelArch& arch, const WeightMap& 
   return OkStatus();
 }
 
+// The least room any device has left when N layers' experts are shared out
+// per device over the split `counts` (INT64_MIN: the split has no layer on
+// some device, which -ts counts cannot say).
+int64_t MinRoom(const LayerPrefix& lp, const std::vector<int64_t>& capacity,
+                const std::vector<int>& counts, int n) {
+  const int n_layer = static_cast<int>(lp.base.size()) - 1;
+  std::vector<DevicePlacement> devs;
+  for (int c : counts) devs.push_back({"", c});
+  const std::vector<int> cpu = PerDeviceCpuLayers(devs, n_layer, n);
+  int64_t room = std::numeric_limits<int64_t>::max();
+  int start = 0;
+  for (size_t d = 0; d < counts.size(); ++d) {
+    const int e = start + counts[d];
+    int64_t use = lp.Base(start, e) + lp.Experts(start, e) + (d + 1 == counts.size() ? lp.output : 0);
+    for (int l : cpu)
+      if (l >= start && l < e) use -= lp.Experts(l, l + 1);
+    room = std::min(room, capacity[d] - use);
+    start = e;
+  }
+  return room;
+}
+
 }  // namespace
+
+Placement PerDevicePlacement(const std::vector<DeviceBudget>& devices,
+                             const std::vector<int>& layers, int n_layer, int n) {
+  Placement p;
+  p.n_gpu_layers = std::max(99, n_layer + 1);
+  p.n_layer = n_layer;
+  p.n_cpu_moe = n;
+  p.cpu_experts = CpuExpertsFrom::kPerDevice;
+  for (size_t d = 0; d < devices.size() && d < layers.size(); ++d)
+    p.devices.push_back({devices[d].name, layers[d] + (d + 1 == layers.size() ? 1 : 0)});
+  return p;
+}
+
+Result<std::vector<std::vector<int>>> SplitsByCpuLayers(const GgufModel& model,
+                                                        const ModelArch& arch,
+                                                        const WeightMap& wm,
+                                                        const PlanRequest& request,
+                                                        const std::vector<DeviceBudget>& devs) {
+  if (devs.size() < 2)
+    return Error(ErrorKind::kInvalidArgument, "a split across devices needs at least two devices");
+  PlanRequest req = request;
+  req.ctx.reserve_outputs = ReserveOutputs::kPerSequence;
+  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
+  const int n = static_cast<int>(wm.layers.size());
+  const LayerPrefix lp = Prefix(wm, cm);
+  std::vector<int64_t> capacity;
+  for (const auto& d : devs) capacity.push_back(d.budget() - req.margin);
+  // Compute buffers of a reference placement (as PlanAcrossDevices takes them).
+  std::vector<DeviceFill> ref;
+  int start = 0;
+  for (int c : ProportionalCounts(capacity, n)) {
+    ref.push_back({start, c, std::min(c, 1), 0});
+    start += c;
+  }
+  DeviceSplitPlan evaluated;
+  MOETUNE_TRY(Evaluate(model, arch, wm, req, devs, ref, &evaluated));
+  for (size_t d = 0; d < devs.size(); ++d) capacity[d] -= evaluated.option.devices[d].compute;
+  std::vector<std::vector<int>> out;
+  for (int k = 0; k <= n; ++k) {
+    std::vector<int> best = ProportionalCounts(capacity, n);
+    int64_t best_room = MinRoom(lp, capacity, best, k);
+    auto consider = [&](const std::vector<int>& counts) {
+      if (std::find(counts.begin(), counts.end(), 0) != counts.end()) return;
+      const int64_t room = MinRoom(lp, capacity, counts, k);
+      if (room > best_room) {
+        best_room = room;
+        best = counts;
+      }
+    };
+    if (devs.size() == 2) {
+      for (int a = 1; a < n; ++a) consider({a, n - a});
+    } else if (devs.size() == 3) {
+      for (int a = 1; a < n; ++a)
+        for (int b = 1; a + b < n; ++b) consider({a, b, n - a - b});
+    }
+    out.push_back(std::move(best));
+  }
+  return out;
+}
 
 Placement DeviceSplitPlacement(const DeviceSplitPlan& plan,
                                const std::vector<DeviceBudget>& devices) {

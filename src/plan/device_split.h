@@ -53,6 +53,26 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
 Status PlanAcrossDevicesInto(const GgufModel& model, const ModelArch& arch,
                              const WeightMap& weights, const PlanRequest& request, Plan* plan);
 
+/// For each N = 0..n_layer: the split (layers per device, the output not
+/// counted) that, with N layers' routed experts kept in host memory as
+/// CpuExpertsFrom::kPerDevice shares them out, leaves the most room on the
+/// tightest device (every split for up to three devices, by prefix sums and
+/// the compute buffers of a reference placement; more devices: in proportion
+/// to the budgets). The placements tune searches across devices, N playing
+/// the part --n-cpu-moe plays on one GPU.
+Result<std::vector<std::vector<int>>> SplitsByCpuLayers(const GgufModel& model,
+                                                        const ModelArch& arch,
+                                                        const WeightMap& weights,
+                                                        const PlanRequest& request,
+                                                        const std::vector<DeviceBudget>& devices);
+
+/// The llama-server placement of N layers' experts on the CPU across
+/// `devices` split as `layers` (SplitsByCpuLayers): -ngl 99, -dev, -ts as
+/// layer counts (the last device's count includes the output head), the
+/// experts as CpuExpertsFrom::kPerDevice shares them out.
+Placement PerDevicePlacement(const std::vector<DeviceBudget>& devices,
+                             const std::vector<int>& layers, int n_layer, int n);
+
 /// The llama-server placement of a split plan: -ngl 99, -dev, -ts as layer
 /// counts (the last device's count includes the output head) and one -ot rule
 /// for the experts on the CPU.

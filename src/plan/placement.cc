@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -287,9 +288,58 @@ Result<PlacementOption> EvaluatePlacement(const GgufModel& model, const ModelArc
   return planner.Evaluate(placement);
 }
 
+namespace {
+
+// PlanServerConfig across request.devices: each device against its own budget
+// and the margin; `fits` when every device fits, `headroom` the tightest one's.
+Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model,
+                                                      const ModelArch& arch,
+                                                      const WeightMap& weights,
+                                                      const PlanRequest& req,
+                                                      const ServerConfig& config) {
+  std::vector<std::string> names;
+  std::vector<int64_t> free;
+  std::vector<DeviceKind> kinds;
+  for (const DeviceBudget& d : req.devices) {
+    names.push_back(d.name);
+    free.push_back(d.free);
+  }
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
+                           WeightPlacementOf(config, names, free));
+  // The devices the configuration uses (its -dev), in its order.
+  std::vector<const DeviceBudget*> used;
+  for (const DevicePlacement& d : config.placement.devices) {
+    for (const DeviceBudget& b : req.devices)
+      if (b.name == d.device) used.push_back(&b);
+  }
+  if (config.placement.devices.empty())
+    for (const DeviceBudget& b : req.devices) used.push_back(&b);
+  if (used.size() != static_cast<size_t>(std::max(1, placement.DeviceCount())))
+    return Error(ErrorKind::kInvalidArgument, "the configuration names a device the plan lacks");
+  for (const DeviceBudget* b : used) kinds.push_back(b->kind);
+  MOETUNE_ASSIGN_OR_RETURN(
+      PlacementOption o,
+      EvaluatePlacement(model, arch, weights,
+                        ContextOf(config, ReserveOutputs::kPerSequence,
+                                  static_cast<int64_t>(arch.hp.n_ctx_train)),
+                        placement, kinds));
+  o.fits = true;
+  o.headroom = std::numeric_limits<int64_t>::max();
+  for (size_t d = 0; d < used.size() && d < o.devices.size(); ++d) {
+    const int64_t h = used[d]->budget() - req.margin - o.devices[d].total();
+    o.headroom = std::min(o.headroom, h);
+    o.fits = o.fits && h >= 0;
+  }
+  return o;
+}
+
+}  // namespace
+
 Result<PlacementOption> PlanServerConfig(const GgufModel& model, const ModelArch& arch,
                                          const WeightMap& weights, const PlanRequest& request,
                                          const ServerConfig& config) {
+  if (request.devices.size() > 1)
+    return PlanServerConfigAcrossDevices(model, arch, weights, request, config);
   MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
                            WeightPlacementOf(config, request.vram_free > 0));
   PlanRequest req = request;
