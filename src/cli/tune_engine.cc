@@ -21,10 +21,13 @@ namespace {
 // journal of one machine never resumes a tune of another.
 std::string MachineFingerprint(const MachineSpec& m) {
   std::string s = "SIMULATED " + m.Describe();
-  if (m.accel) {
-    s += fmt::format(", {} spill, reserve {} B, link {:.3g}/{:.3g} GB/s, {:.4g} TFLOPS x{}",
-                     SpillModeName(m.spill), m.reserve, m.accel->link_gbps,
-                     m.accel->link_pageable_gbps, m.accel->fp16_tflops, m.accel->count);
+  if (m.has_gpu()) s += fmt::format(", {} spill, reserve {} B", SpillModeName(m.spill), m.reserve);
+  for (const AcceleratorSpec& d : m.devices) {
+    s += fmt::format(", link {:.3g}/{:.3g} GB/s, {:.4g} TFLOPS x{}", d.link_gbps,
+                     d.link_pageable_gbps, d.fp16_tflops, d.count);
+    if (d.kind == AcceleratorKind::kRpcCpu)
+      s += fmt::format(" (RPC, {} threads, network {:.3g} GB/s, {:.3g} us)", d.rpc_threads,
+                       d.net_gbps, d.net_rtt_us);
   }
   s += fmt::format(", core {:.4g} GFLOPS, E-core x{:.3g}, quota {}, RAM {} B",
                    m.cpu.core_peak_gflops, m.cpu.e_core_relative,
@@ -63,17 +66,9 @@ Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options) {
   MOETUNE_ASSIGN_OR_RETURN(SimEngineOptions so, ResolveSimEngine(options, &resolved));
   TuneEngine t;
   t.gpu = resolved.gpu;
-  TuneMachine& m = t.machine;
   const MachineSpec& spec = resolved.spec;
-  m.has_gpu = spec.has_gpu();
-  m.cpu = SimulatedCpuTopology(spec.cpu);
-  if (spec.accel) {
-    m.vram_free = spec.accel->vram_free;
-    m.reserve = spec.reserve;
-    if (spec.accel->kind == AcceleratorKind::kRpcCpu) m.device_kind = DeviceKind::kRpc;
-  }
-  m.spec = spec;
-  m.constants = so.constants;
+  t.machine = TuneMachineFromSpec(spec, so.constants);
+  TuneMachine& m = t.machine;
   auto engine = std::make_unique<SimEngine>(so);
   const std::string constants = resolved.calibration ? fmt::format("calibrated constants ({})",
                                                                    resolved.calibration->created_at)

@@ -29,6 +29,14 @@ std::optional<int> WithinMeasuredGpuAllocation(const TuneSpace& space, const Tun
   return std::nullopt;
 }
 
+// (N, micro-batch, KV type) fits every device's memory at the target context
+// when the margin is not counted.
+bool FitsWithoutMargin(const TuneSpace& space, int n, int ubatch, uint32_t kv) {
+  if (!space.room) return false;
+  const std::optional<int64_t> room = space.room(n, ubatch, kv);
+  return room && *room >= 0;
+}
+
 // The micro-batch sizes that can be compared, each with the N it runs at.
 struct MicroBatchContenders {
   std::vector<TuneSettings> settings;
@@ -56,6 +64,11 @@ MicroBatchContenders ContendersOf(const TuneLedger& ledger, const TuneSettings& 
       }
       s.n += 1;
       w = " (needs one more layer on the CPU for its compute buffer)";
+    } else if (!plan_judges && FitsWithoutMargin(space, cur.n, ub, s.kv_type)) {
+      // The measured setting already runs inside the margin; the same N with
+      // this micro-batch still fits every device's memory, and the final
+      // check at the target context decides (RunFinalCheckPhase).
+      w = " (inside the plan's margin, as the measured setting is)";
     } else if (!plan_judges) {
       const std::optional<int> n = WithinMeasuredGpuAllocation(space, cur, ub);
       if (!n) {

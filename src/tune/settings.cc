@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/device_split.h"
+
 namespace moetune {
 namespace {
 
@@ -15,6 +17,10 @@ ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
   ServerConfig c = space.base;
   c.model = space.model;
   c.placement.n_cpu_moe = s.n;
+  if (!space.device_splits.empty()) {
+    const auto i = static_cast<size_t>(std::clamp(s.n, 0, space.n_layer));
+    c.placement = PerDevicePlacement(space.devices, space.device_splits[i], space.n_layer, s.n);
+  }
   c.n_ubatch = s.ubatch;
   c.n_batch = std::max(s.batch, s.ubatch);
   c.type_k = s.kv_type;

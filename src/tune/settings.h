@@ -51,6 +51,9 @@ struct TuneSpace {
   /// GPU bytes (N, micro-batch, KV type) allocates at the target context (the
   /// plan's device model, no margin); empty = unknown.
   std::function<int64_t(int n, int ubatch, uint32_t kv_type)> gpu_bytes;
+  /// The tightest device's room at the target context without the margin
+  /// (budget - use; negative: it overflows); nullopt or empty = unknown.
+  std::function<std::optional<int64_t>(int n, int ubatch, uint32_t kv_type)> room;
   /// The speed model's tokens/s for a measurement (its prefill or decode
   /// test), for the expected time of the first runs before any was measured
   /// (TuneLedger::ExpectedSeconds); empty, or nullopt, when unknown.
@@ -72,6 +75,12 @@ struct TuneSpace {
   /// -ngl and anything else held fixed, and the starting micro-batch, batch,
   /// flash attention and KV type.
   ServerConfig base;
+  /// Several devices: the devices, and for each N the split of the layers
+  /// over them (plan/device_split.h SplitsByCpuLayers) with N layers' routed
+  /// experts in host memory shared out per device; N then plays the part
+  /// --n-cpu-moe plays on one GPU. Empty with one device.
+  std::vector<DeviceBudget> devices;
+  std::vector<std::vector<int>> device_splits;
 };
 
 struct TuneOptions {

@@ -8,13 +8,29 @@
 namespace moetune {
 namespace {
 
+// The part of a placement that stays fixed along the N curve, as flags: the
+// -ot rules that N does not write and, across devices, their order (N also
+// writes -ts and the per-device rules there).
+std::string FixedPlacement(const Placement& p) {
+  Placement fixed = p;
+  fixed.n_cpu_moe = 0;
+  std::string s;
+  if (!fixed.OverrideTensor().empty()) s += " -ot " + fixed.OverrideTensor();
+  if (!p.devices.empty()) {
+    std::string devs;
+    for (const DevicePlacement& d : p.devices) devs += (devs.empty() ? "" : ",") + d.device;
+    s += " -dev " + devs + " (-ts with N)";
+  }
+  return s;
+}
+
 std::string Describe(const RunConfig& c) {
   std::string s = fmt::format("-ngl {} -t {} -ub {} -b {}", c.placement.n_gpu_layers, c.threads,
                               c.n_ubatch, c.n_batch);
   if (c.flash_attn != FlashAttn::kDefault) s += std::string(" -fa ") + FlashAttnName(c.flash_attn);
   if (c.type_k != ggml_type::kF16 || c.type_v != ggml_type::kF16)
     s += fmt::format(" -ctk {} -ctv {}", GgmlTypeName(c.type_k), GgmlTypeName(c.type_v));
-  if (!c.placement.OverrideTensor().empty()) s += " -ot " + c.placement.OverrideTensor();
+  s += FixedPlacement(c.placement);
   if (c.load_mode != LoadMode::kDefault) s += std::string(" -lm ") + LoadModeName(c.load_mode);
   return s;
 }
@@ -39,7 +55,7 @@ std::string PickModel(const std::vector<RunResult>& all, std::vector<std::string
 
 SettingsKey KeyOf(const RunConfig& c) {
   return {c.placement.n_gpu_layers,
-          c.placement.OverrideTensor(),
+          FixedPlacement(c.placement),
           c.threads,
           c.n_ubatch,
           c.n_batch,

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "gguf/ggml_type.h"
+#include "plan/device_split.h"
 #include "tune/ollama_split.h"
 
 namespace moetune {
@@ -117,6 +119,11 @@ void AddPlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::stri
     const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
     return o ? o->headroom : -1;
   };
+  s->room = [cache, margin = s->margin](int n, int ub, uint32_t kv) -> std::optional<int64_t> {
+    const PlacementOption* o = OptionFor(cache->Get(ub, kv), n);
+    if (o == nullptr) return std::nullopt;
+    return o->headroom + margin;
+  };
   // The memory map of a whole configuration (the pick's own -ub, KV type,
   // flash attention and slots), on the same budget and margin.
   s->memory_of = [m = in.model,
@@ -133,6 +140,113 @@ void AddPlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::stri
             : "the memory plan failed (" + cache->error() +
                   "); tune starts from all experts on the CPU");
   }
+}
+
+// One configuration of the space's family across devices, for its memory map.
+ServerConfig DeviceFamilyConfig(const TuneSpace& s, const PlanRequest& req, int n, int ub,
+                                uint32_t kv) {
+  ServerConfig c = s.base;
+  c.model = s.model;
+  c.placement = PerDevicePlacement(s.devices, s.device_splits[static_cast<size_t>(n)], s.n_layer, n);
+  c.ctx_size = req.ctx.n_ctx;
+  c.n_parallel = 1;
+  c.n_ubatch = ub;
+  c.n_batch = std::max(c.n_batch, ub);
+  c.type_k = c.type_v = kv;
+  return c;
+}
+
+// The smallest N in [0, n_layer] for which `fits(n)` holds (n_layer + 1: none),
+// by bisection: keeping more experts on the CPU never needs more device memory.
+template <typename Fits>
+int SmallestFitting(int n_layer, const Fits& fits) {
+  if (!fits(n_layer)) return n_layer + 1;
+  int lo = 0, hi = n_layer;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (fits(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+// Several devices (in.plan->devices): the family of placements N = 0..n_layer
+// across them, each device's fit and headroom from the exact memory map, and
+// llama.cpp's default over the devices (split by free memory, its fit's last
+// layers' experts on the CPU until every device fits).
+void AddDevicePlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::string>* notes) {
+  const ModelInfo* m = in.model;
+  const PlanRequest req = *in.plan;
+  auto splits = SplitsByCpuLayers(m->gguf, m->arch, m->weights, req, req.devices);
+  if (!splits.ok()) {
+    notes->push_back("the memory plan across the devices failed (" + splits.error().message() +
+                     "); tune starts from all experts on the CPU");
+    s->predicted_boundary = s->fixed_n = s->n_layer;
+    return;
+  }
+  s->devices = req.devices;
+  s->device_splits = std::move(splits).value();
+  s->margin = req.margin;
+  s->memory_of = [m, req](const ServerConfig& c) -> std::optional<PlacementOption> {
+    auto o = PlanServerConfig(m->gguf, m->arch, m->weights, req, c);
+    if (!o.ok()) return std::nullopt;
+    return std::move(o).value();
+  };
+  using Key = std::tuple<int, int, uint32_t>;
+  auto cache = std::make_shared<std::map<Key, std::optional<PlacementOption>>>();
+  auto eval = [cache, space = *s, req](int n, int ub,
+                                       uint32_t kv) -> const std::optional<PlacementOption>& {
+    const Key k{std::clamp(n, 0, space.n_layer), ub, kv};
+    auto it = cache->find(k);
+    if (it == cache->end())
+      it = cache->emplace(k, space.memory_of(DeviceFamilyConfig(space, req, std::get<0>(k), ub, kv)))
+               .first;
+    return it->second;
+  };
+  s->fits = [eval](int n, int ub, uint32_t kv) {
+    const auto& o = eval(n, ub, kv);
+    return o && o->fits;
+  };
+  s->gpu_bytes = [eval](int n, int ub, uint32_t kv) -> int64_t {
+    const auto& o = eval(n, ub, kv);
+    return o ? o->gpu.total() : -1;
+  };
+  s->headroom = [eval, ub = s->base.n_ubatch, kv = s->base.type_k](int n) -> int64_t {
+    const auto& o = eval(n, ub, kv);
+    return o ? o->headroom : -1;
+  };
+  s->room = [eval, margin = s->margin](int n, int ub, uint32_t kv) -> std::optional<int64_t> {
+    const auto& o = eval(n, ub, kv);
+    if (!o) return std::nullopt;
+    return o->headroom + margin;
+  };
+  const int edge = SmallestFitting(
+      s->n_layer, [&](int n) { return s->fits(n, s->base.n_ubatch, s->base.type_k); });
+  s->predicted_boundary = s->fixed_n = std::min(edge, s->n_layer);
+  if (edge > s->n_layer)
+    notes->push_back(fmt::format(
+        "the memory plan finds no placement that fits the {} devices at the target context; "
+        "tune starts from all experts on the CPU",
+        req.devices.size()));
+}
+
+// llama.cpp's automatic fit across the devices as tune states it: the layers
+// split by free memory (no -dev, no -ts), the experts of the last K layers on
+// the CPU, K the fewest that fit every device. (llama.cpp's own fit can also
+// choose -ts; this is the placement its defaults give without one.)
+int DefaultFitAcrossDevices(const SpaceInputs& in, const TuneSpace& s) {
+  const ModelInfo* m = in.model;
+  auto fits = [&](int k) {
+    ServerConfig c = LlamaDefaults(m->path, in.cpu, s.n_layer, k);
+    c.ctx_size = in.plan->ctx.n_ctx;
+    c.n_parallel = 1;
+    auto o = PlanServerConfig(m->gguf, m->arch, m->weights, *in.plan, c);
+    return o.ok() && o->fits;
+  };
+  return std::min(SmallestFitting(s.n_layer, fits), s.n_layer);
 }
 
 // Without a memory plan (no GPU figure): no predicted boundary, every N "fits".
@@ -173,28 +287,39 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   } else {
     s.threads.push_back({std::max(1, in.fallback_threads), "logical CPUs"});
   }
-  if (in.plan) {
+  std::vector<std::string> scratch;
+  if (in.plan && in.plan->devices.size() > 1) {
+    AddDevicePlanKnowledge(in, &s, notes != nullptr ? notes : &scratch);
+  } else if (in.plan) {
     AddPlanKnowledge(in, &s, notes);
   } else {
     AddNoPlanKnowledge(in, &s, notes);
   }
   // llama.cpp's fit is taken to keep the plan's N layers of experts on the
-  // CPU (none without a plan).
-  const int fit_cpu_layers = in.plan ? s.predicted_boundary : 0;
+  // CPU (none without a plan); across devices, as many of the last layers'
+  // as make every device fit with the layers split by free memory.
+  const int fit_cpu_layers = !in.plan                ? 0
+                             : s.device_splits.empty() ? s.predicted_boundary
+                                                       : DefaultFitAcrossDevices(in, s);
   s.defaults =
       LlamaDefaults(m.path, in.cpu, s.n_layer, in.engine_has_gpu && s.moe ? fit_cpu_layers : 0);
   s.defaults_how = in.engine_has_gpu && s.moe
                        ? fmt::format(
                              "llama.cpp's automatic fit (experts of the last {} layers on the CPU, "
-                             "1 GiB margin), -t {}, -b 2048 -ub 512, -fa auto",
-                             fit_cpu_layers, s.defaults->threads)
+                             "1 GiB margin{}), -t {}, -b 2048 -ub 512, -fa auto",
+                             fit_cpu_layers,
+                             s.devices.empty()
+                                 ? ""
+                                 : fmt::format(", layers split over the {} devices by free memory",
+                                               s.devices.size()),
+                             s.defaults->threads)
                        : fmt::format(
                              "every layer offloaded (no GPU here, so all on the "
                              "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
                              s.defaults->threads,
                              in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
   // Ollama's whole-layer split, for people who arrive from Ollama: MoE models on a GPU.
-  if (in.plan && in.engine_has_gpu && s.moe) {
+  if (in.plan && in.engine_has_gpu && s.moe && s.device_splits.empty()) {
     if (auto o = OllamaWholeLayerSplit(m, *in.plan, in.cpu)) {
       s.ollama = o->config;
       s.ollama_how = o->how;

@@ -62,6 +62,32 @@ Result<std::unique_ptr<Journal>> OpenJournal(const TuneJobRequest& q, const Tune
 
 }  // namespace
 
+TuneMachine TuneMachineFromSpec(const MachineSpec& spec, const CalibrationConstants& constants) {
+  TuneMachine m;
+  m.has_gpu = spec.has_gpu();
+  m.cpu = SimulatedCpuTopology(spec.cpu);
+  if (spec.accel()) {
+    m.vram_free = spec.accel()->vram_free;
+    m.reserve = spec.reserve;
+    if (spec.accel()->kind == AcceleratorKind::kRpcCpu) m.device_kind = DeviceKind::kRpc;
+  }
+  const std::vector<AcceleratorSpec> singles = spec.SingleDevices();
+  if (singles.size() > 1) {
+    const std::vector<std::string> names = spec.DeviceNames();
+    m.vram_free = 0;
+    for (size_t i = 0; i < singles.size(); ++i) {
+      m.devices.push_back({names[i], singles[i].vram_free, spec.reserve,
+                           singles[i].kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc
+                                                                       : DeviceKind::kCuda});
+      m.vram_free += singles[i].vram_free;
+    }
+    m.reserve = spec.reserve * static_cast<int64_t>(singles.size());
+  }
+  m.spec = spec;
+  m.constants = constants;
+  return m;
+}
+
 TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
                        std::vector<std::string>* notes) {
   SpaceInputs in;
@@ -74,6 +100,7 @@ TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
     req.vram_free = machine.vram_free;
     req.reserve = machine.reserve;
     req.device_kinds = {machine.device_kind};
+    if (machine.devices.size() > 1) req.devices = machine.devices;
     req.ctx.n_ctx = q.ctx;
     in.plan = req;
   }

@@ -63,6 +63,10 @@ struct TuneMachine {
   int64_t vram_free = 0;  // the plan's budget before the reserve (0 = unknown: no plan)
   int64_t reserve = 0;    // GPU memory kept free beyond what others hold (--reserve)
   DeviceKind device_kind = DeviceKind::kCuda;
+  /// Several devices (two or more): each one's name, free memory, reserve and
+  /// kind, in the engine's order; tune then searches placements across them
+  /// (vram_free is their sum).
+  std::vector<DeviceBudget> devices;
   /// The engine and machine parts of the journal's identity (the job adds the model's).
   JournalIdentity identity;
   /// The report's header: the engine and machine lines, simulated or not, the
@@ -80,6 +84,12 @@ struct TuneMachine {
   std::optional<MachineSpec> spec;
   CalibrationConstants constants;
 };
+
+/// What tune knows of a machine from its spec (a what-if machine, simulated):
+/// the simulated CPU topology, the first GPU's budget, or, with several
+/// devices, each one's (`devices`), the spec and the constants. The engine,
+/// identity and report lines are the caller's.
+TuneMachine TuneMachineFromSpec(const MachineSpec& spec, const CalibrationConstants& constants);
 
 struct TuneJobRequest {
   std::string model_path;

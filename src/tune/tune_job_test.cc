@@ -30,7 +30,7 @@ SimMachine SmallGpu() {
   TuneMachine& m = s.machine;
   m.has_gpu = s.spec.has_gpu();
   m.cpu = SimulatedCpuTopology(s.spec.cpu);
-  m.vram_free = s.spec.accel->vram_free;
+  m.vram_free = s.spec.accel()->vram_free;
   m.simulated = true;
   m.engine_line = "simulated";
   m.machine_line = "SIMULATED " + s.spec.Describe();
