@@ -207,7 +207,8 @@ int64_t MinRoom(const LayerPrefix& lp, const std::vector<int64_t>& capacity,
   int start = 0;
   for (size_t d = 0; d < counts.size(); ++d) {
     const int e = start + counts[d];
-    int64_t use = lp.Base(start, e) + lp.Experts(start, e) + (d + 1 == counts.size() ? lp.output : 0);
+    int64_t use =
+        lp.Base(start, e) + lp.Experts(start, e) + (d + 1 == counts.size() ? lp.output : 0);
     for (int l : cpu)
       if (l >= start && l < e) use -= lp.Experts(l, l + 1);
     room = std::min(room, capacity[d] - use);
@@ -231,8 +232,7 @@ Placement PerDevicePlacement(const std::vector<DeviceBudget>& devices,
 }
 
 Result<std::vector<std::vector<int>>> SplitsByCpuLayers(const GgufModel& model,
-                                                        const ModelArch& arch,
-                                                        const WeightMap& wm,
+                                                        const ModelArch& arch, const WeightMap& wm,
                                                         const PlanRequest& request,
                                                         const std::vector<DeviceBudget>& devs) {
   if (devs.size() < 2)

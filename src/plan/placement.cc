@@ -292,8 +292,7 @@ namespace {
 
 // PlanServerConfig across request.devices: each device against its own budget
 // and the margin; `fits` when every device fits, `headroom` the tightest one's.
-Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model,
-                                                      const ModelArch& arch,
+Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model, const ModelArch& arch,
                                                       const WeightMap& weights,
                                                       const PlanRequest& req,
                                                       const ServerConfig& config) {
@@ -304,8 +303,7 @@ Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model,
     names.push_back(d.name);
     free.push_back(d.free);
   }
-  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement,
-                           WeightPlacementOf(config, names, free));
+  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement, WeightPlacementOf(config, names, free));
   // The devices the configuration uses (its -dev), in its order.
   std::vector<const DeviceBudget*> used;
   for (const DevicePlacement& d : config.placement.devices) {
@@ -317,12 +315,11 @@ Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model,
   if (used.size() != static_cast<size_t>(std::max(1, placement.DeviceCount())))
     return Error(ErrorKind::kInvalidArgument, "the configuration names a device the plan lacks");
   for (const DeviceBudget* b : used) kinds.push_back(b->kind);
-  MOETUNE_ASSIGN_OR_RETURN(
-      PlacementOption o,
-      EvaluatePlacement(model, arch, weights,
-                        ContextOf(config, ReserveOutputs::kPerSequence,
-                                  static_cast<int64_t>(arch.hp.n_ctx_train)),
-                        placement, kinds));
+  MOETUNE_ASSIGN_OR_RETURN(PlacementOption o,
+                           EvaluatePlacement(model, arch, weights,
+                                             ContextOf(config, ReserveOutputs::kPerSequence,
+                                                       static_cast<int64_t>(arch.hp.n_ctx_train)),
+                                             placement, kinds));
   o.fits = true;
   o.headroom = std::numeric_limits<int64_t>::max();
   for (size_t d = 0; d < used.size() && d < o.devices.size(); ++d) {

@@ -65,8 +65,8 @@ TEST(DeviceSpeed, EachDeviceOverflowsOnItsOwnAndTheFailureNamesIt) {
   // The same split overflows a machine whose second card is smaller.
   MachineSpec small = m;
   small.devices[1].vram_free = int64_t{1} << 30;
-  auto tight = SpeedModel(model, small).Predict(
-      Split(Decode(n_layer / 2), {"CUDA0", "CUDA1"}, {big, n_layer - big}));
+  auto tight = SpeedModel(model, small)
+                   .Predict(Split(Decode(n_layer / 2), {"CUDA0", "CUDA1"}, {big, n_layer - big}));
   ASSERT_TRUE(tight.ok());
   EXPECT_FALSE(tight->loads);
 }

@@ -123,12 +123,13 @@ std::vector<GpuFootprint> ComputeDeviceFootprints(const ModelInfo& model,
     kinds.push_back(d.kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc : DeviceKind::kCuda);
   const ContextParams ctx = ContextFor(run);
   FootprintPlans local;
-  const auto option = (plans != nullptr ? plans : &local)->Evaluate(model, ctx, placement, kinds, key);
+  const auto option =
+      (plans != nullptr ? plans : &local)->Evaluate(model, ctx, placement, kinds, key);
   // A placement the memory map cannot size has no footprint to offer.
   if (option == nullptr) return out;
   const int64_t used = int64_t{run.n_depth} + run.n_prompt + run.n_gen;
-  const double used_share =
-      std::min(1.0, static_cast<double>(used) / static_cast<double>(std::max<int64_t>(1, ctx.n_ctx)));
+  const double used_share = std::min(
+      1.0, static_cast<double>(used) / static_cast<double>(std::max<int64_t>(1, ctx.n_ctx)));
   const int64_t stage = LayerStageBytes(model.arch, ctx);
   for (size_t d = 0; d < devices.size() && d < option->devices.size(); ++d) {
     const DeviceBreakdown& b = option->devices[d];

@@ -1,10 +1,10 @@
 #pragma once
 /// The machine as the speed model sees it: its devices (GPUs, identical or not,
 /// and llama.cpp's RPC devices, each with its own memory, rates and link), the
-/// CPU cores, the RAM, and what happens when GPU allocations exceed free VRAM. Built from the doctor's
-/// profile (this machine) or from named presets and what-if flags
-/// (speed/presets.h), so that `plan --predict` and the simulated engine can
-/// answer "what would a 16 GB card do with this model".
+/// CPU cores, the RAM, and what happens when GPU allocations exceed free VRAM. Built from the
+/// doctor's profile (this machine) or from named presets and what-if flags (speed/presets.h), so
+/// that `plan --predict` and the simulated engine can answer "what would a 16 GB card do with this
+/// model".
 ///
 /// Every figure carries where it came from (`sources`), because predictions
 /// are only as good as their inputs and the user must be able to check them.

@@ -72,11 +72,11 @@ ModelShape BuildModelShape(const ModelInfo& model);
 
 /// Where each layer's weights live for one placement.
 struct LayerResidency {
-  bool layer_on_gpu = false;       // attention, norms, router, dense FFN, shared experts, KV
-  int device = kHostDevice;        // the device of those (kHostDevice: the CPU)
+  bool layer_on_gpu = false;        // attention, norms, router, dense FFN, shared experts, KV
+  int device = kHostDevice;         // the device of those (kHostDevice: the CPU)
   int expert_device = kHostDevice;  // the device of its routed experts kept off the CPU
-  double expert_gpu_fraction = 0;  // share of the routed-expert bytes on the GPU
-  double dense_gpu_fraction = 0;   // share of the non-expert bytes on the GPU (-ot can split)
+  double expert_gpu_fraction = 0;   // share of the routed-expert bytes on the GPU
+  double dense_gpu_fraction = 0;    // share of the non-expert bytes on the GPU (-ot can split)
 };
 
 struct Residency {
@@ -84,8 +84,8 @@ struct Residency {
   bool output_on_gpu = false;
   int output_device = kHostDevice;
   std::vector<double> device_weight_bytes;  // weights on each device, in the placement's order
-  double gpu_weight_bytes = 0;   // weights in GPU buffers
-  double host_weight_bytes = 0;  // weights in host buffers (token_embd included)
+  double gpu_weight_bytes = 0;              // weights in GPU buffers
+  double host_weight_bytes = 0;             // weights in host buffers (token_embd included)
 };
 
 /// Resolves a placement over its devices.

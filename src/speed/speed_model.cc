@@ -220,15 +220,15 @@ void ResolveDevices(const ModelInfo& model, const ModelShape& shape, const Resid
   if (used.size() == 1) {
     footprints.push_back(ComputeGpuFootprint(model, shape, res, *in->run, &used[0], plans));
   } else if (used.size() > 1) {
-    footprints = ComputeDeviceFootprints(model, placement, *in->run, used,
-                                         PlacementKey(*in->run), plans);
+    footprints =
+        ComputeDeviceFootprints(model, placement, *in->run, used, PlacementKey(*in->run), plans);
   }
   for (size_t d = 0; d < order.size(); ++d) {
     DeviceInputs dev;
     dev.spec = used[d];
     dev.name = names[order[d]];
-    dev.threads = ScaleThreads(dev.spec.rpc_cpu ? *dev.spec.rpc_cpu : m.cpu,
-                               dev.spec.rpc_threads, c);
+    dev.threads =
+        ScaleThreads(dev.spec.rpc_cpu ? *dev.spec.rpc_cpu : m.cpu, dev.spec.rpc_threads, c);
     dev.footprint = footprints[d];
     dev.budget = std::max<int64_t>(0, dev.spec.vram_free - m.reserve);
     if (in->offload_device < 0 && dev.spec.kind == AcceleratorKind::kGpu)

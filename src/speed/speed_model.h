@@ -48,7 +48,7 @@ struct RunSettings {
   /// -dev and -ts (as layer counts): the devices used, in order, and each
   /// one's layers; empty: every device of the machine, split by free memory.
   std::vector<DevicePlacement> devices;
-  int threads = 0;              // 0 = one per performance core
+  int threads = 0;  // 0 = one per performance core
   int n_ubatch = 512;
   int n_batch = 2048;
   uint32_t type_k = 1;  // ggml type ids (f16)

@@ -308,13 +308,13 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
         host.weight_bytes * in.host_overflow / (in.machine->ram.disk_gbps * 1e9);
   }
   // Silent spill (speed/spill.h): what the token reads from host memory.
-  AddDevices(in, sides, /*decode=*/true,
-             [&](int d, const Work& w) {
-               const DeviceInputs& di = in.devices[static_cast<size_t>(d)];
-               return DecodeSpillTime(di.spill, SpillLoadOf(in, d, w), di.footprint, *in.c)
-                   .total();
-             },
-             &t);
+  AddDevices(
+      in, sides, /*decode=*/true,
+      [&](int d, const Work& w) {
+        const DeviceInputs& di = in.devices[static_cast<size_t>(d)];
+        return DecodeSpillTime(di.spill, SpillLoadOf(in, d, w), di.footprint, *in.c).total();
+      },
+      &t);
   AddSwitches(in, seq, shape.n_embd * 4.0, &t);
   AddLogitsReturn(in, &t);
   if (handovers != nullptr) *handovers = seq.switches();
@@ -392,15 +392,16 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
   if (offload)
     t.at(Resource::kLink) +=
         link_bytes / LinkRate(in, offload_dev, in.run->pinned, /*weight_copies=*/true);
-  AddDevices(in, sides, /*decode=*/false,
-             [&](int d, const Work& w) {
-               const DeviceInputs& di = in.devices[static_cast<size_t>(d)];
-               SpillLoad load = SpillLoadOf(in, d, w);
-               load.tokens = tokens;
-               load.offload_bytes = d == offload_dev ? link_bytes : 0;
-               return PrefillSpillTime(di.spill, load, di.footprint, *in.c).total();
-             },
-             &t);
+  AddDevices(
+      in, sides, /*decode=*/false,
+      [&](int d, const Work& w) {
+        const DeviceInputs& di = in.devices[static_cast<size_t>(d)];
+        SpillLoad load = SpillLoadOf(in, d, w);
+        load.tokens = tokens;
+        load.offload_bytes = d == offload_dev ? link_bytes : 0;
+        return PrefillSpillTime(di.spill, load, di.footprint, *in.c).total();
+      },
+      &t);
   AddSwitches(in, seq, u * shape.n_embd * 4.0, &t);
   AddLogitsReturn(in, &t);
   return t;

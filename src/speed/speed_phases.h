@@ -32,8 +32,8 @@ struct PhaseInputs {
   ThreadScaling host;                 // llama.cpp's threads
   std::vector<DeviceInputs> devices;  // the placement's devices, in its order
   std::vector<double> kv_cell_bytes;  // K + V bytes per cached token, per layer
-  double host_overflow = 0;  // share of host-resident weights that does not fit in RAM
-  bool offload = false;      // op offload active for this micro-batch size
+  double host_overflow = 0;           // share of host-resident weights that does not fit in RAM
+  bool offload = false;               // op offload active for this micro-batch size
   /// The device that runs host-weight operators with op offload: the first GPU
   /// (ggml_backend_sched tries its backends in order; RPC has no offload_op);
   /// -1 when none.

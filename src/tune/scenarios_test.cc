@@ -56,7 +56,9 @@ std::string PresetPath(const std::string& preset) {
   auto it = paths.find(preset);
   if (it == paths.end()) {
     std::filesystem::create_directories(ScenarioDir());
-    it = paths.emplace(preset, WriteSparsePreset(preset, ScenarioDir() + "/" + preset + "-q4_k_m.gguf"))
+    it = paths
+             .emplace(preset,
+                      WriteSparsePreset(preset, ScenarioDir() + "/" + preset + "-q4_k_m.gguf"))
              .first;
   }
   return it->second;
@@ -321,8 +323,12 @@ void CheckAcrossDevices(const Scenario& sc, const Outcome& o) {
 //   reads N=21..28 as flat and stops there, on the GPU side of a cliff the
 //   grid sees further out (the split over the devices changes with N).
 TEST(TuneScenarios, DISABLED_TwoDifferentGpus) {
-  const Scenario sc{"(g) two different GPUs", "rtx3090-24g,rtx3060-12g,ddr4-3200-2ch,8c16t",
-                    SpillMode::kStrict, 0, 16384, "glm4moe"};
+  const Scenario sc{"(g) two different GPUs",
+                    "rtx3090-24g,rtx3060-12g,ddr4-3200-2ch,8c16t",
+                    SpillMode::kStrict,
+                    0,
+                    16384,
+                    "glm4moe"};
   const Outcome o = RunScenario(sc);
   CheckAgainstGrid(sc, o);
   CheckAcrossDevices(sc, o);
@@ -334,8 +340,12 @@ TEST(TuneScenarios, DISABLED_TwoDifferentGpus) {
 }
 
 TEST(TuneScenarios, DISABLED_AGpuAndAnRpcHostBehindASlowLink) {
-  const Scenario sc{"(h) GPU + RPC host on 1 GbE", "rtx3090-24g,ddr4-3200-2ch,8c16t,rpc-1gbe",
-                    SpillMode::kStrict, 0, 8192, "glm4moe"};
+  const Scenario sc{"(h) GPU + RPC host on 1 GbE",
+                    "rtx3090-24g,ddr4-3200-2ch,8c16t,rpc-1gbe",
+                    SpillMode::kStrict,
+                    0,
+                    8192,
+                    "glm4moe"};
   const Outcome o = RunScenario(sc);
   CheckAgainstGrid(sc, o);
   CheckAcrossDevices(sc, o);

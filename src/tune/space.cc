@@ -147,7 +147,8 @@ ServerConfig DeviceFamilyConfig(const TuneSpace& s, const PlanRequest& req, int 
                                 uint32_t kv) {
   ServerConfig c = s.base;
   c.model = s.model;
-  c.placement = PerDevicePlacement(s.devices, s.device_splits[static_cast<size_t>(n)], s.n_layer, n);
+  c.placement =
+      PerDevicePlacement(s.devices, s.device_splits[static_cast<size_t>(n)], s.n_layer, n);
   c.ctx_size = req.ctx.n_ctx;
   c.n_parallel = 1;
   c.n_ubatch = ub;
@@ -202,8 +203,9 @@ void AddDevicePlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std
     const Key k{std::clamp(n, 0, space.n_layer), ub, kv};
     auto it = cache->find(k);
     if (it == cache->end())
-      it = cache->emplace(k, space.memory_of(DeviceFamilyConfig(space, req, std::get<0>(k), ub, kv)))
-               .first;
+      it =
+          cache->emplace(k, space.memory_of(DeviceFamilyConfig(space, req, std::get<0>(k), ub, kv)))
+              .first;
     return it->second;
   };
   s->fits = [eval](int n, int ub, uint32_t kv) {
@@ -298,26 +300,26 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   // llama.cpp's fit is taken to keep the plan's N layers of experts on the
   // CPU (none without a plan); across devices, as many of the last layers'
   // as make every device fit with the layers split by free memory.
-  const int fit_cpu_layers = !in.plan                ? 0
+  const int fit_cpu_layers = !in.plan                  ? 0
                              : s.device_splits.empty() ? s.predicted_boundary
                                                        : DefaultFitAcrossDevices(in, s);
   s.defaults =
       LlamaDefaults(m.path, in.cpu, s.n_layer, in.engine_has_gpu && s.moe ? fit_cpu_layers : 0);
-  s.defaults_how = in.engine_has_gpu && s.moe
-                       ? fmt::format(
-                             "llama.cpp's automatic fit (experts of the last {} layers on the CPU, "
-                             "1 GiB margin{}), -t {}, -b 2048 -ub 512, -fa auto",
-                             fit_cpu_layers,
-                             s.devices.empty()
-                                 ? ""
-                                 : fmt::format(", layers split over the {} devices by free memory",
-                                               s.devices.size()),
-                             s.defaults->threads)
-                       : fmt::format(
-                             "every layer offloaded (no GPU here, so all on the "
-                             "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
-                             s.defaults->threads,
-                             in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
+  s.defaults_how =
+      in.engine_has_gpu && s.moe
+          ? fmt::format(
+                "llama.cpp's automatic fit (experts of the last {} layers on the CPU, "
+                "1 GiB margin{}), -t {}, -b 2048 -ub 512, -fa auto",
+                fit_cpu_layers,
+                s.devices.empty() ? ""
+                                  : fmt::format(", layers split over the {} devices by free memory",
+                                                s.devices.size()),
+                s.defaults->threads)
+          : fmt::format(
+                "every layer offloaded (no GPU here, so all on the "
+                "CPU), -t {} ({}), -b 2048 -ub 512, -fa auto",
+                s.defaults->threads,
+                in.cpu ? in.cpu->llama_default_reason : std::string("assumed"));
   // Ollama's whole-layer split, for people who arrive from Ollama: MoE models on a GPU.
   if (in.plan && in.engine_has_gpu && s.moe && s.device_splits.empty()) {
     if (auto o = OllamaWholeLayerSplit(m, *in.plan, in.cpu)) {

@@ -76,9 +76,9 @@ TuneMachine TuneMachineFromSpec(const MachineSpec& spec, const CalibrationConsta
     const std::vector<std::string> names = spec.DeviceNames();
     m.vram_free = 0;
     for (size_t i = 0; i < singles.size(); ++i) {
-      m.devices.push_back({names[i], singles[i].vram_free, spec.reserve,
-                           singles[i].kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc
-                                                                       : DeviceKind::kCuda});
+      m.devices.push_back(
+          {names[i], singles[i].vram_free, spec.reserve,
+           singles[i].kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc : DeviceKind::kCuda});
       m.vram_free += singles[i].vram_free;
     }
     m.reserve = spec.reserve * static_cast<int64_t>(singles.size());
