@@ -16,7 +16,9 @@ PKGS=(build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-d
       # its PNG screenshots with zlib; DejaVu gives the pages a font.
       chromium zlib1g-dev fonts-dejavu-core
       # The --emit tests read the YAML formats back with a real parser (PyYAML).
-      python3 python3-yaml)
+      python3 python3-yaml
+      # The RPC link tests (tests/integration/emulated_link.h): ip and tc.
+      iproute2)
 
 missing=()
 for p in "${PKGS[@]}"; do
