@@ -123,6 +123,7 @@ class Scheduler {
   Id InputCopy(Id s, int backend);
   Id SplitInputCopies(Id s, int backend);
   void CopyGraphInput(Id s);
+  void CopyUnreadInputs();
   SimBufferSizes Allocate();
   SimBufferSizes Sizes(const std::vector<DynAlloc>& allocs) const;
 
@@ -275,6 +276,18 @@ void Scheduler::CopyGraphInput(Id s) {
   }
 }
 
+// The installed engine keeps n_copies of an input no node reads as well (the
+// embeddings input of the path not taken): its CPU compute buffer is 72.08 MiB
+// for Qwen3-30B-A3B on two RPC devices at 8K, four times the 16 MiB of inputs
+// plus the two 4 MiB embeddings rows. (The copies are allocated together
+// before anything else and never freed, so their order does not matter.)
+void Scheduler::CopyUnreadInputs() {
+  if (n_copies_ == 1) return;
+  for (Id l : std::vector<Id>(g_.leafs())) {
+    if (g_.t(l).input) CopyGraphInput(l);
+  }
+}
+
 void Scheduler::Split() {
   const auto& nodes = g_.nodes();
   std::map<std::pair<Id, int>, Id> copies;  // (source, backend) -> copy
@@ -321,15 +334,6 @@ void Scheduler::Split() {
         split_input_bytes_ += g_.t(s).nbytes;
       }
       g_.t(n).src[j] = it->second;
-    }
-  }
-  // The installed engine keeps n_copies of an input no node reads as well (the
-  // embeddings input of the path not taken): its CPU compute buffer is 72.08
-  // MiB for Qwen3-30B-A3B on two RPC devices at 8K, four times the 16 MiB of
-  // inputs plus the two 4 MiB embeddings rows.
-  if (n_copies_ > 1) {
-    for (Id l : std::vector<Id>(g_.leafs())) {
-      if (g_.t(l).input) CopyGraphInput(l);
     }
   }
   n_splits_ = static_cast<int>(splits.size());
@@ -404,8 +408,7 @@ SimBufferSizes Scheduler::Allocate() {
     addr[ui] = allocs[static_cast<size_t>(b)].Alloc(x.nbytes);
   };
 
-  // The graph the allocator sees: the scheduler's copies, then the graph's leafs.
-  for (Id l : copy_leafs_) allocate(l, Backend(l));
+  for (Id l : copy_leafs_) allocate(l, Backend(l));  // the scheduler's copies first
   for (Id l : g_.leafs()) allocate(l, Backend(l));
   for (size_t k = 0; k < copy_nodes_.size(); ++k) {
     const Id n = copy_nodes_[k];
@@ -455,6 +458,7 @@ SimBufferSizes Scheduler::Sizes(const std::vector<DynAlloc>& allocs) const {
 SimBufferSizes Scheduler::Run() {
   Assign();
   Split();
+  CopyUnreadInputs();
   return Allocate();
 }
 

@@ -293,7 +293,7 @@ std::string CheckConfig(const std::string& preset, const ServerConfig& config,
     out.model = CellOf(row.predicted_model, row.engine_model, row.model_ok, std::nullopt);
     out.context = CellOf(row.predicted_context, row.engine_context, row.context_ok, std::nullopt);
     out.compute = CellOf(row.predicted_compute, row.engine_compute, row.compute_ok, pc);
-    const std::string where = preset + " " + row.device + " " + label;
+    const std::string where = fmt::format("{} {} {}", preset, row.device, label);
     EXPECT_TRUE(row.model_ok) << where << ": weights " << out.model.predicted_mib << " vs "
                               << row.engine_model / kMiB << " MiB";
     EXPECT_TRUE(row.context_ok) << where << ": context " << out.context.predicted_mib << " vs "
