@@ -6,7 +6,7 @@
 # odd slot counts and batch clamps), per device through a local
 # ggml-rpc-server, and per device of the splits `plan --vram A,B[,C] --check`
 # prints across two and three local ggml-rpc-servers (the second table).
-# Takes ~7 minutes on two cores.
+# Takes ~16 minutes on two shared cores (the splits across devices ~1.5 of them).
 # Usage: scripts/memory-matrix.sh [OUT.md]   (default: print the tables)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
