@@ -40,7 +40,8 @@ case "$only" in ''|default|bundle) ;; *) echo "compat: --only takes default or b
 # covers every tool in a few minutes.
 full_suites='EngineTest|BenchCliTest|PlanCliTest|ServerTest|ServeTest|ServerMemoryTest|WatchTest'
 full_suites+='|TuneCli|TuneEmitCli|TuneReportHtml|SpeedTest|SynthEngineTest|SynthServerTest'
-full_suites+='|SynthLoadTest|MemoryMatrix|MemoryMatrixRpc|Doctor|HostileEngineTest|SignalCleanupTest'
+full_suites+='|SynthLoadTest|MemoryMatrix|MemoryMatrixRpc|MemoryMatrixDevices|Doctor|HostileEngineTest'
+full_suites+='|SignalCleanupTest'
 full_suites+='|EmitTest|DemoTest'
 quick_suites='EngineTest|PlanCliTest|ServerTest|SynthEngineTest|SynthServerTest|MemoryMatrixRpc'
 suites=$full_suites

@@ -27,11 +27,31 @@ bool MentionsHostBuffer(std::string_view lower) {
   return Contains(lower, "cpu") || Contains(lower, "_host") || Contains(lower, " host");
 }
 
+// The ggml-rpc-server whose buffer a line names: the RPC backend's buffer
+// types are "RPC<device>[HOST:PORT]" ("failed to allocate RPC0[127.0.0.1:50321]
+// buffer of size 141410304"); "" when the line names none.
+std::string RpcBufferHost(std::string_view line) {
+  for (auto at = line.find("RPC"); at != std::string_view::npos; at = line.find("RPC", at + 3)) {
+    auto i = at + 3;
+    while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])) != 0) ++i;
+    if (i == at + 3 || i >= line.size() || line[i] != '[') continue;
+    const auto end = line.find(']', i);
+    if (end != std::string_view::npos && end > i + 1)
+      return std::string(line.substr(i + 1, end - i - 1));
+  }
+  return "";
+}
+
+bool IsAllocationFailure(std::string_view lower) {
+  return Contains(lower, "failed to allocate") || Contains(lower, "unable to allocate");
+}
+
 bool IsDeviceOom(std::string_view line, std::string_view lower) {
+  if (IsAllocationFailure(lower) && !RpcBufferHost(line).empty()) return true;
   return Contains(lower, "cudamalloc failed") || Contains(line, "ErrorOutOfDeviceMemory") ||
          Contains(lower, "out of device memory") || Contains(lower, "cuda error: out of memory") ||
          Contains(lower, "hipmalloc failed") ||
-         ((Contains(lower, "failed to allocate") || Contains(lower, "unable to allocate")) &&
+         (IsAllocationFailure(lower) &&
           (Contains(lower, "cuda") || Contains(lower, "vulkan") || Contains(lower, "rocm") ||
            Contains(lower, "metal") || Contains(lower, "sycl")) &&
           !Contains(lower, "cuda_host"));
@@ -40,8 +60,7 @@ bool IsDeviceOom(std::string_view line, std::string_view lower) {
 bool IsHostOom(std::string_view lower) {
   return Contains(lower, "bad_alloc") || Contains(lower, "cannot allocate memory") ||
          Contains(lower, "failed to mlock") || Contains(lower, "mmap failed") ||
-         ((Contains(lower, "failed to allocate") || Contains(lower, "unable to allocate")) &&
-          MentionsHostBuffer(lower));
+         (IsAllocationFailure(lower) && MentionsHostBuffer(lower));
 }
 
 bool IsGenericAllocFailure(std::string_view lower) {
@@ -122,6 +141,24 @@ std::string JoinUnique(const std::vector<std::string>& lines, std::size_t max_li
     if (picked.size() == max_lines) break;
   }
   return fmt::format("{}", fmt::join(picked, " | "));
+}
+
+// An RPC device that ran out of memory: its ggml-rpc-server refused the
+// buffer (the server's own log says "-> failed"), as a strict GPU refuses an
+// allocation. The failure names that server and what to do.
+void NameRpcServerOutOfMemory(const std::vector<std::string>& device_oom, EngineFailure* f) {
+  for (const auto& line : device_oom) {
+    const std::string host = RpcBufferHost(line);
+    if (host.empty()) continue;
+    f->rpc_host = host;
+    f->message = fmt::format(
+        "the RPC device of ggml-rpc-server {} ran out of memory ({}): put less on it (fewer "
+        "layers there with -ts or -ngl, experts on the CPU with -ot or --n-cpu-moe, a smaller "
+        "context) or let that server have more memory (free RAM on its host, a higher ulimit -v "
+        "or cgroup memory limit for ggml-rpc-server)",
+        host, f->message);
+    return;
+  }
 }
 
 // The diagnostic lines by what they say.
@@ -222,6 +259,7 @@ EngineFailure ClassifyFailure(const ExitStatus& status, bool timed_out, double t
   if (!device_oom.empty()) {
     f.kind = FailureKind::kOutOfMemoryDevice;
     f.message = JoinUnique(device_oom, 3);
+    NameRpcServerOutOfMemory(device_oom, &f);
   } else if (!host_oom.empty()) {
     f.kind = FailureKind::kOutOfMemoryHost;
     f.message = JoinUnique(host_oom, 3);

@@ -13,7 +13,7 @@
 namespace moetune {
 
 enum class FailureKind {
-  kOutOfMemoryDevice,  // GPU memory exhausted
+  kOutOfMemoryDevice,  // GPU memory exhausted, or an RPC device's (rpc_host names its server)
   kOutOfMemoryHost,    // host RAM exhausted (allocation, mmap/mlock)
   kModelLoad,          // model missing, corrupt or unsupported
   kCrash,              // killed by a signal (assert, segfault, killed)
@@ -42,6 +42,8 @@ struct EngineFailure {
   int signal = 0;
   /// kRpcHost: the RPC server (HOST:PORT) that failed, "" when the engine's
   /// output and a check of the run's hosts could not tell which one.
+  /// kOutOfMemoryDevice: the ggml-rpc-server whose device ran out of memory
+  /// (the engine names it in the buffer: "RPC0[HOST:PORT]"), "" for a GPU.
   std::string rpc_host{};
 };
 

@@ -191,6 +191,57 @@ TEST(FailureTest, RpcServerDeadOrGarbledIsRpcHostWithoutAName) {
   EXPECT_NE(oom.kind, FailureKind::kRpcHost);
 }
 
+// Recorded with llama.cpp 0.7.0 (Debian build 11669): llama-bench -ngl 99 over
+// a ggml-rpc-server started under `ulimit -v` (64 MiB for the weights, 200
+// MiB for the KV cache of -d 65536, 560 MiB for the compute buffer). The
+// server stays up and refuses the buffer, as a strict GPU does: memory, with
+// the server named, not a failed host.
+TEST(FailureTest, AnRpcDeviceOutOfMemoryNamesItsServer) {
+  const std::vector<std::vector<std::string>> runs = {
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): long engine lines wrapped on purpose
+      {"[ggml_backend_rpc_buffer_type_alloc_buffer] endpoint: 127.0.0.1:50321, device: 0, "
+       "size: 134.86 MiB -> failed",
+       "ggml_backend_buft_alloc_buffer_n_default: failed to allocate RPC0[127.0.0.1:50321] "
+       "buffer of size 141410304",
+       "llama_model_load: error loading model: unable to allocate RPC0[127.0.0.1:50321] buffer",
+       "llama_model_load_from_file_impl: failed to load model",
+       "llama_bench: error: failed to load model 's4.gguf'"},
+      {"ggml_backend_buft_alloc_buffer_n_default: failed to allocate RPC0[127.0.0.1:50321] "
+       "buffer of size 538968064",
+       "llama_init_from_model: failed to initialize the context: failed to allocate buffer for "
+       "kv cache",
+       "llama_bench: error: failed to create context with model 's4.gguf'"},
+      {"ggml_gallocr_reserve_n_impl: failed to allocate RPC0[127.0.0.1:50321] buffer of size "
+       "34095104",
+       "graph_reserve: failed to allocate compute buffers",
+       "llama_init_from_model: failed to initialize the context: failed to allocate compute pp "
+       "buffers",
+       "llama_bench: error: failed to create context with model 's4.gguf'"}};
+  for (const auto& lines : runs) {
+    const auto f = Classify(Exited(1), lines);
+    EXPECT_EQ(f.kind, FailureKind::kOutOfMemoryDevice) << lines[0];
+    EXPECT_EQ(f.rpc_host, "127.0.0.1:50321") << lines[0];
+    EXPECT_NE(f.message.find("ggml-rpc-server 127.0.0.1:50321 ran out of memory"),
+              std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("failed to allocate RPC0[127.0.0.1:50321]"), std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("-ts"), std::string::npos) << "the fix: " << f.message;
+  }
+  // The second server of a split: its buffer carries its own endpoint.
+  const auto second = Classify(
+      Exited(1), {"ggml_backend_buft_alloc_buffer_n_default: failed to allocate "
+                  "RPC0[10.0.0.3:50052] buffer of size 99",
+                  "llama_model_load: error loading model: unable to allocate RPC0[10.0.0.3:50052] "
+                  "buffer"});
+  EXPECT_EQ(second.rpc_host, "10.0.0.3:50052");
+  // A GPU's out-of-memory names no RPC server.
+  const auto cuda = Classify(
+      Exited(1), {"alloc_tensor_range: failed to allocate CUDA0 buffer of size 21474836480"});
+  EXPECT_EQ(cuda.kind, FailureKind::kOutOfMemoryDevice);
+  EXPECT_TRUE(cuda.rpc_host.empty());
+}
+
 TEST(FailureTest, KindNamesAreStable) {
   EXPECT_STREQ(FailureKindName(FailureKind::kRpcHost), "rpc_host");
   EXPECT_STREQ(FailureKindName(FailureKind::kOutOfMemoryDevice), "oom_device");

@@ -20,6 +20,11 @@ constexpr int64_t kCudaOffloadMinBatch = 32;
 
 }  // namespace
 
+bool PipelineParallel(const WeightPlacement& placement, int n_layer) {
+  return placement.DeviceCount() > 1 && placement.n_gpu_layers > n_layer &&
+         !placement.HasTensorOverrides();
+}
+
 ComputeEstimator::ComputeEstimator(const GgufModel& model, const ModelArch& arch)
     : model_(model), arch_(arch), index_(IndexTensors(model)) {}
 
@@ -54,7 +59,9 @@ Result<ComputeBuffers> ComputeEstimator::Estimate(const ContextParams& cp,
     backends.push_back(dev);
   }
   backends.push_back({"CPU", 0, kCpuAlignment});
-  const SimBufferSizes sizes = SimulateComputeBuffers(graph, backends);
+  const int n_layer = static_cast<int>(arch_.layers.size());
+  const SimBufferSizes sizes = SimulateComputeBuffers(
+      graph, backends, PipelineParallel(placement, n_layer) ? kPipelineCopies : 1);
   ComputeBuffers out;
   out.n_splits = sizes.n_splits;
   out.host = sizes.bytes.back();

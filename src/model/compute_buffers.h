@@ -25,6 +25,23 @@ namespace moetune {
 
 enum class DeviceKind { kCuda, kRpc };
 
+/// GGML_SCHED_MAX_COPIES: the scheduler's copies of its inputs with pipeline
+/// parallelism (ggml/src/ggml-backend.cpp).
+inline constexpr int kPipelineCopies = 4;
+
+/// llama.cpp's pipeline parallelism (llama_context's constructor,
+/// src/llama-context.cpp): on when the model spans more than one device, every
+/// layer and the output head are offloaded (n_gpu_layers > n_layer), the split
+/// mode is by layer, the KV cache is offloaded and the command carries no
+/// tensor override (no --n-cpu-moe, no -ot); the devices must support async
+/// compute and events, which CUDA and RPC (0.7.0: "pipeline parallelism
+/// enabled" over two ggml-rpc-servers) do. The scheduler then keeps
+/// kPipelineCopies copies of every graph input and split input for the whole
+/// graph (model/graph_alloc_sim.h), which makes every compute buffer larger:
+/// 168 / 365 / 72 MiB instead of 92 / 301 / 24 MiB for Qwen3-30B-A3B at 8K
+/// on two RPC devices (-ts 24,25).
+bool PipelineParallel(const WeightPlacement& placement, int n_layer);
+
 struct ComputeBuffers {
   int64_t device = 0;               // the devices' compute buffers together (0 without one)
   std::vector<int64_t> per_device;  // each device's, in device order

@@ -103,5 +103,55 @@ TEST(ComputeBuffers, DeviceAndHostSplitFollowsThePlacement) {
   EXPECT_GT(gpu_experts->device, 0);
 }
 
+// llama.cpp's rule: several devices, every layer and the output offloaded,
+// no tensor override.
+TEST(ComputeBuffers, PipelineParallelismNeedsSeveralDevicesAndNoOverride) {
+  constexpr int kLayers = 48;
+  WeightPlacement p;
+  p.has_device = true;
+  p.n_gpu_layers = 99;
+  EXPECT_FALSE(PipelineParallel(p, kLayers)) << "one device";
+  p.split = {24, 25};
+  EXPECT_TRUE(PipelineParallel(p, kLayers));
+  WeightPlacement partial = p;
+  partial.n_gpu_layers = kLayers;  // the output and the last 47 layers
+  EXPECT_FALSE(PipelineParallel(partial, kLayers));
+  WeightPlacement cpu_moe = p;
+  cpu_moe.n_cpu_moe = 1;
+  EXPECT_FALSE(PipelineParallel(cpu_moe, kLayers));
+  WeightPlacement ot = p;
+  ASSERT_TRUE(ot.SetRules({{"matches_nothing", kHostDevice}}).ok());
+  EXPECT_FALSE(PipelineParallel(ot, kLayers)) << "any -ot rule, even one matching nothing";
+}
+
+// Qwen3-30B-A3B at 8K over two RPC devices, -ngl 99 -ts 24,25: the engine
+// (llama.cpp 0.7.0) logs "pipeline parallelism enabled" and reserves 168.05,
+// 364.80 and 72.08 MiB (RPC0, RPC1, CPU); with an -ot rule that matches no
+// tensor it does not, and reserves 92.01, 300.75 and 24.02 MiB
+// (llama-fit-params -c 8192 -ub 512 -b 2048 -fa on -fitp on -fit off -lm none
+// --no-repack -v over two ggml-rpc-servers).
+TEST(ComputeBuffers, PipelineParallelismAcrossTwoRpcDevicesMatchesTheEngine) {
+  const GgufModel m = SynthHeaderModel("qwen3moe");
+  auto arch = AnalyzeArchitecture(m);
+  ASSERT_TRUE(arch.ok());
+  ContextParams cp;
+  cp.n_ctx = 8192;
+  WeightPlacement p;
+  p.has_device = true;
+  p.n_gpu_layers = 99;
+  p.split = {24, 25};
+  auto expect = [&](const WeightPlacement& wp, double rpc0, double rpc1, double cpu) {
+    auto c = EstimateComputeBuffers(m, *arch, cp, wp, DeviceKind::kRpc);
+    ASSERT_TRUE(c.ok()) << c.error().message();
+    ASSERT_EQ(c->per_device.size(), 2u);
+    EXPECT_NEAR(static_cast<double>(c->per_device[0]) / kMiB, rpc0, 0.006);
+    EXPECT_NEAR(static_cast<double>(c->per_device[1]) / kMiB, rpc1, 0.006);
+    EXPECT_NEAR(static_cast<double>(c->host) / kMiB, cpu, 0.006);
+  };
+  expect(p, 168.05, 364.80, 72.08);
+  ASSERT_TRUE(p.SetRules({{"nomatchxyz", kHostDevice}}).ok());
+  expect(p, 92.01, 300.75, 24.02);
+}
+
 }  // namespace
 }  // namespace moetune

@@ -12,6 +12,12 @@
 ///    most sources are, pass 4 gives views their source's device; pass 5 cuts
 ///    the graph into splits and adds a copy of every source that lives on
 ///    another device (a "split input"), allocated at the start of its split.
+///    With pipeline parallelism (n_copies > 1, ggml_backend_sched_new's
+///    `parallel`), every graph input a node reads gets n_copies copies on its
+///    own backend (the first is the input itself) and every split input
+///    n_copies copies on the split's backend; all of them are flagged input and
+///    output (never freed, never overwritten in place) and added to the graph
+///    as leafs ahead of the graph's own, so they are allocated first.
 ///  - ggml/src/ggml-alloc.c ggml_gallocr_alloc_graph_impl: leafs first, then
 ///    nodes in order; a node reuses its parent's memory when its op may run in
 ///    place and the parent has no other user; memory is freed when the last
@@ -44,8 +50,11 @@ struct SimBufferSizes {
 };
 
 /// Schedules `graph` over `backends` (weights and caches name their device by
-/// index into it) and simulates the allocation. The graph is modified (split
-/// inputs replace sources), so pass a copy to keep the original.
-SimBufferSizes SimulateComputeBuffers(SimGraph& graph, const std::vector<SimBackend>& backends);
+/// index into it) and simulates the allocation, with `n_copies` copies of the
+/// scheduler's inputs (1, or GGML_SCHED_MAX_COPIES with pipeline
+/// parallelism). The graph is modified (split inputs replace sources), so pass
+/// a copy to keep the original.
+SimBufferSizes SimulateComputeBuffers(SimGraph& graph, const std::vector<SimBackend>& backends,
+                                      int n_copies = 1);
 
 }  // namespace moetune

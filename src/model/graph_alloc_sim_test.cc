@@ -95,5 +95,35 @@ TEST(GraphAllocSim, HostWeightsAreCopiedOnlyWhereOpsAreOffloaded) {
   EXPECT_EQ(r.bytes[1], 4 * kMiB);
 }
 
+// Pipeline parallelism (n_copies 4): every graph input, read or not, and
+// every split input is kept in four copies for the whole graph, allocated
+// before anything else; one copy is what a graph without it needs.
+TEST(GraphAllocSim, PipelineParallelismKeepsFourCopiesOfEveryInput) {
+  auto build = [](SimGraph& g) {
+    const auto in = g.Input(SimType::kF32, {1024, 512, 1, 1}, "in");  // 2 MiB, host
+    g.Expand(g.Input(SimType::kF32, {1024, 256, 1, 1}, "spare"));     // 1 MiB, read by nobody
+    const auto w0 = g.Weight({1024, 1024, 1, 1}, 4 * kMiB, 0, "w0");
+    const auto w1 = g.Weight({1024, 1024, 1, 1}, 4 * kMiB, 1, "w1");
+    const auto x = g.MulMat(w0, in, "x");  // on RPC0, 2 MiB
+    const auto y = g.MulMat(w1, x, "y");   // on RPC1, 2 MiB
+    g.SetOutput(y);
+    g.Expand(y);
+  };
+  const std::vector<SimBackend> devices = {{"RPC0", 0, 32}, {"RPC1", 0, 32}, {"CPU", 0, 32}};
+  SimGraph one;
+  build(one);
+  const auto a = SimulateComputeBuffers(one, devices);
+  SimGraph four;
+  build(four);
+  const auto b = SimulateComputeBuffers(four, devices, 4);
+  // One copy: each device holds its input's copy and its result; the host
+  // its two inputs.
+  EXPECT_EQ(a.bytes, (std::vector<int64_t>{4 * kMiB, 4 * kMiB, 3 * kMiB}));
+  // Four: four copies of each device's input beside its result, and four
+  // copies of both host inputs.
+  EXPECT_EQ(b.bytes, (std::vector<int64_t>{10 * kMiB, 10 * kMiB, 12 * kMiB}));
+  EXPECT_EQ(a.n_splits, b.n_splits);
+}
+
 }  // namespace
 }  // namespace moetune

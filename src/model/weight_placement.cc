@@ -33,6 +33,11 @@ int WeightPlacement::DeviceCount() const {
   return std::max(1, static_cast<int>(split.size()));
 }
 
+bool WeightPlacement::HasTensorOverrides() const {
+  return n_cpu_moe > 0 || n_cpu_moe_last > 0 || (override_layer >= 0 && !override_kinds.empty()) ||
+         !rules_.empty();
+}
+
 int WeightPlacement::LayerDevice(int il, int n_layer) const {
   if (!has_device || n_gpu_layers < 1) return kHostDevice;
   const int i_gpu_start = std::max(n_layer + 1 - n_gpu_layers, 0);

@@ -61,6 +61,10 @@ struct WeightPlacement {
 
   /// Devices besides the CPU (0 without one).
   int DeviceCount() const;
+  /// The command carries tensor overrides (--n-cpu-moe N > 0, --cpu-moe,
+  /// llama.cpp's fit of the last layers' experts, the fine fill's -ot, any
+  /// other -ot rule): llama.cpp's has_tensor_overrides().
+  bool HasTensorOverrides() const;
   /// The device of layer `il`'s own weights (attention, norms, router, dense and
   /// shared FFN) and its KV cache; kHostDevice when on the CPU. `il` = n_layer:
   /// the output head.

@@ -304,15 +304,22 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
 
   // Compute buffers from a reference placement: layers by budget, each
   // device's first layer's experts on the CPU (op offload copies host experts
-  // into the device's compute buffer, the larger case).
+  // into the device's compute buffer, the larger case). A split that keeps
+  // every expert on the devices runs with pipeline parallelism and larger
+  // compute buffers: the exact evaluation below sees them, and a device they
+  // overflow moves a layer's experts to the CPU.
   std::vector<int64_t> capacity;
   capacity.reserve(devs.size());
   for (const auto& d : devs) capacity.push_back(d.budget() - req.margin);
+  // A dense model has no experts to keep on the CPU: an -ot rule for them
+  // would match no tensor, yet turn off llama.cpp's pipeline parallelism
+  // (model/compute_buffers.h), so its plans carry none.
+  const bool has_experts = lp.Experts(0, n) > 0;
   std::vector<DeviceFill> ref;
   {
     int start = 0;
     for (int c : ProportionalCounts(capacity, n)) {
-      ref.push_back({start, c, std::min(c, 1), 0});
+      ref.push_back({start, c, has_experts ? std::min(c, 1) : 0, 0});
       start += c;
     }
   }
@@ -324,7 +331,7 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
   if (!best.feasible) {
     // Nothing fits: every expert on the CPU, layers by budget, for the figures.
     best.fill = ref;
-    for (auto& f : best.fill) f.cpu = f.count;
+    for (auto& f : best.fill) f.cpu = has_experts ? f.count : 0;
     out.notes.push_back(fmt::format(
         "nothing fits across the {} devices, even with every layer's experts on the CPU: "
         "shorten the context (-c), quantize the KV cache, or add a device",
@@ -337,7 +344,7 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
     bool moved = false;
     for (size_t d = 0; d < devs.size(); ++d) {
       auto& f = best.fill[d];
-      if (out.headroom[d] < 0 && f.cpu < f.count) {
+      if (out.headroom[d] < 0 && has_experts && f.cpu < f.count) {
         ++f.cpu;
         moved = true;
       }

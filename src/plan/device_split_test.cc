@@ -19,9 +19,9 @@ struct Fixture {
   PlanRequest req;
 };
 
-Fixture Load() {
+Fixture Load(const std::string& preset = "qwen3moe") {
   Fixture f;
-  f.gguf = SynthHeaderModel("qwen3moe", "full");  // Qwen3-30B-A3B shape
+  f.gguf = SynthHeaderModel(preset, "full");  // qwen3moe: the Qwen3-30B-A3B shape
   auto a = AnalyzeArchitecture(f.gguf);
   EXPECT_TRUE(a.ok());
   f.arch = *a;
@@ -42,18 +42,25 @@ std::vector<std::string> Names(const std::vector<DeviceBudget>& d) {
   return out;
 }
 
-// Each device's headroom for a placement written as llama-server flags.
-std::vector<int64_t> Headroom(const Fixture& f, const std::vector<DeviceBudget>& devs,
-                              const Placement& placement, const std::vector<int64_t>& free = {}) {
+// The memory map of a placement written as llama-server flags.
+PlacementOption MemoryOf(const Fixture& f, const std::vector<DeviceBudget>& devs,
+                         const Placement& placement, const std::vector<int64_t>& free = {}) {
   ServerConfig c;
   c.placement = placement;
   auto wp = WeightPlacementOf(c, Names(devs), free);
   EXPECT_TRUE(wp.ok()) << wp.error().message();
   auto o = EvaluatePlacement(f.gguf, f.arch, f.wm, f.req.ctx, *wp, {DeviceKind::kCuda});
   EXPECT_TRUE(o.ok());
+  return o.ok() ? *o : PlacementOption{};
+}
+
+// Each device's headroom for a placement written as llama-server flags.
+std::vector<int64_t> Headroom(const Fixture& f, const std::vector<DeviceBudget>& devs,
+                              const Placement& placement, const std::vector<int64_t>& free = {}) {
+  const PlacementOption o = MemoryOf(f, devs, placement, free);
   std::vector<int64_t> h;
   for (size_t d = 0; d < devs.size(); ++d)
-    h.push_back(devs[d].budget() - f.req.margin - o->devices[d].total());
+    h.push_back(devs[d].budget() - f.req.margin - o.devices[d].total());
   return h;
 }
 
@@ -137,6 +144,43 @@ TEST(PlanAcrossDevices, ThreeDevicesAndNothingFits) {
   EXPECT_NE(none->notes.front().find("nothing fits"), std::string::npos);
   // One device is not a split.
   EXPECT_FALSE(PlanAcrossDevices(f.gguf, f.arch, f.wm, f.req, {three[0]}).ok());
+}
+
+// Every expert on the devices: no -ot, so llama.cpp runs the split with
+// pipeline parallelism and its larger compute buffers, which the plan's
+// headroom counts (an -ot rule, even one matching nothing, would turn it off).
+TEST(PlanAcrossDevices, EveryExpertOnTheDevicesCountsPipelineParallelism) {
+  const Fixture f = Load();
+  const std::vector<DeviceBudget> devs = {{"CUDA0", 14 * kGiB, 0, DeviceKind::kCuda},
+                                          {"CUDA1", 14 * kGiB, 0, DeviceKind::kCuda}};
+  auto s = PlanAcrossDevices(f.gguf, f.arch, f.wm, f.req, devs);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_TRUE(s->fits);
+  EXPECT_TRUE(s->cpu_expert_layers.empty());
+  const Placement p = DeviceSplitPlacement(*s, devs);
+  EXPECT_TRUE(p.overrides.empty());
+  EXPECT_EQ(Headroom(f, devs, p), s->headroom);
+  Placement no_pipeline = p;
+  no_pipeline.overrides.push_back({"matches_nothing", "CPU"});
+  const PlacementOption with = MemoryOf(f, devs, p), without = MemoryOf(f, devs, no_pipeline);
+  for (size_t d = 0; d < devs.size(); ++d)
+    EXPECT_GT(with.devices[d].compute, without.devices[d].compute) << d;
+}
+
+// A dense model: whole layers only, and never an -ot rule for experts it does
+// not have (it would match no tensor and only turn pipeline parallelism off).
+TEST(PlanAcrossDevices, DenseModelsCarryNoExpertRule) {
+  const Fixture f = Load("llama");
+  for (const int64_t each : {2 * kGiB, kGiB + kGiB / 4}) {
+    const std::vector<DeviceBudget> devs = {{"CUDA0", each, 0, DeviceKind::kCuda},
+                                            {"CUDA1", each, 0, DeviceKind::kCuda}};
+    auto s = PlanAcrossDevices(f.gguf, f.arch, f.wm, f.req, devs);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s->fits, each == 2 * kGiB) << each;
+    EXPECT_TRUE(s->cpu_expert_layers.empty()) << each;
+    EXPECT_TRUE(DeviceSplitPlacement(*s, devs).overrides.empty()) << each;
+    EXPECT_EQ(Headroom(f, devs, DeviceSplitPlacement(*s, devs)), s->headroom) << each;
+  }
 }
 
 }  // namespace

@@ -230,6 +230,31 @@ TEST(JournalTest, AnRpcHostFailureIsMeasuredAgain) {
   EXPECT_FALSE((*j)->Find(lost.config, 0)) << "an RPC host's failure was kept as a verdict";
 }
 
+// An RPC device that ran out of memory is a verdict on the placement, as a
+// GPU's out-of-memory is: kept on resume, with its server.
+TEST(JournalTest, AnRpcDeviceOutOfMemoryIsKeptAsAVerdict) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.journal");
+  RunResult oom = Measured(2, 0);
+  oom.samples_ts.clear();
+  oom.failure = EngineFailure{FailureKind::kOutOfMemoryDevice,
+                              "the RPC device of ggml-rpc-server 10.0.0.2:50052 ran out of memory",
+                              "exit code 1",
+                              {}};
+  oom.failure->rpc_host = "10.0.0.2:50052";
+  {
+    auto j = Journal::Open(path, kId);
+    ASSERT_TRUE((*j)->Append(oom).ok());
+  }
+  auto j = Journal::Open(path, kId);
+  ASSERT_TRUE(j.ok());
+  const auto kept = (*j)->Find(oom.config, 0);
+  ASSERT_TRUE(kept) << "an RPC device's out-of-memory was measured again";
+  ASSERT_TRUE(kept->failure);
+  EXPECT_EQ(kept->failure->kind, FailureKind::kOutOfMemoryDevice);
+  EXPECT_EQ(kept->failure->rpc_host, "10.0.0.2:50052");
+}
+
 TEST(JournalTest, AFailedWriteLeavesNoTornRecordAndIsCounted) {
   testing::TempDir dir;
   const std::string path = dir.File("tune.journal");

@@ -1,16 +1,20 @@
 // Integration: moetune's memory predictions against llama.cpp's own dry run
-// (llama-fit-params -fitp on -fit off -lm none --no-repack), on the host and
-// per device through the engine's ggml-rpc-server (RPC0 and Host), for every
-// synth preset at full scale (header-only sparse files: the dry run reads no
-// weights). Tolerances: weights and context 1%, compute 15% (plus the engine's
-// whole-MiB truncation). The flags passed to the engine are a plan's
-// ServerConfig written by ServerArgv, the source of the commands `plan` prints.
+// (llama-fit-params -fitp on -fit off -lm none --no-repack), on the host, per
+// device through the engine's ggml-rpc-server (RPC0 and Host), and across two
+// and three ggml-rpc-servers for the exact command `plan --vram A,B[,C]
+// --check` prints (every device and the host), for every synth preset at full
+// scale (header-only sparse files: the dry run reads no weights). Tolerances:
+// weights and context 1%, compute 15% (plus the engine's whole-MiB
+// truncation). The flags passed to the engine are a plan's ServerConfig
+// written by ServerArgv, the source of the commands `plan` prints.
 //
 // CI runs a subset (every preset once, every flag combination for three
-// presets, device splits for five); MOETUNE_MEMORY_MATRIX=full runs the whole
-// matrix, and MOETUNE_MEMORY_MATRIX_OUT=FILE writes the table of
-// docs/memory.md to FILE (scripts/memory-matrix.sh).
+// presets, device splits for five, splits across devices for three);
+// MOETUNE_MEMORY_MATRIX=full runs the whole matrix, and
+// MOETUNE_MEMORY_MATRIX_OUT=FILE writes the tables of docs/memory.md to FILE
+// (scripts/memory-matrix.sh).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -56,6 +61,7 @@ struct Cell {
 
 struct Row {
   std::string preset, side, device, config;
+  int devices = 1;  // devices of the placement (2 and 3: MemoryMatrixDevices)
   Cell model, context, compute;
 };
 
@@ -71,32 +77,36 @@ double RelError(int64_t predicted, int64_t engine, std::optional<double> precise
   return p < lo ? (p - lo) / ref : (p - hi) / ref;
 }
 
-// Shared state of one test process: the models, the engine, the RPC server
+// Shared state of one test process: the models, the engine, the RPC servers
 // and the rows for the report.
 class Matrix : public ::testing::Environment {
  public:
   static Matrix* Get();
 
   void TearDown() override {
-    rpc_.reset();
+    rpc_.clear();
     const char* out = std::getenv("MOETUNE_MEMORY_MATRIX_OUT");
     if (out == nullptr || rows_.empty()) return;
     std::ofstream f(out, std::ios::trunc);
-    f << Summary();
+    const std::string one = Summary(false), several = Summary(true);
+    f << one << (one.empty() || several.empty() ? "" : "\n") << several;
   }
 
-  // The table of docs/memory.md: per preset and compared side, how many
-  // configurations and the worst relative error of each column.
-  std::string Summary() const {
+  // The tables of docs/memory.md: per preset and compared side (one device
+  // or none), or per preset and device (splits across two and three devices),
+  // how many configurations and the worst relative error of each column.
+  std::string Summary(bool across_devices) const {
     struct Worst {
       int n = 0;
       double model = 0, context = 0, compute = 0, compute_lo = 1e18, compute_hi = 0;
     };
     std::map<std::pair<std::string, std::string>, Worst> w;
     for (const Row& r : rows_) {
-      const std::string side = r.side == "all-host" ? "Host (no device)"
-                               : r.side == "gpu"    ? r.device + " (device)"
-                                                    : "Host (beside " + std::string("RPC0") + ")";
+      if ((r.devices > 1) != across_devices) continue;
+      const std::string side = across_devices         ? r.device
+                               : r.side == "all-host" ? "Host (no device)"
+                               : r.side == "gpu"      ? r.device + " (device)"
+                                                      : "Host (beside RPC0)";
       Worst& x = w[{r.preset, side}];
       ++x.n;
       x.model = std::max(x.model, std::abs(r.model.error));
@@ -105,9 +115,11 @@ class Matrix : public ::testing::Environment {
       x.compute_lo = std::min(x.compute_lo, r.compute.engine_mib);
       x.compute_hi = std::max(x.compute_hi, r.compute.engine_mib);
     }
-    std::string o =
-        "| preset | side | configurations | weights, worst | context, worst | compute, worst | "
-        "engine compute (MiB) |\n|---|---|---:|---:|---:|---:|---|\n";
+    if (w.empty()) return "";
+    std::string o = fmt::format(
+        "| preset | {} | configurations | weights, worst | context, worst | compute, worst | "
+        "engine compute (MiB) |\n|---|---|---:|---:|---:|---:|---|\n",
+        across_devices ? "device" : "side");
     for (const std::string& p : Presets()) {
       for (const auto& [key, x] : w) {
         if (key.first != p) continue;
@@ -132,13 +144,17 @@ class Matrix : public ::testing::Environment {
     return &*engine_;
   }
 
-  const std::string& RpcEndpoint() {
-    if (!rpc_) {
-      const auto dir = EngineDir();
-      if (dir) rpc_ = std::make_unique<RpcServer>(*dir);
+  // The endpoints of `n` running ggml-rpc-servers (started on first use and
+  // kept for the process); empty when one did not come up.
+  std::vector<std::string> RpcEndpoints(size_t n) {
+    const auto dir = EngineDir();
+    while (dir && rpc_.size() < n) rpc_.push_back(std::make_unique<RpcServer>(*dir));
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n && i < rpc_.size(); ++i) {
+      if (rpc_[i]->endpoint().empty()) return {};
+      out.push_back(rpc_[i]->endpoint());
     }
-    static const std::string none;
-    return rpc_ ? rpc_->endpoint() : none;
+    return out.size() == n ? out : std::vector<std::string>{};
   }
 
   // The preset's real shape as a header-only (sparse) file.
@@ -163,7 +179,7 @@ class Matrix : public ::testing::Environment {
  private:
   TempDir dir_;
   std::optional<EngineInfo> engine_;
-  std::unique_ptr<RpcServer> rpc_;
+  std::vector<std::unique_ptr<RpcServer>> rpc_;
   std::map<std::string, ModelInfo> models_;
   std::mutex mu_;
   std::vector<Row> rows_;
@@ -198,37 +214,53 @@ std::string Describe(const MatrixCase& c) {
   return ShellJoin(SettingsArgv(shaping));
 }
 
-// The compute buffers of the engine's verbose log: device ("Host", "RPC0")
-// -> MiB, to the precision the log gives.
-std::map<std::string, double> LoggedComputeMiB(const std::string& log) {
+// The compute buffers of the engine's verbose log: device ("Host", "RPC0",
+// "RPC1", ...) -> MiB, to the precision the log gives. The log names an RPC
+// buffer by its server ("RPC0[127.0.0.1:50301]"): its place in `rpc` is the
+// device's index.
+std::map<std::string, double> LoggedComputeMiB(const std::string& log,
+                                               const std::vector<std::string>& rpc) {
   static const std::regex kCompute(R"(sched_reserve: +(\S+) compute buffer size = +([0-9.]+) MiB)");
   std::map<std::string, double> precise;
   std::istringstream e(log);
   std::string line;
   while (std::getline(e, line)) {
     std::smatch mm;
-    if (std::regex_search(line, mm, kCompute)) {
-      const std::string dev = mm[1].str().rfind("RPC", 0) == 0 ? mm[1].str().substr(0, 4) : "Host";
-      precise[dev] = std::stod(mm[2]);
-    }
+    if (!std::regex_search(line, mm, kCompute)) continue;
+    const std::string name = mm[1].str();
+    std::string dev = name.rfind("RPC", 0) == 0 ? name.substr(0, 4) : "Host";
+    for (size_t i = 0; i < rpc.size(); ++i)
+      if (name.find("[" + rpc[i] + "]") != std::string::npos) dev = fmt::format("RPC{}", i);
+    precise[dev] = std::stod(mm[2]);
   }
   return precise;
 }
 
-// Runs the engine's dry run for `launch` and compares every device line.
-void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
+// One compared cell.
+Cell CellOf(int64_t predicted, int64_t engine, bool ok, std::optional<double> precise_mib) {
+  Cell c;
+  c.predicted_mib = static_cast<double>(predicted) / kMiB;
+  c.engine_mib = precise_mib ? *precise_mib : static_cast<double>(engine) / kMiB;
+  c.error = RelError(predicted, engine, precise_mib);
+  c.ok = ok;
+  return c;
+}
+
+// Runs the engine's dry run of `config` (with the RPC servers `rpc`) and
+// compares every device line; `label` names the configuration in messages
+// and the report, `devices` is the placement's device count for the report.
+// Returns the engine's verbose log.
+std::string CheckConfig(const std::string& preset, const ServerConfig& config,
+                        const std::vector<std::string>& rpc, const std::string& label,
+                        int devices) {
   Matrix* m = Matrix::Get();
   const EngineInfo* engine = m->Engine();
-  ASSERT_NE(engine, nullptr) << "llama.cpp not found: run scripts/setup-engine.sh";
   const ModelInfo* model = m->Model(preset);
-  ASSERT_NE(model, nullptr) << "synth of " << preset << " failed";
+  EXPECT_TRUE(engine != nullptr && model != nullptr) << preset << ": engine or model missing";
+  if (engine == nullptr || model == nullptr) return "";
   FitParamsOptions fo;
   fo.count_host_weights = true;
-  if (rpc) {
-    fo.rpc = m->RpcEndpoint();
-    ASSERT_FALSE(fo.rpc.empty()) << "ggml-rpc-server did not start";
-  }
-  const ServerConfig config = ConfigOf(launch, CommandModelPath(*model));
+  for (const std::string& r : rpc) fo.rpc += (fo.rpc.empty() ? "" : ",") + r;
   std::vector<std::string> argv = FitParamsArgv(*engine, config, fo);
   argv.push_back("-v");
   // The engine's logger is asynchronous and can drop the tail of its verbose
@@ -237,42 +269,31 @@ void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
   std::map<std::string, double> precise;  // device -> compute MiB from the log
   for (int attempt = 0; attempt < 6; ++attempt) {
     r = RunCommand(argv, 300);
-    ASSERT_EQ(r.exit_code, 0) << ShellJoin(argv) << "\n"
+    EXPECT_EQ(r.exit_code, 0) << ShellJoin(argv) << "\n"
                               << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
-    precise = LoggedComputeMiB(r.err);
-    if (precise.count("Host") && (!rpc || precise.count("RPC0"))) break;
+    if (r.exit_code != 0) return "";
+    precise = LoggedComputeMiB(r.err, rpc);
+    if (precise.size() == rpc.size() + 1) break;
   }
-  auto devices = ParseFitParamsOutput(r.out);
-  ASSERT_TRUE(devices.ok()) << r.out;
+  auto parsed = ParseFitParamsOutput(r.out);
+  EXPECT_TRUE(parsed.ok()) << r.out;
+  if (!parsed.ok()) return "";
   std::vector<EngineDeviceSizes> sizes;
-  for (const auto& d : *devices)
+  for (const auto& d : *parsed)
     sizes.push_back(
         {d.name, d.model_bytes.count(), d.context_bytes.count(), d.compute_bytes.count()});
   auto check = ComparePlanWithEngine(model->gguf, model->arch, model->weights, config, sizes);
-  ASSERT_TRUE(check.ok()) << check.error().message();
-  ASSERT_EQ(check->rows.size(), rpc ? 2u : 1u) << r.out;
+  EXPECT_TRUE(check.ok()) << (check.ok() ? "" : check.error().message());
+  if (!check.ok()) return "";
+  EXPECT_EQ(check->rows.size(), rpc.size() + 1) << r.out;
   for (const CheckRow& row : check->rows) {
-    Row out;
-    out.preset = preset;
-    out.side = row.side;
-    out.device = row.device;
-    out.config = Describe(launch);
-    auto cell = [](int64_t p, int64_t e, bool ok, std::optional<double> precise_mib) {
-      Cell c;
-      c.predicted_mib = static_cast<double>(p) / kMiB;
-      c.engine_mib = precise_mib ? *precise_mib : static_cast<double>(e) / kMiB;
-      c.error = RelError(p, e, precise_mib);
-      c.ok = ok;
-      return c;
-    };
+    Row out{preset, row.side, row.device, label, devices, {}, {}, {}};
     std::optional<double> pc;
-    if (auto it = precise.find(row.device == "Host" ? "Host" : row.device.substr(0, 4));
-        it != precise.end())
-      pc = it->second;
-    out.model = cell(row.predicted_model, row.engine_model, row.model_ok, std::nullopt);
-    out.context = cell(row.predicted_context, row.engine_context, row.context_ok, std::nullopt);
-    out.compute = cell(row.predicted_compute, row.engine_compute, row.compute_ok, pc);
-    const std::string where = preset + " " + row.device + " " + out.config;
+    if (auto it = precise.find(row.device); it != precise.end()) pc = it->second;
+    out.model = CellOf(row.predicted_model, row.engine_model, row.model_ok, std::nullopt);
+    out.context = CellOf(row.predicted_context, row.engine_context, row.context_ok, std::nullopt);
+    out.compute = CellOf(row.predicted_compute, row.engine_compute, row.compute_ok, pc);
+    const std::string where = fmt::format("{} {} {}", preset, row.device, label);
     EXPECT_TRUE(row.model_ok) << where << ": weights " << out.model.predicted_mib << " vs "
                               << row.engine_model / kMiB << " MiB";
     EXPECT_TRUE(row.context_ok) << where << ": context " << out.context.predicted_mib << " vs "
@@ -292,6 +313,18 @@ void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
     }
     m->Add(std::move(out));
   }
+  return r.err;
+}
+
+// Runs the engine's dry run for `launch` (with one RPC server when `rpc`).
+void CheckCase(const std::string& preset, const MatrixCase& launch, bool rpc) {
+  Matrix* m = Matrix::Get();
+  const ModelInfo* model = m->Model(preset);
+  ASSERT_NE(model, nullptr) << "synth of " << preset << " failed";
+  ASSERT_NE(m->Engine(), nullptr) << "llama.cpp not found: run scripts/setup-engine.sh";
+  const std::vector<std::string> servers = rpc ? m->RpcEndpoints(1) : std::vector<std::string>{};
+  ASSERT_EQ(servers.size(), rpc ? 1u : 0u) << "ggml-rpc-server did not start";
+  CheckConfig(preset, ConfigOf(launch, CommandModelPath(*model)), servers, Describe(launch), 1);
 }
 
 MatrixCase Launch(const ModelInfo& m, int64_t ctx, int64_t ub, bool fa, int np) {
@@ -394,6 +427,92 @@ TEST_P(MemoryMatrixRpc, DeviceSplitMatchesTheEngineThroughRpc) {
   }
 }
 
+// Presets whose splits across two and three devices are checked: two MoE
+// shapes and a dense one in CI, every preset in the full matrix.
+std::vector<std::string> AcrossDevicesPresets() {
+  if (FullMatrix()) return Presets();
+  return {"qwen3moe", "gpt-oss-20b", "llama"};
+}
+
+class MemoryMatrixDevices : public ::testing::TestWithParam<std::string> {};
+
+// `moetune plan --vram A,B[,C] --check --rpc ...` over two and three real
+// ggml-rpc-servers: the printed command, read back, is the one the check ran,
+// and llama.cpp's dry run of it agrees with moetune on every device and the
+// host (weights and context 1%, compute 15%). Each device's budget is a share
+// of the weights and cache plus 1.5 GiB (the plan's 1 GiB margin and the
+// compute buffers): 60% of them in all keeps some layers' experts on the CPU
+// (one -ot rule); 130% keeps everything on the devices, with no -ot, so
+// llama.cpp runs the split with pipeline parallelism (model/compute_buffers.h).
+TEST_P(MemoryMatrixDevices, EveryDeviceOfAPlannedSplitMatchesTheEngine) {
+  const std::string preset = GetParam();
+  Matrix* mx = Matrix::Get();
+  const ModelInfo* m = mx->Model(preset);
+  ASSERT_NE(m, nullptr) << "synth of " << preset << " failed";
+  const EngineInfo* engine = mx->Engine();
+  ASSERT_NE(engine, nullptr) << "llama.cpp not found: run scripts/setup-engine.sh";
+  const bool moe = m->arch.is_moe() && m->weights.expert_total() > 0;
+  std::vector<std::vector<std::string>> shapes = {{"--ctx", "8192"}};
+  if (FullMatrix()) shapes.push_back({"--ctx", "32768", "--parallel", "4", "--fa", "off"});
+  for (const size_t nd : {size_t{2}, size_t{3}}) {
+    const std::vector<std::string> servers = mx->RpcEndpoints(nd);
+    ASSERT_EQ(servers.size(), nd) << "ggml-rpc-server did not start";
+    for (const auto& shape : shapes) {
+      ContextParams cp;
+      cp.n_ctx = std::stoll(shape[1]);
+      cp.n_seq = shape.size() > 2 ? 4 : 1;
+      auto cache = ComputeContextMemory(m->arch, cp);
+      ASSERT_TRUE(cache.ok());
+      for (const int percent : moe ? std::vector<int>{60, 130} : std::vector<int>{130}) {
+        const int64_t each =
+            (m->weights.total + cache->total()) * percent / 100 / static_cast<int64_t>(nd) +
+            1536 * kMiB;
+        std::vector<std::string> argv = {MoetuneBinary(), "plan", m->path, "--vram",
+                                         fmt::format("{}MiB", each / kMiB)};
+        for (size_t d = 1; d < nd; ++d) argv.back() += fmt::format(",{}MiB", each / kMiB);
+        argv.insert(argv.end(), shape.begin(), shape.end());
+        argv.insert(argv.end(), {"--check", "--rpc", fmt::format("{}", fmt::join(servers, ",")),
+                                 "--json", "--host-ram", "1TiB", "--llama-dir", engine->dir});
+        const CommandResult r = RunCommand(argv, 300);
+        const std::string what = fmt::format("{} on {} devices at {}%", preset, nd, percent);
+        ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err << r.out.substr(0, 3000);
+        const auto j = nlohmann::json::parse(r.out, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << r.out;
+        EXPECT_TRUE(j["check"]["agrees"].get<bool>()) << what << ": " << j["check"].dump(1);
+        ASSERT_EQ(j["devices"].size(), nd) << what;
+        size_t on_cpu = 0;
+        for (const auto& d : j["devices"]) {
+          EXPECT_GT(d["layers"].get<int>(), 0) << what << ": " << d.dump();
+          on_cpu += d["cpu_expert_layers"].size();
+        }
+        EXPECT_EQ(on_cpu > 0, percent < 100) << what << ": " << j["devices"].dump();
+        // The printed command, read back, is what plan --check gave the engine.
+        const auto command = j["command_argv"].get<std::vector<std::string>>();
+        const ParsedServerCommand parsed = ParseServerArgv(command);
+        ASSERT_TRUE(parsed.invalid.empty() && parsed.not_understood.empty() && parsed.other.empty())
+            << what;
+        FitParamsOptions fo;
+        fo.count_host_weights = true;
+        EXPECT_EQ(FitParamsArgv(*engine, parsed.config, fo),
+                  j["check"]["engine_command"].get<std::vector<std::string>>())
+            << what;
+        std::vector<std::string> flags;  // the memory-shaping flags, for the report
+        for (size_t i = 3; i < command.size(); ++i) {
+          if (command[i] == "--rpc")
+            ++i;
+          else
+            flags.push_back(command[i]);
+        }
+        const std::string log =
+            CheckConfig(preset, parsed.config, servers, ShellJoin(flags), static_cast<int>(nd));
+        const bool overrides = std::find(command.begin(), command.end(), "-ot") != command.end();
+        EXPECT_EQ(log.find("pipeline parallelism enabled") != std::string::npos, !overrides)
+            << what << ": llama.cpp enables pipeline parallelism exactly without -ot";
+      }
+    }
+  }
+}
+
 std::string PresetName(const ::testing::TestParamInfo<std::string>& param_info) {
   std::string s = param_info.param;
   for (auto& ch : s) ch = ch == '-' ? '_' : ch;
@@ -402,6 +521,8 @@ std::string PresetName(const ::testing::TestParamInfo<std::string>& param_info) 
 
 INSTANTIATE_TEST_SUITE_P(Presets, MemoryMatrix, ::testing::ValuesIn(Presets()), PresetName);
 INSTANTIATE_TEST_SUITE_P(Presets, MemoryMatrixRpc, ::testing::ValuesIn(DeviceSplitPresets()),
+                         PresetName);
+INSTANTIATE_TEST_SUITE_P(Presets, MemoryMatrixDevices, ::testing::ValuesIn(AcrossDevicesPresets()),
                          PresetName);
 
 }  // namespace

@@ -1,9 +1,10 @@
 // RPC hosts that misbehave (issue 20, item 7), with the real moetune and the
 // real llama.cpp: a host where nothing listens, one that drops every
 // connection (a blackhole), one that answers garbage, one that accepts and
-// says nothing, and a real ggml-rpc-server killed in the middle of a bench.
-// Each ends within seconds with an error or a failed measurement that names
-// the host, and leaves no process behind (TinyModelSuite::TearDown).
+// says nothing, a real ggml-rpc-server killed in the middle of a bench, and
+// one whose memory runs out (issue 20, item 4). Each ends within seconds with
+// an error or a failed measurement that names the host, and leaves no
+// process behind (TinyModelSuite::TearDown).
 
 #include <signal.h>
 
@@ -175,6 +176,56 @@ TEST_F(RpcHostsTest, AServerKilledMidRunFailsTheMeasurementByName) {
                          std::string::npos;
   }
   EXPECT_TRUE(named) << text;
+}
+
+// A device that runs out of memory for real: a ggml-rpc-server under
+// `ulimit -v` 64 MiB cannot take the 135 MiB of weights -ngl 99 puts on it.
+// It refuses the buffer and stays up, as a GPU without free memory does: that
+// measurement fails as oom_device naming the server, with the fix, and -ngl 0
+// on the same server is measured; bench reports both (a failed measurement is
+// data, and tune keeps it as a verdict: JournalTest).
+TEST_F(RpcHostsTest, ADeviceThatRunsOutOfMemoryFailsItsMeasurementByName) {
+  TempDir dir;
+  const std::string model = dir.File("rpc_oom.gguf");
+  const CommandResult synth =
+      RunCommand({MoetuneBinary(), "synth", "--preset", "qwen3moe", "--scale", "small", "--layers",
+                  "4", "--quant", "q4_k_m", "--sparse", "-o", model},
+                 120);
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  RpcServer rpc(info_->dir, int64_t{64} << 20);
+  ASSERT_FALSE(rpc.endpoint().empty()) << rpc.Log();
+  const auto t0 = Clock::now();
+  const CommandResult r = RunCommand(
+      {MoetuneBinary(), "bench", model, "--llama-dir", info_->dir, "--rpc", rpc.endpoint(), "--ngl",
+       "99,0", "-p", "16", "-n", "0", "-r", "1", "--json", "-o", dir.File("bench.json")},
+      300);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 120.0);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << "one configuration failed: " << r.err;
+  std::ifstream in(dir.File("bench.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text << r.err;
+  ASSERT_EQ(j["results"].size(), 2u) << text;
+  for (const auto& res : j["results"]) {
+    if (res["n_gpu_layers"] == 0) {
+      EXPECT_TRUE(res["ok"].get<bool>()) << res.dump();
+      EXPECT_GT(res["tokens_per_second"]["mean"].get<double>(), 0) << res.dump();
+      continue;
+    }
+    ASSERT_TRUE(res.contains("failure")) << res.dump();
+    const auto& f = res["failure"];
+    EXPECT_EQ(f.value("kind", ""), "oom_device") << f.dump();
+    EXPECT_EQ(f.value("rpc_host", ""), rpc.endpoint()) << f.dump();
+    const std::string message = f.value("message", "");
+    EXPECT_NE(message.find("ggml-rpc-server " + rpc.endpoint() + " ran out of memory"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("-ts"), std::string::npos) << "the fix: " << message;
+  }
+  // The server refused the buffer itself and is still there.
+  EXPECT_NE(rpc.Log().find("-> failed"), std::string::npos) << rpc.Log();
+  EXPECT_FALSE(ProcessGone(rpc.pid(), 0)) << rpc.Log();
 }
 
 }  // namespace

@@ -160,16 +160,18 @@ bool Accepts(int port) {
 
 }  // namespace
 
-RpcServer::RpcServer(const fs::path& engine_dir) {
+RpcServer::RpcServer(const fs::path& engine_dir, int64_t address_space_limit) {
   const std::string exe = (engine_dir / "ggml-rpc-server").string();
   if (!fs::exists(exe)) return;
   for (int attempt = 0; attempt < 3 && endpoint_.empty(); ++attempt) {
     auto free_port = FindFreeLoopbackPort();
     if (!free_port.ok()) continue;
     const int port = *free_port;
-    process_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{exe, "-H", "127.0.0.1", "-p", std::to_string(port), "-t", "1"},
-        dir_.File("rpc.log"));
+    std::vector<std::string> argv = {exe, "-H", "127.0.0.1", "-p", std::to_string(port), "-t", "1"};
+    if (address_space_limit > 0)  // the limit in KiB, then the server in its place
+      argv.insert(argv.begin(), {"/bin/sh", "-c", "ulimit -v \"$0\" && exec \"$@\"",
+                                 std::to_string(address_space_limit / 1024)});
+    process_ = std::make_unique<BackgroundProcess>(argv, dir_.File("rpc.log"));
     for (int i = 0; i < 200 && process_->Running(); ++i) {
       if (Accepts(port)) {
         endpoint_ = "127.0.0.1:" + std::to_string(port);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -113,9 +114,12 @@ bool ProcessGone(pid_t pid, double wait_s = 5);
 /// without a GPU. Started in the constructor (retrying another port when the
 /// chosen one is taken meanwhile), ready when endpoint() is non-empty, and
 /// always stopped (its process group killed and reaped) by the destructor.
+/// With `address_space_limit` > 0 it runs under `ulimit -v` of that many bytes:
+/// a device with little memory, whose server refuses a buffer beyond it (as a
+/// GPU without free memory refuses an allocation) and stays up.
 class RpcServer {
  public:
-  explicit RpcServer(const std::filesystem::path& engine_dir);
+  explicit RpcServer(const std::filesystem::path& engine_dir, int64_t address_space_limit = 0);
   ~RpcServer() = default;
   RpcServer(const RpcServer&) = delete;
   RpcServer& operator=(const RpcServer&) = delete;
