@@ -172,6 +172,36 @@ std::string ProgressLabel(const RunConfig& c) {
   return label + fmt::format(" ngl={} ncmoe={}", c.placement.n_gpu_layers, c.placement.n_cpu_moe);
 }
 
+// The swept settings of one invocation (threads, batch sizes, depths, cache
+// types, flash attention and the tests), each list as llama-bench reads it.
+template <typename Spell, typename Has>
+void AppendSweepArgs(const SweepLists& l, const Spell& spell, const Has& has,
+                     std::vector<std::string>* out, std::optional<std::string>* unsupported) {
+  std::vector<std::string>& argv = *out;
+  std::vector<std::string> ck, cv, fa;
+  for (uint32_t t : l.ck.values()) ck.push_back(GgmlTypeName(t));
+  for (uint32_t t : l.cv.values()) cv.push_back(GgmlTypeName(t));
+  for (FlashAttn f : l.fa.values()) fa.emplace_back(FlashAttnName(f));
+  argv.insert(argv.end(), {spell(FlagId::kThreads), Join(l.t.values()), spell(FlagId::kUbatch),
+                           Join(l.ub.values()), spell(FlagId::kBatch), Join(l.b.values())});
+  if (l.d.size() > 1 || l.d.values().front() != 0) {
+    if (!has(FlagId::kDepth))
+      *unsupported =
+          "this llama-bench has no -d/--n-depth flag (depth tests need a newer llama.cpp)";
+    argv.insert(argv.end(), {spell(FlagId::kDepth), Join(l.d.values())});
+  }
+  argv.insert(argv.end(),
+              {spell(FlagId::kCacheTypeK), Join(ck), spell(FlagId::kCacheTypeV), Join(cv)});
+  if (!fa.front().empty()) argv.insert(argv.end(), {spell(FlagId::kFlashAttn), Join(fa)});
+  // -p and -n default to 512 and 128: always pass them (0 = no such test).
+  argv.insert(argv.end(),
+              {spell(FlagId::kNPrompt), l.prompts.size() == 0 ? "0" : Join(l.prompts.values()),
+               spell(FlagId::kNGen), l.gens.size() == 0 ? "0" : Join(l.gens.values())});
+  for (const auto& [pp, n] : l.pgs.values()) {
+    argv.insert(argv.end(), {spell(FlagId::kPromptGen), fmt::format("{},{}", pp, n)});
+  }
+}
+
 }  // namespace
 
 std::string CpuMoeOverride(int n_cpu_moe) {
@@ -244,29 +274,7 @@ std::vector<std::string> LlamaBenchEngine::BuildArgv(
     argv.insert(argv.end(), {spell(FlagId::kDevice), dev, spell(FlagId::kTensorSplit), ts});
   }
 
-  const SweepLists l = ListsOf(group);
-  std::vector<std::string> ck, cv, fa;
-  for (uint32_t t : l.ck.values()) ck.push_back(GgmlTypeName(t));
-  for (uint32_t t : l.cv.values()) cv.push_back(GgmlTypeName(t));
-  for (FlashAttn f : l.fa.values()) fa.emplace_back(FlashAttnName(f));
-  argv.insert(argv.end(), {spell(FlagId::kThreads), Join(l.t.values()), spell(FlagId::kUbatch),
-                           Join(l.ub.values()), spell(FlagId::kBatch), Join(l.b.values())});
-  if (l.d.size() > 1 || l.d.values().front() != 0) {
-    if (!has(FlagId::kDepth))
-      *unsupported =
-          "this llama-bench has no -d/--n-depth flag (depth tests need a newer llama.cpp)";
-    argv.insert(argv.end(), {spell(FlagId::kDepth), Join(l.d.values())});
-  }
-  argv.insert(argv.end(),
-              {spell(FlagId::kCacheTypeK), Join(ck), spell(FlagId::kCacheTypeV), Join(cv)});
-  if (!fa.front().empty()) argv.insert(argv.end(), {spell(FlagId::kFlashAttn), Join(fa)});
-  // -p and -n default to 512 and 128: always pass them (0 = no such test).
-  argv.insert(argv.end(),
-              {spell(FlagId::kNPrompt), l.prompts.size() == 0 ? "0" : Join(l.prompts.values()),
-               spell(FlagId::kNGen), l.gens.size() == 0 ? "0" : Join(l.gens.values())});
-  for (const auto& [pp, n] : l.pgs.values()) {
-    argv.insert(argv.end(), {spell(FlagId::kPromptGen), fmt::format("{},{}", pp, n)});
-  }
+  AppendSweepArgs(ListsOf(group), spell, has, &argv, unsupported);
   return argv;
 }
 

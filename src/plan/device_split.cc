@@ -201,6 +201,7 @@ int64_t MinRoom(const LayerPrefix& lp, const std::vector<int64_t>& capacity,
                 const std::vector<int>& counts, int n) {
   const int n_layer = static_cast<int>(lp.base.size()) - 1;
   std::vector<DevicePlacement> devs;
+  devs.reserve(counts.size());
   for (int c : counts) devs.push_back({"", c});
   const std::vector<int> cpu = PerDeviceCpuLayers(devs, n_layer, n);
   int64_t room = std::numeric_limits<int64_t>::max();
@@ -243,6 +244,7 @@ Result<std::vector<std::vector<int>>> SplitsByCpuLayers(const GgufModel& model,
   const int n = static_cast<int>(wm.layers.size());
   const LayerPrefix lp = Prefix(wm, cm);
   std::vector<int64_t> capacity;
+  capacity.reserve(devs.size());
   for (const auto& d : devs) capacity.push_back(d.budget() - req.margin);
   // Compute buffers of a reference placement (as PlanAcrossDevices takes them).
   std::vector<DeviceFill> ref;

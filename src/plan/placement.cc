@@ -314,6 +314,7 @@ Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model, co
     for (const DeviceBudget& b : req.devices) used.push_back(&b);
   if (used.size() != static_cast<size_t>(std::max(1, placement.DeviceCount())))
     return Error(ErrorKind::kInvalidArgument, "the configuration names a device the plan lacks");
+  kinds.reserve(used.size());
   for (const DeviceBudget* b : used) kinds.push_back(b->kind);
   MOETUNE_ASSIGN_OR_RETURN(PlacementOption o,
                            EvaluatePlacement(model, arch, weights,

@@ -119,6 +119,7 @@ std::vector<GpuFootprint> ComputeDeviceFootprints(const ModelInfo& model,
                                                   const std::string& key, FootprintPlans* plans) {
   std::vector<GpuFootprint> out(devices.size());
   std::vector<DeviceKind> kinds;
+  kinds.reserve(devices.size());
   for (const AcceleratorSpec& d : devices)
     kinds.push_back(d.kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc : DeviceKind::kCuda);
   const ContextParams ctx = ContextFor(run);

@@ -215,6 +215,7 @@ void ResolveDevices(const ModelInfo& model, const ModelShape& shape, const Resid
   const std::vector<AcceleratorSpec> singles = m.SingleDevices();
   const std::vector<std::string> names = m.DeviceNames();
   std::vector<AcceleratorSpec> used;
+  used.reserve(order.size());
   for (size_t i : order) used.push_back(singles[i]);
   std::vector<GpuFootprint> footprints;
   if (used.size() == 1) {

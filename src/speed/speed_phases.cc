@@ -195,7 +195,7 @@ SpillLoad SpillLoadOf(const PhaseInputs& in, int d, const Work& dev) {
 struct Sides {
   std::vector<Work> w;
   explicit Sides(size_t devices) : w(devices + 1) {}
-  Work& at(int d) { return w[static_cast<size_t>(d + 1)]; }
+  Work& at(int d) { return w[static_cast<size_t>(d) + 1]; }
   Work& host() { return w[0]; }
 };
 
@@ -283,6 +283,64 @@ void AddLogitsReturn(const PhaseInputs& in, TimeSplit* t) {
   AddDeviceCrossing(in, out_dev, static_cast<double>(in.shape->n_vocab) * 4.0, t);
 }
 
+// Layer `i`'s share of a prefill micro-batch of `u` tokens at `depth`: its
+// weights and FLOPs where they live (host-resident weights copied to
+// `offload_dev` for op offload, adding to `link_bytes`, or computed by the
+// CPU), its attention where its cache is, and the devices the batch visits.
+void AddPrefillLayer(const PhaseInputs& in, size_t i, int depth, double u, double touched,
+                     double frac, int offload_dev, Sides* sides_in, Sequence* seq_in,
+                     double* link_bytes_in) {
+  Sides& sides = *sides_in;
+  Sequence& seq = *seq_in;
+  double& link_bytes = *link_bytes_in;
+  const bool offload = offload_dev != kHostDevice;
+  Work& host = sides.host();
+  const LayerShape& L = in.shape->layers[i];
+  const LayerResidency& r = in.residency->layers[i];
+  const double fd = r.dense_gpu_fraction;
+  const double fe = r.expert_gpu_fraction;
+  const double dense_b = L.dense.bytes + L.shared.bytes;
+  const double dense_f = 2 * u * (L.dense.params + L.shared.params);
+  const double exp_b = L.experts.bytes * touched;
+  const double exp_f = 2 * u * L.experts.params * frac;
+  const double scan_f = 6.0 * u * L.state_bytes / 4;  // recurrent update per state element
+  if (r.device != kHostDevice) {
+    Work& dev = sides.at(r.device);
+    dev.weight_bytes += dense_b * fd;
+    dev.dense_bytes += dense_b * fd;
+    dev.matmul_flops += dense_f * fd + scan_f * fd;
+  }
+  if (r.expert_device != kHostDevice) {
+    Work& dev = sides.at(r.expert_device);
+    dev.weight_bytes += exp_b * fe;
+    dev.matmul_flops += exp_f * fe;
+  }
+  // Host-resident weights: copied to the offloading GPU and computed there
+  // (op offload), or computed by the CPU.
+  Work& host_side = sides.at(offload_dev);
+  if (offload) link_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
+  if (!offload) host.weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
+  host_side.matmul_flops += dense_f * (1 - fd) + exp_f * (1 - fe) + scan_f * (1 - fd);
+  // Attention stays where the cache is (it has no weights to offload).
+  Work& kv_side = sides.at(r.device);
+  kv_side.kv_bytes += Cells(L, depth + u) * in.kv_cell_bytes[i];
+  if (Cells(L, depth + u) > 0) ++kv_side.kv_layers;
+  kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * CellSum(L, depth, depth + u);
+  kv_side.state_bytes += 2 * L.state_bytes;
+  const bool has_attn =
+      L.has_kv && L.attention != AttentionKind::kRecurrent && L.attention != AttentionKind::kNone;
+  if (has_attn) seq.Visit(r.device);
+  const int dense_dev = fd >= 0.5 ? r.device : offload_dev;
+  seq.Visit(dense_dev);
+  ++sides.at(dense_dev != kHostDevice ? dense_dev : r.device).layers;
+  if (L.experts.bytes > 0) {
+    const int d = fe > 0 ? r.expert_device : offload_dev;
+    seq.Visit(d);
+    if (!offload && fe > 0 && fe < 1) seq.Visit(kHostDevice);
+    if (!offload && fe < 1) ++host.layers;
+  }
+}
+
 }  // namespace
 
 TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
@@ -323,7 +381,6 @@ TimeSplit DecodeTokenTime(const PhaseInputs& in, int depth, int* handovers) {
 
 TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
   const ModelShape& shape = *in.shape;
-  const Residency& res = *in.residency;
   const double u = std::max(1, tokens);
   const double frac = shape.ExpertFraction();
   const double touched = shape.ExpertsTouched(tokens);
@@ -333,52 +390,8 @@ TimeSplit PrefillUbatchTime(const PhaseInputs& in, int depth, int tokens) {
   Work& host = sides.host();
   double link_bytes = 0;
   Sequence seq;
-  for (size_t i = 0; i < shape.layers.size(); ++i) {
-    const LayerShape& L = shape.layers[i];
-    const LayerResidency& r = res.layers[i];
-    const double fd = r.dense_gpu_fraction;
-    const double fe = r.expert_gpu_fraction;
-    const double dense_b = L.dense.bytes + L.shared.bytes;
-    const double dense_f = 2 * u * (L.dense.params + L.shared.params);
-    const double exp_b = L.experts.bytes * touched;
-    const double exp_f = 2 * u * L.experts.params * frac;
-    const double scan_f = 6.0 * u * L.state_bytes / 4;  // recurrent update per state element
-    if (r.device != kHostDevice) {
-      Work& dev = sides.at(r.device);
-      dev.weight_bytes += dense_b * fd;
-      dev.dense_bytes += dense_b * fd;
-      dev.matmul_flops += dense_f * fd + scan_f * fd;
-    }
-    if (r.expert_device != kHostDevice) {
-      Work& dev = sides.at(r.expert_device);
-      dev.weight_bytes += exp_b * fe;
-      dev.matmul_flops += exp_f * fe;
-    }
-    // Host-resident weights: copied to the offloading GPU and computed there
-    // (op offload), or computed by the CPU.
-    Work& host_side = sides.at(offload_dev);
-    if (offload) link_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
-    if (!offload) host.weight_bytes += dense_b * (1 - fd) + exp_b * (1 - fe);
-    host_side.matmul_flops += dense_f * (1 - fd) + exp_f * (1 - fe) + scan_f * (1 - fd);
-    // Attention stays where the cache is (it has no weights to offload).
-    Work& kv_side = sides.at(r.device);
-    kv_side.kv_bytes += Cells(L, depth + u) * in.kv_cell_bytes[i];
-    if (Cells(L, depth + u) > 0) ++kv_side.kv_layers;
-    kv_side.attn_flops += 4.0 * L.n_head * L.head_dim * CellSum(L, depth, depth + u);
-    kv_side.state_bytes += 2 * L.state_bytes;
-    const bool has_attn =
-        L.has_kv && L.attention != AttentionKind::kRecurrent && L.attention != AttentionKind::kNone;
-    if (has_attn) seq.Visit(r.device);
-    const int dense_dev = fd >= 0.5 ? r.device : offload_dev;
-    seq.Visit(dense_dev);
-    ++sides.at(dense_dev != kHostDevice ? dense_dev : r.device).layers;
-    if (L.experts.bytes > 0) {
-      const int d = fe > 0 ? r.expert_device : offload_dev;
-      seq.Visit(d);
-      if (!offload && fe > 0 && fe < 1) seq.Visit(kHostDevice);
-      if (!offload && fe < 1) ++host.layers;
-    }
-  }
+  for (size_t i = 0; i < shape.layers.size(); ++i)
+    AddPrefillLayer(in, i, depth, u, touched, frac, offload_dev, &sides, &seq, &link_bytes);
   // Only the last token's logits are computed (llama-bench's prompt batches ask
   // for one output), a matrix-vector product where the head lives.
   AddOutput(in, &sides, &seq);
