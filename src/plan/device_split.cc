@@ -232,30 +232,57 @@ Placement PerDevicePlacement(const std::vector<DeviceBudget>& devices,
   return p;
 }
 
+// What every split across `devs` starts from: the per-layer prefix sums, each
+// device's capacity (budget less the margin) and the compute buffers of a
+// reference placement (layers by budget, each device's first layer's experts
+// on the CPU: op offload copies host experts into the device's compute buffer,
+// the larger case), already taken off the capacities. A split that keeps every
+// expert on the devices runs with pipeline parallelism and larger compute
+// buffers: the exact evaluation of a plan sees them. A dense model has no
+// experts to keep on the CPU: an -ot rule for them would match no tensor, yet
+// turn off llama.cpp's pipeline parallelism (model/compute_buffers.h), so its
+// plans carry none.
+struct SplitBasis {
+  PlanRequest req;
+  int n = 0;
+  LayerPrefix lp;
+  bool has_experts = false;
+  std::vector<int64_t> capacity;
+  std::vector<DeviceFill> ref;
+  DeviceSplitPlan evaluated;  // the reference placement, evaluated exactly
+};
+
+Result<SplitBasis> PrepareSplit(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
+                                const PlanRequest& request, const std::vector<DeviceBudget>& devs) {
+  if (devs.size() < 2)
+    return Error(ErrorKind::kInvalidArgument, "a split across devices needs at least two devices");
+  SplitBasis b;
+  b.req = request;
+  b.req.ctx.reserve_outputs = ReserveOutputs::kPerSequence;
+  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, b.req.ctx));
+  b.n = static_cast<int>(wm.layers.size());
+  b.lp = Prefix(wm, cm);
+  b.has_experts = b.lp.Experts(0, b.n) > 0;
+  b.capacity.reserve(devs.size());
+  for (const auto& d : devs) b.capacity.push_back(d.budget() - b.req.margin);
+  int start = 0;
+  for (int c : ProportionalCounts(b.capacity, b.n)) {
+    b.ref.push_back({start, c, b.has_experts ? std::min(c, 1) : 0, 0});
+    start += c;
+  }
+  MOETUNE_TRY(Evaluate(model, arch, wm, b.req, devs, b.ref, &b.evaluated));
+  for (size_t d = 0; d < devs.size(); ++d) b.capacity[d] -= b.evaluated.option.devices[d].compute;
+  return b;
+}
+
 Result<std::vector<std::vector<int>>> SplitsByCpuLayers(const GgufModel& model,
                                                         const ModelArch& arch, const WeightMap& wm,
                                                         const PlanRequest& request,
                                                         const std::vector<DeviceBudget>& devs) {
-  if (devs.size() < 2)
-    return Error(ErrorKind::kInvalidArgument, "a split across devices needs at least two devices");
-  PlanRequest req = request;
-  req.ctx.reserve_outputs = ReserveOutputs::kPerSequence;
-  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
-  const int n = static_cast<int>(wm.layers.size());
-  const LayerPrefix lp = Prefix(wm, cm);
-  std::vector<int64_t> capacity;
-  capacity.reserve(devs.size());
-  for (const auto& d : devs) capacity.push_back(d.budget() - req.margin);
-  // Compute buffers of a reference placement (as PlanAcrossDevices takes them).
-  std::vector<DeviceFill> ref;
-  int start = 0;
-  for (int c : ProportionalCounts(capacity, n)) {
-    ref.push_back({start, c, std::min(c, 1), 0});
-    start += c;
-  }
-  DeviceSplitPlan evaluated;
-  MOETUNE_TRY(Evaluate(model, arch, wm, req, devs, ref, &evaluated));
-  for (size_t d = 0; d < devs.size(); ++d) capacity[d] -= evaluated.option.devices[d].compute;
+  MOETUNE_ASSIGN_OR_RETURN(const SplitBasis basis, PrepareSplit(model, arch, wm, request, devs));
+  const int n = basis.n;
+  const LayerPrefix& lp = basis.lp;
+  const std::vector<int64_t>& capacity = basis.capacity;
   std::vector<std::vector<int>> out;
   for (int k = 0; k <= n; ++k) {
     std::vector<int> best = ProportionalCounts(capacity, n);
@@ -296,38 +323,14 @@ Placement DeviceSplitPlacement(const DeviceSplitPlan& plan,
 Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArch& arch,
                                           const WeightMap& wm, const PlanRequest& request,
                                           const std::vector<DeviceBudget>& devs) {
-  if (devs.size() < 2)
-    return Error(ErrorKind::kInvalidArgument, "a split across devices needs at least two devices");
-  PlanRequest req = request;
-  req.ctx.reserve_outputs = ReserveOutputs::kPerSequence;
-  MOETUNE_ASSIGN_OR_RETURN(const ContextMemory cm, ComputeContextMemory(arch, req.ctx));
-  const int n = static_cast<int>(wm.layers.size());
-  const LayerPrefix lp = Prefix(wm, cm);
-
-  // Compute buffers from a reference placement: layers by budget, each
-  // device's first layer's experts on the CPU (op offload copies host experts
-  // into the device's compute buffer, the larger case). A split that keeps
-  // every expert on the devices runs with pipeline parallelism and larger
-  // compute buffers: the exact evaluation below sees them, and a device they
-  // overflow moves a layer's experts to the CPU.
-  std::vector<int64_t> capacity;
-  capacity.reserve(devs.size());
-  for (const auto& d : devs) capacity.push_back(d.budget() - req.margin);
-  // A dense model has no experts to keep on the CPU: an -ot rule for them
-  // would match no tensor, yet turn off llama.cpp's pipeline parallelism
-  // (model/compute_buffers.h), so its plans carry none.
-  const bool has_experts = lp.Experts(0, n) > 0;
-  std::vector<DeviceFill> ref;
-  {
-    int start = 0;
-    for (int c : ProportionalCounts(capacity, n)) {
-      ref.push_back({start, c, has_experts ? std::min(c, 1) : 0, 0});
-      start += c;
-    }
-  }
-  DeviceSplitPlan out;
-  MOETUNE_TRY(Evaluate(model, arch, wm, req, devs, ref, &out));
-  for (size_t d = 0; d < devs.size(); ++d) capacity[d] -= out.option.devices[d].compute;
+  MOETUNE_ASSIGN_OR_RETURN(SplitBasis basis, PrepareSplit(model, arch, wm, request, devs));
+  const PlanRequest& req = basis.req;
+  const int n = basis.n;
+  const LayerPrefix& lp = basis.lp;
+  const std::vector<int64_t>& capacity = basis.capacity;
+  const std::vector<DeviceFill>& ref = basis.ref;
+  const bool has_experts = basis.has_experts;
+  DeviceSplitPlan out = std::move(basis.evaluated);
 
   Candidate best = Search(lp, capacity, n, &out.splits_searched);
   if (!best.feasible) {
