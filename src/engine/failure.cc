@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "config/flags.h"
+
 namespace moetune {
 namespace {
 
@@ -151,12 +153,14 @@ void NameRpcServerOutOfMemory(const std::vector<std::string>& device_oom, Engine
     const std::string host = RpcBufferHost(line);
     if (host.empty()) continue;
     f->rpc_host = host;
+    auto flag = [](FlagId id) { return Flag(id).spelling; };
     f->message = fmt::format(
         "the RPC device of ggml-rpc-server {} ran out of memory ({}): put less on it (fewer "
-        "layers there with -ts or -ngl, experts on the CPU with -ot or --n-cpu-moe, a smaller "
-        "context) or let that server have more memory (free RAM on its host, a higher ulimit -v "
-        "or cgroup memory limit for ggml-rpc-server)",
-        host, f->message);
+        "layers there with {} or {}, experts on the CPU with {} or {}, a smaller context) or let "
+        "that server have more memory (free RAM on its host, a higher ulimit -v or cgroup memory "
+        "limit for ggml-rpc-server)",
+        host, f->message, flag(FlagId::kTensorSplit), flag(FlagId::kGpuLayers),
+        flag(FlagId::kOverrideTensor), flag(FlagId::kNCpuMoe));
     return;
   }
 }
