@@ -142,18 +142,19 @@ void AddPlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std::stri
   }
 }
 
-// One configuration of the space's family across devices, for its memory map.
+// One configuration of the space's family across devices, for its memory map:
+// the space's own configuration of those settings (SettingsConfig places N
+// across the devices) at the target context with one slot.
 ServerConfig DeviceFamilyConfig(const TuneSpace& s, const PlanRequest& req, int n, int ub,
                                 uint32_t kv) {
-  ServerConfig c = s.base;
-  c.model = s.model;
-  c.placement =
-      PerDevicePlacement(s.devices, s.device_splits[static_cast<size_t>(n)], s.n_layer, n);
+  TuneSettings t = SettingsOf(s.base);
+  t.n = n;
+  t.ubatch = ub;
+  t.batch = std::max(t.batch, ub);
+  t.kv_type = kv;
+  ServerConfig c = SettingsConfig(s, t);
   c.ctx_size = req.ctx.n_ctx;
   c.n_parallel = 1;
-  c.n_ubatch = ub;
-  c.n_batch = std::max(c.n_batch, ub);
-  c.type_k = c.type_v = kv;
   return c;
 }
 
