@@ -27,7 +27,11 @@ Result<SysbenchReference> RunSysbenchRead(int threads, int64_t block_bytes, int 
   MOETUNE_ASSIGN_OR_RETURN(const std::string sysbench, ResolveProgram("sysbench"));
   SysbenchReference ref;
   ref.threads = std::max(1, threads);
-  const int64_t block_mib = std::max<int64_t>(1, block_bytes >> 20);
+  // sysbench takes only a power of two as the block size ("FATAL: Invalid
+  // value for memory-block-size" otherwise: a 105 MiB last-level cache made
+  // doctor's 840 MiB buffer one): the next power of two, at most 2 GiB.
+  int64_t block_mib = 1;
+  while (block_mib < std::min<int64_t>(block_bytes >> 20, 2048)) block_mib *= 2;
   ref.command = {sysbench,
                  "memory",
                  "--memory-oper=read",
@@ -41,9 +45,13 @@ Result<SysbenchReference> RunSysbenchRead(int threads, int64_t block_bytes, int 
     o.timeout = std::chrono::milliseconds(60000);
     MOETUNE_ASSIGN_OR_RETURN(RunOutput out, RunProcess(o));
     if (!out.status.success() || out.timed_out) {
+      // sysbench says why on stdout ("FATAL: ..."), not on stderr.
+      std::string said = out.stderr_tail.empty() ? std::string() : out.stderr_tail.back();
+      for (const auto line : SplitLines(out.stdout_text)) {
+        if (said.empty() && Trim(line).starts_with("FATAL")) said = Truncate(Trim(line), 200);
+      }
       return Error(ErrorKind::kEngine,
-                   fmt::format("sysbench failed ({}): {}", out.status.Describe(),
-                               out.stderr_tail.empty() ? std::string() : out.stderr_tail.back()));
+                   fmt::format("sysbench failed ({}): {}", out.status.Describe(), said));
     }
     const auto gbps = ParseSysbenchGbps(out.stdout_text);
     if (!gbps) {
