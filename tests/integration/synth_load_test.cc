@@ -32,9 +32,27 @@ TEST_P(SynthLoadTest, TheEngineLoadsAndRunsIt) {
   if (scale == "small") synth.insert(synth.end(), {"--layers", "4", "--sparse"});
   auto s = RunCommand(synth, 120);
   ASSERT_EQ(s.exit_code, 0) << s.err;
-  auto r = RunCommand({(*engine / "llama-bench").string(), "-m", model, "-p", "8", "-n", "1", "-r",
-                       "1", "-t", "2", "-o", "jsonl"},
-                      300);
+  std::vector<std::string> bench = {(*engine / "llama-bench").string(),
+                                    "-m",
+                                    model,
+                                    "-p",
+                                    "8",
+                                    "-n",
+                                    "1",
+                                    "-r",
+                                    "1",
+                                    "-t",
+                                    "2",
+                                    "-o",
+                                    "jsonl"};
+  // On CPUs with AMX the Debian engine loads libggml-cpu-sapphirerapids.so,
+  // whose repacked buffer supports no operation on deepseek2's 3-D MLA
+  // tensors, and the scheduler aborts (GGML_ASSERT(*cur_backend_id != -1)).
+  // That is an engine defect about the CPU, not about the file's shapes, which
+  // is what this test checks: load without repacking where the tool can.
+  const auto help = RunCommand({(*engine / "llama-bench").string(), "--help"}, 60);
+  if (help.out.find("--repack") != std::string::npos) bench.insert(bench.end(), {"--repack", "0"});
+  auto r = RunCommand(bench, 300);
   ASSERT_EQ(r.exit_code, 0) << preset << " " << scale << ": "
                             << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
   EXPECT_NE(r.out.find("\"avg_ts\""), std::string::npos) << r.out;
