@@ -91,6 +91,10 @@ json RecommendationJson(const Recommendation& rec) {
             ? json{{"n_cpu_moe", rec.proven_edge->n_cpu_moe},
                    {"gain", rec.proven_edge->gain ? json(*rec.proven_edge->gain) : json(nullptr)}}
             : json(nullptr);
+    if (rec.rule == RecommendationRule::kProvenAtTarget) {
+      j["unproven_pick"] =
+          json{{"n_cpu_moe", rec.unproven_pick}, {"headroom_bytes", rec.unproven_headroom}};
+    }
   }
   return j;
 }

@@ -140,6 +140,12 @@ std::string RecommendationReason(const Recommendation& r) {
       return EdgeProvenReason(r) + ProvenEdgeCost(r);
     case RecommendationRule::kSafeNeighbour:
       return SafeNeighbourReason(r);
+    case RecommendationRule::kProvenAtTarget:
+      return fmt::format(
+          "N={} was measured healthy at the target context ({} tokens); the safety rule's N={} "
+          "was not, and the plan leaves it without its margin there (headroom -{})",
+          r.n_cpu_moe.value_or(-1), r.target_ctx.value_or(0), r.unproven_pick,
+          FormatBytes(Bytes(-r.unproven_headroom)));
     case RecommendationRule::kSafetyRule:
       break;
   }

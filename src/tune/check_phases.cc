@@ -94,7 +94,14 @@ void JudgeVersus(TuneLedger& ledger, const ServerConfig& tuned, const ServerConf
     d->pick = c > 0 ? Versus::kFaster : (c < 0 ? Versus::kSlower : Versus::kTied);
   };
   read();
-  if (d->pick != Versus::kSlower || ledger.out_of_time()) return;
+  // Measured again when the pick is slower beyond the noise, and when it is
+  // behind on the means with an interval too wide to call that a tie (one
+  // disturbed repetition of two): a tie is a statement about the data.
+  const CurveRules& rules = opt.rules.analysis.curve;
+  const bool behind_unclear =
+      d->pick == Versus::kTied && d->tuned_objective->mean < d->default_objective->mean &&
+      (TooWideToTell(*d->tuned_objective, rules) || TooWideToTell(*d->default_objective, rules));
+  if ((d->pick != Versus::kSlower && !behind_unclear) || ledger.out_of_time()) return;
   const int reps = *depth > 0 ? opt.depth_repetitions : opt.repetitions;
   auto again = [&](const ServerConfig& c, const std::string& what, RunsByDepth& into) {
     auto more = MeasureServer(ledger, c, *depth, reps, what + " (measured again)");

@@ -81,6 +81,37 @@ std::optional<double> TuneLedger::SecondsPerToken(const RunConfig& c) const {
   return std::nullopt;
 }
 
+double TuneLedger::FillSecondsPerToken(const RunConfig& c, double fallback) const {
+  // The depth is filled at the prefill speed of depth 0 ...
+  RunConfig d0 = c;
+  d0.n_depth = 0;
+  d0.n_prompt = std::max(c.n_prompt, opt_.n_prompt);
+  d0.n_gen = 0;
+  const double at0 = SecondsPerToken(d0).value_or(fallback);
+  // ... unless the same placement was measured at a shallower depth, which the
+  // fill passes through: up to there it slows from the depth-0 speed to the
+  // one measured (taken as linear), beyond it it is at least that slow. A
+  // placement that collapses at 8K fills 32K at its collapsed speed, not at
+  // its depth-0 one (ten times the estimate otherwise).
+  double fill = at0 * static_cast<double>(c.n_depth);
+  for (const RunResult& r : all_) {
+    const RunConfig& m = r.config;
+    if (!r.ok() || r.samples_ns.empty() || m.n_prompt <= 0 || m.n_depth <= 0 ||
+        m.n_depth >= c.n_depth) {
+      continue;
+    }
+    RunConfig same = d0;
+    same.n_depth = m.n_depth;
+    same.n_prompt = m.n_prompt;
+    same.repetitions = m.repetitions;
+    if (Journal::Key(same) != Journal::Key(m)) continue;
+    const double at = SampleSeconds(r) / static_cast<double>(r.samples_ns.size()) / m.n_prompt;
+    const double d = m.n_depth;
+    fill = std::max(fill, d * (at0 + at) / 2 + (static_cast<double>(c.n_depth) - d) * at);
+  }
+  return fill / static_cast<double>(c.n_depth);
+}
+
 std::optional<double> TuneLedger::ExpectedSeconds(const std::vector<RunConfig>& configs) const {
   // One load per placement (the engine starts one process per model key).
   std::set<std::string> loads;
@@ -89,15 +120,7 @@ std::optional<double> TuneLedger::ExpectedSeconds(const std::vector<RunConfig>& 
   for (const RunConfig& c : configs) {
     const std::optional<double> spt = SecondsPerToken(c);
     if (!spt) return std::nullopt;
-    double fill = *spt;
-    if (c.n_depth > 0) {
-      RunConfig d0 = c;  // the depth is filled at the prefill speed of depth 0
-      d0.n_depth = 0;
-      d0.n_prompt = std::max(c.n_prompt, opt_.n_prompt);
-      d0.n_gen = 0;
-      fill = SecondsPerToken(d0).value_or(*spt);
-    }
-    total += TestSeconds(c, *spt, fill);
+    total += TestSeconds(c, *spt, c.n_depth > 0 ? FillSecondsPerToken(c, *spt) : *spt);
   }
   return total;
 }

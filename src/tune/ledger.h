@@ -104,6 +104,9 @@ class TuneLedger {
  private:
   RunConfig Make(const TuneSettings& settings, bool prefill, int depth) const;
   std::optional<double> SecondsPerToken(const RunConfig& config) const;
+  /// Seconds per token of filling `config`'s depth; `fallback` before any
+  /// prefill measurement.
+  double FillSecondsPerToken(const RunConfig& config, double fallback) const;
   /// Adds the time an engine call stands for, and the load time it shows.
   void CountEngineTime(const BenchRun& run);
   /// Ends the tune for the budget: the note, the journal's record.

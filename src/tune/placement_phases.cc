@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -132,15 +134,14 @@ bool BadAtDepth(const Analysis& a, int n) {
 }
 
 // The placements to validate at depth this round: the edge, the
-// recommendation, the reference (first round only) and, when a placement
+// recommendation, the references (first round only) and, when a placement
 // fails or collapses at depth, the bisection toward the nearest healthy one
 // above it, so that the boundary at the target context is known to one layer.
 std::set<int> DepthCandidates(const Analysis& a, const std::set<int>& validated,
-                              std::optional<int> reference) {
-  std::set<int> cands;
+                              const std::vector<int>& first_round) {
+  std::set<int> cands(first_round.begin(), first_round.end());
   if (a.recommendation.edge >= 0) cands.insert(a.recommendation.edge);
   if (a.recommendation.n_cpu_moe) cands.insert(*a.recommendation.n_cpu_moe);
-  if (reference) cands.insert(*reference);
   int worst_bad = -1;
   for (int n : validated) {
     if (BadAtDepth(a, n)) worst_bad = std::max(worst_bad, n);
@@ -164,22 +165,82 @@ bool NarrowTie(TuneLedger& ledger, const TuneSettings& cur, const Analysis& a,
   const TuneOptions& opt = ledger.options();
   const int edge = a.recommendation.edge;
   const int rec = a.recommendation.n_cpu_moe.value_or(-1);
+  // A pick taken for its proof at the target context is no tie to narrow.
   if (*narrowed >= opt.rules.tie_narrowing_rounds || ledger.out_of_time() || edge < 0 ||
-      rec <= edge + 1)
+      rec <= edge + 1 || a.recommendation.rule == RecommendationRule::kProvenAtTarget)
     return false;
+  // The best, the recommendation and every placement between the edge and it
+  // whose interval is too wide to tell (an undecided comparison counts as a
+  // tie in the reading, and pulls the recommendation toward the CPU on the
+  // strength of one disturbed repetition); the tied ones with tight intervals
+  // are what they are.
   std::vector<TuneSettings> more;
+  bool too_wide = false;
   for (int n : at_depth0) {
-    if (n < edge || n > rec) continue;
+    if ((n < edge || n > rec) && n != a.recommendation.best_n) continue;
     TuneSettings s = cur;
     s.n = n;
     const TuneLedger::Scored sc = ledger.Score(s, 0);
-    if (sc.pp && static_cast<int>(sc.pp->n) + opt.repetitions <= opt.max_repetitions)
-      more.push_back(s);
+    if (!sc.pp || static_cast<int>(sc.pp->n) + opt.repetitions > opt.max_repetitions) continue;
+    const bool wide = sc.objective && TooWideToTell(*sc.objective, opt.rules.analysis.curve);
+    too_wide = too_wide || wide;
+    if (wide || n == rec || n == edge || n == a.recommendation.best_n) more.push_back(s);
   }
-  if (more.size() < 2) return false;
+  if (more.size() < 2 && !too_wide) return false;
   ++*narrowed;
   ledger.Measure(more, 0, opt.repetitions, "placement (more repetitions)");
   return true;
+}
+
+// Whether the plan puts placement `n` over the GPU budget at the target
+// context: no room there even without the margin. The memory plan is exact to
+// a percent (docs/memory.md), so such a placement spills or fails there; it is
+// measured at the first depth (a quarter of the context, where it may still
+// fit, and where a collapse shows), but not filled to the target context,
+// which would only confirm the plan after minutes at the collapsed speed.
+bool NoRoomAtTarget(const TuneSpace& space, const TuneSettings& cur, int n) {
+  if (!space.room) return false;
+  const std::optional<int64_t> room = space.room(n, cur.ubatch, cur.kv_type);
+  return room && *room < 0;
+}
+
+// Collapse is relative: a placement that should stay healthy at the target
+// context is measured too, the plan's boundary there (it fits with the
+// margin) when it is more conservative than the recommendation.
+std::vector<int> DepthReferences(const TuneSpace& space, const Analysis& a) {
+  if (!a.recommendation.n_cpu_moe) return {};
+  return {std::clamp(std::max(space.predicted_boundary, *a.recommendation.n_cpu_moe), 0,
+                     space.n_layer)};
+}
+
+// Measures `todo` at each depth, the most conservative placement first: it
+// is the reference the others' collapse is read against, and the proof the
+// pick needs when the budget ends early. What fails or collapses at a depth,
+// and every more aggressive placement (inferred: more experts on the GPU only
+// leaves less room for the cache), is not filled to that depth or deeper:
+// the cache only grows, and filling it at a collapsed speed is the most
+// expensive measurement of a tune.
+void MeasureAtDepths(TuneLedger& ledger, const TuneSettings& cur, const std::vector<int>& depths,
+                     std::vector<int>* todo, Analysis* a, std::set<int>* no_room) {
+  const TuneOptions& opt = ledger.options();
+  std::sort(todo->begin(), todo->end(), std::greater<>());
+  for (int d : depths) {
+    std::optional<int> worst;  // the most conservative placement in trouble at d
+    for (int n : *todo) {
+      if (worst && n < *worst) continue;
+      if (d == depths.back() && depths.size() > 1 && NoRoomAtTarget(ledger.space(), cur, n)) {
+        no_room->insert(n);
+        continue;
+      }
+      ledger.Measure(AtPlacements(cur, {n}), d, opt.depth_repetitions, "long context");
+      if (ledger.out_of_time()) return;
+      *a = ledger.AnalyzeNow(cur, true);
+      for (int m : *todo) {
+        if (BadAtDepth(*a, m) && (!worst || m > *worst)) worst = m;
+      }
+    }
+    if (worst) std::erase_if(*todo, [&](int n) { return n <= *worst; });
+  }
 }
 
 // The rounds of the long-context validation: each measures the new
@@ -193,18 +254,12 @@ void ValidateAtDepths(TuneLedger& ledger, const TuneSettings& cur, const std::ve
     if (r.config.n_depth == 0) at_depth0.insert(r.config.placement.n_cpu_moe);
   }
   Analysis a = ledger.AnalyzeNow(cur, true);
-  // Collapse is relative: a placement that should stay healthy at the target
-  // context is measured too, the plan's boundary there (it fits with the
-  // margin) when it is more conservative than the recommendation.
-  std::optional<int> reference;
-  if (a.recommendation.n_cpu_moe) {
-    reference = std::clamp(std::max(space.predicted_boundary, *a.recommendation.n_cpu_moe), 0,
-                           space.n_layer);
-  }
+  const std::vector<int> references = DepthReferences(space, a);
+  std::set<int> no_room;
   int narrowed = 0;
   for (int round = 0; round < opt.rules.long_context_rounds; ++round) {
     std::vector<int> todo, fresh;
-    for (int n : DepthCandidates(a, validated, round == 0 ? reference : std::nullopt)) {
+    for (int n : DepthCandidates(a, validated, round == 0 ? references : std::vector<int>{})) {
       if (!validated.insert(n).second) continue;
       todo.push_back(n);
       if (!at_depth0.count(n)) fresh.push_back(n);
@@ -219,10 +274,15 @@ void ValidateAtDepths(TuneLedger& ledger, const TuneSettings& cur, const std::ve
     if (!fresh.empty())
       ledger.Measure(AtPlacements(cur, fresh), 0, opt.repetitions, "long context");
     at_depth0.insert(fresh.begin(), fresh.end());
-    for (int d : depths)
-      ledger.Measure(AtPlacements(cur, todo), d, opt.depth_repetitions, "long context");
+    MeasureAtDepths(ledger, cur, depths, &todo, &a, &no_room);
     if (ledger.out_of_time()) break;
-    a = ledger.AnalyzeNow(cur, true);
+  }
+  if (!no_room.empty()) {
+    ledger.AddNote(fmt::format(
+        "not filled to the target context: the plan puts N = {} over the GPU budget at {} tokens "
+        "of context (filling it at a spilled speed takes many minutes per run); none of them is "
+        "picked unproven",
+        Join(std::vector<int>(no_room.begin(), no_room.end())), opt.ctx));
   }
 }
 
@@ -263,6 +323,16 @@ PlacementOutcome RunPlacementPhase(TuneLedger& ledger, TuneSettings cur) {
     if (ledger.out_of_time()) break;
     a = ledger.AnalyzeNow(cur, true);
     next = NextPlacements(a, measured, n_layer, &steps);
+  }
+  // A recommendation pulled from the edge by ties is narrowed before the
+  // long-context phase validates it at depth (fill time spent on a placement
+  // that more repetitions show slower would be lost).
+  if (!ledger.out_of_time() && a.recommendation.n_cpu_moe) {
+    int narrowed = 0;
+    while (NarrowTie(ledger, cur, a, measured, &narrowed)) {
+      a = ledger.AnalyzeNow(cur, true);
+      if (ledger.out_of_time()) break;
+    }
   }
   PlacementOutcome out;
   if (!a.recommendation.n_cpu_moe) {

@@ -13,7 +13,8 @@ namespace {
 constexpr std::array kRules = {
     RecommendationRule::kNothingUsable,       RecommendationRule::kNoPlacementEffect,
     RecommendationRule::kEverySplitOverflows, RecommendationRule::kEdgeProvenSafe,
-    RecommendationRule::kSafetyRule,          RecommendationRule::kSafeNeighbour};
+    RecommendationRule::kSafetyRule,          RecommendationRule::kSafeNeighbour,
+    RecommendationRule::kProvenAtTarget};
 constexpr std::array kReadOn = {ReadOn::kTimeToAnswer, ReadOn::kPrefill, ReadOn::kDecode};
 constexpr std::array kUnproven = {Unproven::kNotApplicable, Unproven::kNoHeadroom,
                                   Unproven::kNoTargetContextRun, Unproven::kNoTargetContextGiven};
@@ -67,6 +68,34 @@ std::optional<double> GainOver(const CurveAtDepth& base, int edge, int pick) {
   return e->mean / p->mean - 1;
 }
 
+// The safety rule's pick is one layer back from the edge, which is no
+// protection when the plan already puts that pick beyond the GPU budget at the
+// target context: a placement measured healthy there (the tune validates the
+// plan's own boundary) is taken instead, the most aggressive one not rejected.
+// Only where the headroom is known (tune; an analyze of files has none).
+void TakeProvenOverNoRoom(const CurveAtDepth& base, const RejectionReading& rejections,
+                          const AnalysisOptions& o, Recommendation* rec) {
+  const int pick = *rec->n_cpu_moe;
+  const auto headroom = std::find_if(o.gpu_headroom.begin(), o.gpu_headroom.end(),
+                                     [&](const auto& h) { return h.first == pick; });
+  if (headroom == o.gpu_headroom.end() || headroom->second >= 0 ||
+      HealthyAtTarget(pick, rejections, o))
+    return;
+  for (const auto& p : base.points) {
+    if (p.n_cpu_moe <= pick || FindRejection(rejections.rejected, p.n_cpu_moe) ||
+        !HealthyAtTarget(p.n_cpu_moe, rejections, o))
+      continue;
+    rec->unproven_pick = pick;
+    rec->unproven_headroom = headroom->second;
+    rec->n_cpu_moe = p.n_cpu_moe;
+    rec->rule = RecommendationRule::kProvenAtTarget;
+    rec->unproven = Unproven::kNotApplicable;
+    rec->proven_edge.reset();
+    rec->measured = true;
+    return;
+  }
+}
+
 // The rules near the edge of a curve with a real optimum: the edge when one
 // layer was stepped back at depth already (kSafeNeighbour) or it is proven
 // safe, else one layer more conservative (kSafetyRule). Says what a step
@@ -101,6 +130,7 @@ void RecommendNearTheEdge(const CurveAtDepth& base, const RejectionReading& reje
   }
   if (healthy && *rec->n_cpu_moe > rec->edge)
     rec->proven_edge = ProvenEdge{rec->edge, GainOver(base, rec->edge, *rec->n_cpu_moe)};
+  if (rec->rule == RecommendationRule::kSafetyRule) TakeProvenOverNoRoom(base, rejections, o, rec);
 }
 
 }  // namespace
@@ -118,9 +148,11 @@ const char* RecommendationRuleName(RecommendationRule rule) {
     case RecommendationRule::kSafetyRule:
       return "safety rule";
     case RecommendationRule::kSafeNeighbour:
+      return "safe neighbour";
+    case RecommendationRule::kProvenAtTarget:
       break;
   }
-  return "safe neighbour";
+  return "proven at the target context";
 }
 
 std::optional<RecommendationRule> RecommendationRuleFromName(std::string_view name) {

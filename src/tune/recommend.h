@@ -23,9 +23,13 @@ enum class RecommendationRule {
   kSafetyRule,           // one layer more conservative than the edge
   kSafeNeighbour,        // the edge, one layer safer than a placement out at depth, and
                          // measured healthy at the target context
+  kProvenAtTarget,       // the safety rule's pick has no room at the target context in the
+                         // plan and was not measured there: the most aggressive placement
+                         // measured healthy there instead
 };
 /// "nothing usable", "no placement effect", "every split overflows", "edge
-/// proven safe", "safety rule", "safe neighbour" (stable names, used in JSON).
+/// proven safe", "safety rule", "safe neighbour", "proven at the target
+/// context" (stable names, used in JSON).
 const char* RecommendationRuleName(RecommendationRule rule);
 std::optional<RecommendationRule> RecommendationRuleFromName(std::string_view name);
 
@@ -85,6 +89,10 @@ struct Recommendation {
   std::optional<int64_t> target_ctx;
   std::optional<SteppedFrom> stepped_from;  // kSafeNeighbour
   std::optional<ProvenEdge> proven_edge;    // when the pick steps back past a proven edge
+  /// kProvenAtTarget: the safety rule's pick it replaces, and that pick's
+  /// headroom in the plan at the target context (negative).
+  int unproven_pick = -1;
+  int64_t unproven_headroom = 0;
   /// Read from a file written before the figures were recorded: its reason as
   /// the file gave it (rendered as it is; empty otherwise).
   std::string recorded_reason;

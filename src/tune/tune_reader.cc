@@ -234,6 +234,11 @@ void ReadStepBack(Fields& f, const json& j, const std::string& where, Recommenda
     edge.gain = f.OptNum(*e, "gain", w);
     r->proven_edge = edge;
   }
+  if (const json* u = f.Object(j, "unproven_pick", where)) {
+    const std::string w = where + "unproven_pick.";
+    r->unproven_pick = f.Int(*u, "n_cpu_moe", w, -1);
+    r->unproven_headroom = f.Bytes(*u, "headroom_bytes", w);
+  }
 }
 
 Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& where) {
@@ -243,7 +248,7 @@ Recommendation RecommendationFrom(Fields& f, const json& j, const std::string& w
   r.edge = f.Int(j, "edge", where, -1);
   r.rule = NameFrom(f, j, "rule", where, RecommendationRuleFromName,
                     "nothing usable, no placement effect, every split overflows, edge proven "
-                    "safe, safety rule or safe neighbour")
+                    "safe, safety rule, safe neighbour or proven at the target context")
                .value_or(RecommendationRule::kNothingUsable);
   if (f.Get(j, "read_on") == nullptr) {
     // Written before the figures were recorded: the reason as it was written.

@@ -167,8 +167,12 @@ TEST(Readme, SetUpCommandsRunAsWrittenAndPrintWhatTheReadmeQuotes) {
     }
     const std::string line =
         "'" + MoetuneBinary() + "'" + c.text.substr(std::string("build/moetune").size());
-    const CommandResult r =
-        RunCommand({"bash", "-c", "cd '" + dir.path().string() + "' && " + line}, 600);
+    // Its own cache folder: a tune's journal from an earlier run of the same
+    // lines (by hand or another test run) would otherwise be resumed.
+    const CommandResult r = RunCommand(
+        {"bash", "-c",
+         "cd '" + dir.path().string() + "' && XDG_CACHE_HOME='" + dir.File("cache") + "' " + line},
+        600);
     EXPECT_EQ(r.exit_code, 0) << "README.md:" << c.line << ": " << c.text << "\n" << r.err;
     output += r.out;
     ++ran;
