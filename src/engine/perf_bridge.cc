@@ -50,7 +50,11 @@ std::string MeasurementLabel(const RunSettings& r) {
 Result<RunSettings> RunSettingsFromConfig(const RunConfig& c) {
   RunSettings r;
   r.n_gpu_layers = c.placement.n_gpu_layers;
-  r.n_cpu_moe = c.placement.n_cpu_moe;
+  // --n-cpu-moe as the engine is given it: experts kept from the last layers or
+  // per device travel in the -ot rules (OverrideTensor), and N is then only
+  // the family's count; taking it as --n-cpu-moe too kept the experts of
+  // another N layers on the CPU in the simulated engine.
+  r.n_cpu_moe = c.placement.cpu_experts == CpuExpertsFrom::kFirst ? c.placement.n_cpu_moe : 0;
   r.override_tensor = c.placement.OverrideTensor();
   r.devices = c.placement.devices;
   r.threads = c.threads;

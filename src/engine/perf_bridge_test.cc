@@ -28,6 +28,22 @@ TEST(PerfBridge, RunConfigBecomesRunSettings) {
   EXPECT_FALSE(RunSettingsFromConfig(c).ok());
 }
 
+TEST(PerfBridge, ExpertsKeptFromTheLastLayersTravelOnlyInTheOverrideRules) {
+  // N is the family's count; the engine is given the -ot rule alone, so the
+  // speed model must not keep the first N layers' experts on the CPU as well.
+  RunConfig c;
+  c.placement.n_cpu_moe = 3;
+  c.placement.n_layer = 8;
+  c.placement.cpu_experts = CpuExpertsFrom::kLast;
+  auto r = RunSettingsFromConfig(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->n_cpu_moe, 0);
+  EXPECT_NE(r->override_tensor.find("5|6|7"), std::string::npos) << r->override_tensor;
+  c.placement.cpu_experts = CpuExpertsFrom::kFirst;
+  EXPECT_EQ(RunSettingsFromConfig(c)->n_cpu_moe, 3);
+  EXPECT_EQ(RunSettingsFromConfig(c)->override_tensor, "");
+}
+
 TEST(PerfBridge, RecordsGiveTheBestRepetitionByDefault) {
   const std::string line =
       R"({"n_prompt":512,"n_gen":0,"n_depth":4096,"n_threads":2,"n_batch":2048,"n_ubatch":128,)"
