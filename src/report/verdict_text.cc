@@ -131,7 +131,7 @@ std::string RecommendationReason(const Recommendation& r) {
       return fmt::format(
           "placement does not change {} beyond the noise; the most conservative N measured ({}) "
           "is as fast and the safest",
-          ReadOnText(r), r.safest_tie);
+          ReadOnText(r), r.n_cpu_moe.value_or(r.safest_tie));
     case RecommendationRule::kEverySplitOverflows:
       return fmt::format(
           "{} only falls as experts move to the GPU: keep the experts on the CPU (N={})",

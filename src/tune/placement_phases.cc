@@ -74,7 +74,7 @@ struct Steps {
 // safer neighbour (the safety rule needs it), and toward the CPU while the
 // curve still rises at its CPU end.
 std::vector<int> NextPlacements(const Analysis& a, const std::set<int>& measured, int n_layer,
-                                Steps* steps) {
+                                bool several_devices, Steps* steps) {
   std::vector<int> next;
   auto add = [&](int n) {
     if (n >= 0 && n <= n_layer && !measured.count(n) &&
@@ -101,6 +101,10 @@ std::vector<int> NextPlacements(const Analysis& a, const std::set<int>& measured
     add(edge - steps->toward_gpu);
     steps->toward_gpu *= steps->growth;
   }
+  // Across several devices the split changes with N (the tightest device's
+  // room decides it), so a window of N within the noise says nothing about the
+  // far end, where fewer layers may cross a slow link: it is measured once.
+  if (a.shape == CurveShape::kFlat && several_devices) add(n_layer);
   if (a.shape != CurveShape::kFlat) add(edge + 1);  // the safety rule needs it measured
   if ((a.shape == CurveShape::kMonotonic || edge == hi) && hi < n_layer &&
       a.shape != CurveShape::kFlat) {
@@ -322,7 +326,7 @@ PlacementOutcome RunPlacementPhase(TuneLedger& ledger, TuneSettings cur) {
     ledger.Measure(AtPlacements(cur, next), 0, opt.repetitions, "placement");
     if (ledger.out_of_time()) break;
     a = ledger.AnalyzeNow(cur, true);
-    next = NextPlacements(a, measured, n_layer, &steps);
+    next = NextPlacements(a, measured, n_layer, space.devices.size() > 1, &steps);
   }
   // A recommendation pulled from the edge by ties is narrowed before the
   // long-context phase validates it at depth (fill time spent on a placement

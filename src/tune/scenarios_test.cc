@@ -313,16 +313,7 @@ void CheckAcrossDevices(const Scenario& sc, const Outcome& o) {
       << sc.name << ": the pick is behind the defaults";
 }
 
-// Known failures, kept out of the suite until the tuner handles them (each
-// fails its acceptance today; run them with --gtest_also_run_disabled_tests):
-// - (g): the grid's pick is N=28 with -ub 1024; tune takes -ub 1024 at N=29
-//   (4% slower) because the plan across devices says -ub 1024 at N=28 does not
-//   fit the 3060 while the simulated engine runs it at 16K: the per-device plan
-//   and the simulated footprint disagree by a few hundred MiB there.
-// - (h): the grid's pick keeps nearly every expert on the CPU (N=46); tune
-//   reads N=21..28 as flat and stops there, on the GPU side of a cliff the
-//   grid sees further out (the split over the devices changes with N).
-TEST(TuneScenarios, DISABLED_TwoDifferentGpus) {
+TEST(TuneScenarios, TwoDifferentGpus) {
   const Scenario sc{"(g) two different GPUs",
                     "rtx3090-24g,rtx3060-12g,ddr4-3200-2ch,8c16t",
                     SpillMode::kStrict,
@@ -339,7 +330,7 @@ TEST(TuneScenarios, DISABLED_TwoDifferentGpus) {
   EXPECT_GT(d[0].layers, d[1].layers);
 }
 
-TEST(TuneScenarios, DISABLED_AGpuAndAnRpcHostBehindASlowLink) {
+TEST(TuneScenarios, AGpuAndAnRpcHostBehindASlowLink) {
   const Scenario sc{"(h) GPU + RPC host on 1 GbE",
                     "rtx3090-24g,ddr4-3200-2ch,8c16t,rpc-1gbe",
                     SpillMode::kStrict,
