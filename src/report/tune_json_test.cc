@@ -186,6 +186,32 @@ TEST(TuneReader, StepBackFiguresRoundTrip) {
   EXPECT_EQ(TuneJson(*read), written);
 }
 
+// The pick a placement proven at the target context replaced comes back
+// typed; a figure of the wrong type is an error that names it.
+TEST(TuneReader, ProvenAtTargetFiguresRoundTrip) {
+  TuneReport t = Tune();
+  Recommendation& r = t.result.analysis.recommendation;
+  r.rule = RecommendationRule::kProvenAtTarget;
+  r.unproven_pick = 24;
+  r.unproven_headroom = -(int64_t{2} << 30);
+  const json written = TuneJson(t);
+  auto read = TuneReportFromJson(written);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  const Recommendation& back = read->result.analysis.recommendation;
+  EXPECT_EQ(back.rule, RecommendationRule::kProvenAtTarget);
+  EXPECT_EQ(back.unproven_pick, 24);
+  EXPECT_EQ(back.unproven_headroom, -(int64_t{2} << 30));
+  EXPECT_EQ(RecommendationReason(back), RecommendationReason(r));
+  EXPECT_NE(RecommendationReason(back).find("N=24"), std::string::npos);
+  EXPECT_EQ(TuneJson(*read), written);
+  json bad = written;
+  bad["analysis"]["recommendation"]["unproven_pick"]["headroom_bytes"] = "lots";
+  auto refused = TuneReportFromJson(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("headroom_bytes"), std::string::npos)
+      << refused.error().message();
+}
+
 TEST(TuneReader, DecisionsAndComparisonsComeBackTyped) {
   auto read = TuneReportFromJson(TuneJson(Tune()));
   ASSERT_TRUE(read.ok()) << read.error().message();

@@ -253,6 +253,36 @@ TEST(AnalysisTest, SteppingBackPastAProvenEdgeSaysWhatItCosts) {
   EXPECT_EQ(*Analyze(rs, o).recommendation.n_cpu_moe, 12);
 }
 
+TEST(AnalysisTest, APickWithoutRoomGivesWayToOneProvenAtTheTargetContext) {
+  // A cliff at depth 0 between N=10 and N=11; the safety rule's N=13 (tied
+  // with the best N=11, one layer back from the edge) was not
+  // measured at the target context and the plan leaves it no margin there,
+  // while N=14 ran there healthy: tune takes N=14 and says which pick it
+  // replaced. Without the headroom (analyze of files) the safety rule stands.
+  auto rs = Sweep(
+      {{10, {70, 27}}, {11, {400, 34}}, {12, {395, 33.8}}, {13, {390, 33.6}}, {14, {385, 33.4}}});
+  auto deep = Sweep({{14, {330, 31}}}, 8192);
+  rs.insert(rs.end(), deep.begin(), deep.end());
+  AnalysisOptions o;
+  o.target_ctx = 8192;
+  EXPECT_EQ(Analyze(rs, o).recommendation.rule, RecommendationRule::kSafetyRule);
+  o.gpu_headroom = {{10, int64_t{-4} << 30},
+                    {11, int64_t{-3} << 30},
+                    {12, int64_t{-2} << 30},
+                    {13, int64_t{-1} << 30},
+                    {14, int64_t{300} << 20}};
+  const Recommendation r = Analyze(rs, o).recommendation;
+  ASSERT_TRUE(r.n_cpu_moe);
+  EXPECT_EQ(*r.n_cpu_moe, 14);
+  EXPECT_EQ(r.rule, RecommendationRule::kProvenAtTarget);
+  EXPECT_EQ(r.unproven_pick, 13);
+  EXPECT_EQ(r.unproven_headroom, int64_t{-1} << 30);
+  EXPECT_TRUE(r.measured);
+  // With room at the target context for the pick, the safety rule stands.
+  o.gpu_headroom[3].second = int64_t{100} << 20;
+  EXPECT_EQ(Analyze(rs, o).recommendation.rule, RecommendationRule::kSafetyRule);
+}
+
 TEST(AnalysisTest, AttentionCostOfAFastPlacementIsNotACollapse) {
   // Everything on the GPU is several times faster than the CPU-bound
   // placements; at depth the same attention time per token is a larger share

@@ -43,7 +43,12 @@ ServerConfig PickConfig(const TuneSpace& space, const TuneOptions& options,
 
 // llama.cpp's defaults as the pick: as they were measured, at the target
 // context, one slot, -fit off (their placement is written out as fit made it).
-ServerConfig DefaultsPick(const TuneOptions& options, ServerConfig defaults) {
+ServerConfig DefaultsPick(const TuneSpace& space, const TuneOptions& options, ServerConfig defaults,
+                          const ServerConfig& tuned) {
+  // Where the placement changes nothing (an engine without a GPU device runs
+  // every layer on the host whatever -ngl says), the defaults are written
+  // with the host placement every command for this engine has (-ngl 0).
+  if (!space.placement_matters) defaults.placement = tuned.placement;
   defaults.ctx_size = options.ctx;
   defaults.n_parallel = 1;
   defaults.fit = Switch::kOff;
@@ -112,8 +117,10 @@ TuneResult Tuner::Run() {
     }
   }
   if (result.analysis.curves.empty()) result.analysis = ledger_.AnalyzeNow(cur, true);
-  result.best = result.defaults_chosen ? DefaultsPick(opt, result.versus_defaults->defaults)
-                                       : PickConfig(space, opt, cur);
+  const ServerConfig tuned = PickConfig(space, opt, cur);
+  result.best = result.defaults_chosen
+                    ? DefaultsPick(space, opt, result.versus_defaults->defaults, tuned)
+                    : tuned;
   if (space.memory_of) result.memory = space.memory_of(result.best);
   result.safety = SafetyOf(ledger_, result, cur);
   result.measurements = ledger_.results();

@@ -482,6 +482,28 @@ TEST(TunerTest, NoGpuSkipsPlacementButTunesTheRest) {
   }
 }
 
+TEST(TunerTest, DefaultsWinningWithoutAGpuAreWrittenForTheHost) {
+  // The defaults' -ngl 99 changes nothing on an engine without a GPU device:
+  // when they win (here by their thread count), the pick keeps the host
+  // placement every command for this engine has.
+  FakeGpuEngine engine;
+  engine.factor = [](const RunConfig& c) { return c.threads == 3 ? 1.5 : 1.0; };
+  TuneOptions o;
+  o.ctx = 8192;
+  TuneSpace s = Space(engine, o.ctx);
+  s.placement_matters = false;
+  s.fixed_n = 40;
+  s.fits = {};
+  s.headroom = {};
+  s.defaults->threads = 3;
+  Tuner t(engine, s, o);
+  const TuneResult r = t.Run();
+  ASSERT_TRUE(r.defaults_chosen);
+  EXPECT_EQ(r.best.threads, 3);
+  EXPECT_EQ(r.best.placement.n_gpu_layers, 0);
+  EXPECT_EQ(r.best.placement.WrittenNCpuMoe(), -1);
+}
+
 // A busy machine: the repetitions of -t 16 run at 1.6x, a tenth and 1x its
 // speed in turn (issue 17 item 3: "decode 54.7 t/s (n=2) best; decode 1.1 t/s
 // (n=2) tie"), a spread no outlier rule removes.
