@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "util/enum_names.h"
 
@@ -28,12 +29,19 @@ bool HealthyAtTarget(int n, const RejectionReading& rejections, const AnalysisOp
                      });
 }
 
+// The plan's GPU headroom for placement `n`, when tune gave one.
+std::optional<int64_t> HeadroomOf(const AnalysisOptions& o, int n) {
+  const auto it = std::find_if(o.gpu_headroom.begin(), o.gpu_headroom.end(),
+                               [&](const auto& h) { return h.first == n; });
+  if (it == o.gpu_headroom.end()) return std::nullopt;
+  return it->second;
+}
+
 // Whether the edge is proven safe: measured GPU headroom, and a measurement at
 // the target context without collapse; else why not.
 Unproven ProveEdge(int edge, bool healthy, const AnalysisOptions& o) {
-  auto headroom = std::find_if(o.gpu_headroom.begin(), o.gpu_headroom.end(),
-                               [&](const auto& h) { return h.first == edge; });
-  const bool has_headroom = headroom != o.gpu_headroom.end() && headroom->second > 0;
+  const std::optional<int64_t> headroom = HeadroomOf(o, edge);
+  const bool has_headroom = headroom && *headroom > 0;
   if (has_headroom && healthy) return Unproven::kNotApplicable;
   if (!has_headroom) return Unproven::kNoHeadroom;
   return o.target_ctx ? Unproven::kNoTargetContextRun : Unproven::kNoTargetContextGiven;
@@ -76,17 +84,14 @@ std::optional<double> GainOver(const CurveAtDepth& base, int edge, int pick) {
 void TakeProvenOverNoRoom(const CurveAtDepth& base, const RejectionReading& rejections,
                           const AnalysisOptions& o, Recommendation* rec) {
   const int pick = *rec->n_cpu_moe;
-  const auto headroom = std::find_if(o.gpu_headroom.begin(), o.gpu_headroom.end(),
-                                     [&](const auto& h) { return h.first == pick; });
-  if (headroom == o.gpu_headroom.end() || headroom->second >= 0 ||
-      HealthyAtTarget(pick, rejections, o))
-    return;
+  const std::optional<int64_t> headroom = HeadroomOf(o, pick);
+  if (!headroom || *headroom >= 0 || HealthyAtTarget(pick, rejections, o)) return;
   for (const auto& p : base.points) {
     if (p.n_cpu_moe <= pick || FindRejection(rejections.rejected, p.n_cpu_moe) ||
         !HealthyAtTarget(p.n_cpu_moe, rejections, o))
       continue;
     rec->unproven_pick = pick;
-    rec->unproven_headroom = headroom->second;
+    rec->unproven_headroom = *headroom;
     rec->n_cpu_moe = p.n_cpu_moe;
     rec->rule = RecommendationRule::kProvenAtTarget;
     rec->unproven = Unproven::kNotApplicable;
