@@ -17,10 +17,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
+
+#include "util/read_file.h"
 
 extern char** environ;
 
@@ -94,8 +95,12 @@ std::vector<ProcStat> ScanProc() {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || pid <= 0) continue;
-    std::ifstream f(fmt::format("/proc/{}/stat", e->d_name));
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // A process that ends between the listing and the read answers the read
+    // with ESRCH, which a stream's iterator throws as an exception: read it
+    // with errors as values, and skip it (it is gone).
+    auto stat = ReadRegularFile(fmt::format("/proc/{}/stat", e->d_name), 4096);
+    if (!stat.ok()) continue;
+    const std::string& text = *stat;
     // "pid (comm) state ppid pgrp ...": comm may contain spaces and ')'.
     const auto close = text.rfind(')');
     if (close == std::string::npos) continue;
