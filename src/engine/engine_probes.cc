@@ -15,6 +15,7 @@
 
 #include "engine/engine_info.h"
 #include "engine/engine_output.h"
+#include "util/cache_dir.h"
 #include "util/json_parse.h"
 #include "util/read_file.h"
 #include "util/subprocess.h"
@@ -33,19 +34,8 @@ bool IsExecutable(const fs::path& p) {
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
 }
 
-// Cache of the static probes, in $XDG_CACHE_HOME/moetune or ~/.cache/moetune.
-std::string ProbeCacheDir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
-    return (fs::path(x) / "moetune").string();
-  }
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    return (fs::path(h) / ".cache" / "moetune").string();
-  }
-  return "";
-}
-
 std::string ProbeCacheFile(const std::string& key) {
-  const std::string dir = ProbeCacheDir();
+  const std::string dir = MoetuneCacheDir();
   if (dir.empty() || key.empty()) return "";
   return (fs::path(dir) / fmt::format("engine-{:016x}.json", std::hash<std::string>{}(key)))
       .string();

@@ -10,6 +10,7 @@
 #include "engine/perf_bridge.h"
 #include "speed/speed_model.h"
 #include "tune/space.h"
+#include "util/cache_dir.h"
 
 namespace moetune {
 
@@ -20,18 +21,12 @@ std::string ModelFingerprint(const ModelInfo& m) {
 
 std::string DefaultTuneJournalPath(const std::string& model_path, int64_t ctx,
                                    const std::string& workload, const std::string& suffix) {
-  std::string base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
-    base = x;
-  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    base = std::string(h) + "/.cache";
-  } else {
-    return "";
-  }
+  const std::string base = MoetuneCacheDir();
+  if (base.empty()) return "";
   const std::string stem = std::filesystem::path(model_path).stem().string();
   std::string safe_workload = workload;
   std::replace(safe_workload.begin(), safe_workload.end(), ':', '-');
-  return fmt::format("{}/moetune/tune/{}-{}-{}{}.journal", base, stem, ctx, safe_workload, suffix);
+  return fmt::format("{}/tune/{}-{}-{}{}.journal", base, stem, ctx, safe_workload, suffix);
 }
 
 namespace {
