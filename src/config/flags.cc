@@ -104,6 +104,15 @@ const FlagSpec* FindFlagByKey(std::string_view key) {
   return nullptr;
 }
 
+std::string FlagText(FlagId id, std::string_view value) {
+  std::string out = Flag(id).spelling;
+  if (!value.empty()) {
+    out += ' ';
+    out += value;
+  }
+  return out;
+}
+
 std::string PresetKey(const FlagSpec& flag) {
   std::string_view n = flag.long_name;
   while (!n.empty() && n.front() == '-') n.remove_prefix(1);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace moetune {
@@ -135,6 +136,14 @@ const FlagSpec* FindFlagByEnv(std::string_view name);
 const FlagSpec* FindFlagByKey(std::string_view key);
 /// The preset key of a flag: its long name without the leading dashes.
 std::string PresetKey(const FlagSpec& flag);
+
+/// A flag as moetune writes it for llama-server, with its value, for the
+/// labels and messages that name a setting ("--n-cpu-moe 21", "-ub 1024").
+std::string FlagText(FlagId id, std::string_view value);
+template <class T>
+requires std::is_arithmetic_v<T> std::string FlagText(FlagId id, T value) {
+  return FlagText(id, std::to_string(value));
+}
 
 /// The value env and preset files give a switch (FlagArity::kSwitch).
 inline constexpr const char* kSwitchOnValue = "true";

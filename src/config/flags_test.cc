@@ -58,5 +58,12 @@ TEST(Flags, SpellingsAsLlamaCppDefinesThem) {
   EXPECT_FALSE(Flag(FlagId::kApiKey).shapes);
 }
 
+TEST(Flags, TextNamesTheSettingAsTheServerIsGivenIt) {
+  EXPECT_EQ(FlagText(FlagId::kNCpuMoe, 21), "--n-cpu-moe 21");
+  EXPECT_EQ(FlagText(FlagId::kUbatch, 1024), "-ub 1024");
+  EXPECT_EQ(FlagText(FlagId::kCacheTypeK, "q8_0"), "-ctk q8_0");
+  EXPECT_EQ(FlagText(FlagId::kKvUnified, ""), "-kvu");
+}
+
 }  // namespace
 }  // namespace moetune

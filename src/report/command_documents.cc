@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "config/flags.h"
 #include "gguf/ggml_type.h"
 #include "report/memory_figures.h"
 #include "report/report_blocks.h"
@@ -146,8 +147,8 @@ std::vector<DecisionRow> PlanDecisions(const Plan& plan, const PlanRequest& req)
   if (best) {
     d.push_back(
         {"placement",
-         plan.moe ? fmt::format("--n-cpu-moe {}", best->n_cpu_moe)
-                  : fmt::format("-ngl {}", best->ngl),
+         plan.moe ? FlagText(FlagId::kNCpuMoe, best->n_cpu_moe)
+                  : FlagText(FlagId::kGpuLayers, best->ngl),
          "smallest that fits: GPU total + margin <= free VRAM - reserve",
          fmt::format("GPU {} + margin {} <= budget {}", FormatBytes(Bytes(best->gpu.total())),
                      FormatBytes(Bytes(plan.margin)), FormatBytes(Bytes(plan.budget)))});

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "config/flags.h"
 #include "report/uncertainty_report.h"
 #include "util/table.h"
 
@@ -124,7 +125,7 @@ std::string PlanPredictionText(const Plan& plan, const PlanPrediction& pred) {
     o += fmt::format(
         "\nPredicted best safe: {} ({:.1f} s for a 1024-token prompt and a 256-token answer at "
         "depth {}; {} range: prefill {} t/s, decode {} t/s)\n",
-        plan.moe ? fmt::format("--n-cpu-moe {}", b.n_cpu_moe) : fmt::format("-ngl {}", b.ngl),
+        plan.moe ? FlagText(FlagId::kNCpuMoe, b.n_cpu_moe) : FlagText(FlagId::kGpuLayers, b.ngl),
         b.workload_seconds, pred.target_depth, CalibrationWord(pred.uncertainty),
         BandRange(b.target.prefill.tokens_per_second, pred.uncertainty.prefill),
         BandRange(b.target.decode.tokens_per_second, pred.uncertainty.decode));

@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "config/flags.h"
 #include "plan/placement.h"
 #include "report/verdict_text.h"
 #include "stats/interval.h"
@@ -57,9 +58,9 @@ VerdictBlock AnalysisVerdict(const Analysis& a, const std::vector<std::string>& 
   const auto& rec = a.recommendation;
   VerdictBlock v;
   if (rec.n_cpu_moe) {
-    std::string flags = fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe);
-    if (rec.threads) flags += fmt::format(" -t {}", *rec.threads);
-    if (rec.n_ubatch) flags += fmt::format(" -ub {}", *rec.n_ubatch);
+    std::string flags = FlagText(FlagId::kNCpuMoe, *rec.n_cpu_moe);
+    if (rec.threads) flags += " " + FlagText(FlagId::kThreads, *rec.threads);
+    if (rec.n_ubatch) flags += " " + FlagText(FlagId::kUbatch, *rec.n_ubatch);
     v.headline = "Run llama-server with " + flags;
     v.command = command;
   } else {
@@ -96,8 +97,7 @@ std::vector<DecisionRow> CurveReadingDecisions(const Analysis& a) {
 std::vector<DecisionRow> AnalysisDecisions(const Analysis& a) {
   std::vector<DecisionRow> out;
   const auto& rec = a.recommendation;
-  out.push_back({"placement",
-                 rec.n_cpu_moe ? fmt::format("--n-cpu-moe {}", *rec.n_cpu_moe) : "none",
+  out.push_back({"placement", rec.n_cpu_moe ? FlagText(FlagId::kNCpuMoe, *rec.n_cpu_moe) : "none",
                  RecommendationRuleName(rec.rule), RecommendationReason(rec)});
   out.push_back({"curve shape", CurveShapeName(a.shape),
                  "cliff / flat / monotonic / peak, read from prefill (docs/method.md)",
@@ -166,7 +166,7 @@ std::string CpuExpertsText(const Placement& p, const std::string& ot_source) {
   } else if (e.layers.empty()) {
     out = "none";
   } else {
-    std::string source = written > 0 ? fmt::format("--n-cpu-moe {}", written) : "";
+    std::string source = written > 0 ? FlagText(FlagId::kNCpuMoe, written) : "";
     if (e.from_ot) source += (source.empty() ? "" : " and ") + ot_source;
     out = fmt::format("{} {} ({})", e.layers.size() == 1 ? "layer" : "layers",
                       LayerRanges(e.layers), source);

@@ -7,8 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "config/flags.h"
+
 namespace moetune {
 namespace {
+
+// "-ub 1024 -b 2048": the micro-batch phase's choice.
+std::string BatchText(const TuneSettings& s) {
+  return FlagText(FlagId::kUbatch, s.ubatch) + " " + FlagText(FlagId::kBatch, s.batch);
+}
 
 // The measured setting `cur` runs at the target context beyond the plan's
 // margin (the plan cannot judge it). With a silent spill the edge is a cliff,
@@ -59,7 +66,8 @@ MicroBatchContenders ContendersOf(const TuneLedger& ledger, const TuneSettings& 
     std::string w;
     if (plan_judges && !ledger.Fits(s.n, ub, s.kv_type)) {
       if (s.n + 1 > space.n_layer || !ledger.Fits(s.n + 1, ub, s.kv_type)) {
-        out.skipped += fmt::format("; -ub {}: not tried (its compute buffer does not fit)", ub);
+        out.skipped += fmt::format("; {}: not tried (its compute buffer does not fit)",
+                                   FlagText(FlagId::kUbatch, ub));
         continue;
       }
       s.n += 1;
@@ -72,8 +80,9 @@ MicroBatchContenders ContendersOf(const TuneLedger& ledger, const TuneSettings& 
     } else if (!plan_judges) {
       const std::optional<int> n = WithinMeasuredGpuAllocation(space, cur, ub);
       if (!n) {
-        out.skipped += fmt::format(
-            "; -ub {}: not tried (no N keeps its GPU allocation within the validated one)", ub);
+        out.skipped +=
+            fmt::format("; {}: not tried (no N keeps its GPU allocation within the validated one)",
+                        FlagText(FlagId::kUbatch, ub));
         continue;
       }
       if (*n > s.n)
@@ -112,7 +121,7 @@ PhaseOutcome RunThreadsPhase(TuneLedger& ledger, TuneSettings cur) {
   std::string evidence;
   std::vector<std::string> names;
   names.reserve(ss.size());
-  for (const auto& s : ss) names.push_back(fmt::format("-t {}", s.threads));
+  for (const auto& s : ss) names.push_back(FlagText(FlagId::kThreads, s.threads));
   for (size_t i = 0; i < ss.size(); ++i) {
     const auto& c = scored[i];
     evidence +=
@@ -120,11 +129,11 @@ PhaseOutcome RunThreadsPhase(TuneLedger& ledger, TuneSettings cur) {
                     ss[i].threads, cands[i].why, c.pp ? c.pp->mean : 0, c.tg ? c.tg->mean : 0,
                     c.pp ? c.pp->n : 0, StandingSuffix(choice, i, scored));
   }
-  if (auto u = UndecidedOf(choice, scored, names, fmt::format("-t {}", start))) {
-    return {cur, UndecidedDecision(TunePhase::kThreads, fmt::format("-t {}", cur.threads),
+  if (auto u = UndecidedOf(choice, scored, names, FlagText(FlagId::kThreads, start))) {
+    return {cur, UndecidedDecision(TunePhase::kThreads, FlagText(FlagId::kThreads, cur.threads),
                                    std::move(*u), evidence)};
   }
-  return {cur, MakeDecision(TunePhase::kThreads, fmt::format("-t {}", cur.threads),
+  return {cur, MakeDecision(TunePhase::kThreads, FlagText(FlagId::kThreads, cur.threads),
                             choice.standings[chosen] == Standing::kBest
                                 ? "fastest beyond the noise"
                                 : "within the noise of the best; a tie goes to fewer threads",
@@ -137,34 +146,32 @@ PhaseOutcome RunMicroBatchPhase(TuneLedger& ledger, TuneSettings cur) {
   const std::vector<TuneSettings>& ss = c.settings;
   if (ss.size() < 2) {
     if (c.skipped.empty()) return {cur, std::nullopt};
-    return {cur,
-            MakeDecision(TunePhase::kMicroBatch, fmt::format("-ub {} -b {}", cur.ubatch, cur.batch),
-                         "the only size that fits", c.skipped.substr(2))};
+    return {cur, MakeDecision(TunePhase::kMicroBatch, BatchText(cur), "the only size that fits",
+                              c.skipped.substr(2))};
   }
   std::vector<TuneLedger::Scored> scored;
   const Choice choice = ledger.MeasureAndChoose(ss, "micro-batch", &scored);
   const size_t chosen = Chosen(choice);
   std::string evidence = fmt::format("prefill of {} tokens: ", ledger.options().n_prompt);
   for (size_t i = 0; i < ss.size(); ++i) {
-    evidence += fmt::format("{}-ub {}{}: {:.1f} t/s{}{}", i ? "; " : "", ss[i].ubatch,
-                            ss[i].n != cur.n ? fmt::format(" at N={}", ss[i].n) : "",
-                            scored[i].pp ? scored[i].pp->mean : 0,
-                            StandingSuffix(choice, i, scored), c.why[i]);
+    evidence += fmt::format(
+        "{}{}{}: {:.1f} t/s{}{}", i ? "; " : "", FlagText(FlagId::kUbatch, ss[i].ubatch),
+        ss[i].n != cur.n ? fmt::format(" at N={}", ss[i].n) : "",
+        scored[i].pp ? scored[i].pp->mean : 0, StandingSuffix(choice, i, scored), c.why[i]);
   }
   evidence += c.skipped;
   std::vector<std::string> names;
   names.reserve(ss.size());
-  for (const auto& s : ss) names.push_back(fmt::format("-ub {}", s.ubatch));
-  if (auto u = UndecidedOf(choice, scored, names, fmt::format("-ub {}", cur.ubatch))) {
-    return {cur, UndecidedDecision(TunePhase::kMicroBatch,
-                                   fmt::format("-ub {} -b {}", cur.ubatch, cur.batch),
-                                   std::move(*u), evidence)};
+  for (const auto& s : ss) names.push_back(FlagText(FlagId::kUbatch, s.ubatch));
+  if (auto u = UndecidedOf(choice, scored, names, FlagText(FlagId::kUbatch, cur.ubatch))) {
+    return {cur,
+            UndecidedDecision(TunePhase::kMicroBatch, BatchText(cur), std::move(*u), evidence)};
   }
   cur.ubatch = ss[chosen].ubatch;
   cur.batch = ss[chosen].batch;
   cur.n = ss[chosen].n;
   return {cur,
-          MakeDecision(TunePhase::kMicroBatch, fmt::format("-ub {} -b {}", cur.ubatch, cur.batch),
+          MakeDecision(TunePhase::kMicroBatch, BatchText(cur),
                        choice.standings[chosen] == Standing::kBest
                            ? "fastest beyond the noise"
                            : "within the noise of the best; a tie goes to the smaller micro-batch",

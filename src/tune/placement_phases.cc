@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "config/flags.h"
+
 namespace moetune {
 namespace {
 
@@ -125,7 +127,7 @@ Decision PlacementDecision(const Analysis& a, const std::set<int>& measured, int
     evidence += fmt::format("; cliff between N={} and N={} (prefill x{:.2f})", c.n_cpu_moe_safe,
                             c.n_cpu_moe_collapsed, c.prefill_ratio);
   }
-  Decision d = MakeDecision(TunePhase::kPlacement, fmt::format("--n-cpu-moe {}", n),
+  Decision d = MakeDecision(TunePhase::kPlacement, FlagText(FlagId::kNCpuMoe, n),
                             RecommendationRuleName(a.recommendation.rule), evidence);
   d.reading = a.recommendation;
   return d;
@@ -293,7 +295,7 @@ void ValidateAtDepths(TuneLedger& ledger, const TuneSettings& cur, const std::ve
 // The decision that follows the reading at depth `a`, N moved from `before`.
 Decision LongContextDecision(const Analysis& a, int before, int n) {
   Decision d =
-      MakeDecision(TunePhase::kLongContext, fmt::format("--n-cpu-moe {}", n),
+      MakeDecision(TunePhase::kLongContext, FlagText(FlagId::kNCpuMoe, n),
                    RecommendationRuleName(a.recommendation.rule) +
                        (before != n ? fmt::format(" (changed from {})", before) : std::string()),
                    "");
@@ -341,7 +343,7 @@ PlacementOutcome RunPlacementPhase(TuneLedger& ledger, TuneSettings cur) {
   PlacementOutcome out;
   if (!a.recommendation.n_cpu_moe) {
     cur.n = n_layer;
-    out.decision = MakeDecision(TunePhase::kPlacement, fmt::format("--n-cpu-moe {}", n_layer),
+    out.decision = MakeDecision(TunePhase::kPlacement, FlagText(FlagId::kNCpuMoe, n_layer),
                                 RecommendationRuleName(RecommendationRule::kNothingUsable),
                                 "no placement ran; all experts stay on the CPU");
   } else {
@@ -367,7 +369,7 @@ LongContextOutcome RunLongContextPhase(TuneLedger& ledger, TuneSettings cur, boo
     // Nothing measured holds at the target context: the most conservative
     // placement, said plainly.
     cur.n = n_layer;
-    Decision d = MakeDecision(TunePhase::kLongContext, fmt::format("--n-cpu-moe {}", cur.n),
+    Decision d = MakeDecision(TunePhase::kLongContext, FlagText(FlagId::kNCpuMoe, cur.n),
                               RecommendationRuleName(RecommendationRule::kNothingUsable),
                               "no measured placement runs at the target context without failing "
                               "or collapsing: every expert stays on the CPU");

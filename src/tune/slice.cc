@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "config/flags.h"
+
 namespace moetune {
 namespace {
 
@@ -25,13 +27,18 @@ std::string FixedPlacement(const Placement& p) {
 }
 
 std::string Describe(const RunConfig& c) {
-  std::string s = fmt::format("-ngl {} -t {} -ub {} -b {}", c.placement.n_gpu_layers, c.threads,
-                              c.n_ubatch, c.n_batch);
-  if (c.flash_attn != FlashAttn::kDefault) s += std::string(" -fa ") + FlashAttnName(c.flash_attn);
+  std::string s =
+      fmt::format("{} {} {} {}", FlagText(FlagId::kGpuLayers, c.placement.n_gpu_layers),
+                  FlagText(FlagId::kThreads, c.threads), FlagText(FlagId::kUbatch, c.n_ubatch),
+                  FlagText(FlagId::kBatch, c.n_batch));
+  if (c.flash_attn != FlashAttn::kDefault)
+    s += " " + FlagText(FlagId::kFlashAttn, FlashAttnName(c.flash_attn));
   if (c.type_k != ggml_type::kF16 || c.type_v != ggml_type::kF16)
-    s += fmt::format(" -ctk {} -ctv {}", GgmlTypeName(c.type_k), GgmlTypeName(c.type_v));
+    s += fmt::format(" {} {}", FlagText(FlagId::kCacheTypeK, GgmlTypeName(c.type_k)),
+                     FlagText(FlagId::kCacheTypeV, GgmlTypeName(c.type_v)));
   s += FixedPlacement(c.placement);
-  if (c.load_mode != LoadMode::kDefault) s += std::string(" -lm ") + LoadModeName(c.load_mode);
+  if (c.load_mode != LoadMode::kDefault)
+    s += " " + FlagText(FlagId::kLoadMode, LoadModeName(c.load_mode));
   return s;
 }
 
