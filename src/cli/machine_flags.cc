@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/validators.h"
+#include "engine/rpc_host.h"
 #include "hw/cpu_topology.h"
 #include "hw/machine_profile.h"
 #include "hw/system_memory.h"
@@ -234,6 +235,69 @@ Status ApplyGpuBudget(const MachineFlags& f, bool profile_found, ResolvedMachine
 }
 
 }  // namespace
+
+bool SeveralDevices(const GpuBudgetOptions& g) {
+  return g.vram.find(',') != std::string::npos || g.vram_used.find(',') != std::string::npos ||
+         g.reserve.find(',') != std::string::npos;
+}
+
+Result<std::vector<DeviceBudget>> DeviceBudgetsFromFlags(const GpuBudgetOptions& g,
+                                                         const std::string& rpc) {
+  const std::vector<int64_t> totals = ByteSizesOf(g.vram);
+  if (g.vram.empty() || (totals.size() < 2 && rpc.empty()))
+    return Error(ErrorKind::kInvalidArgument,
+                 rpc.empty() ? "several devices need --vram with one size per device (--vram "
+                               "24GiB,12GiB)"
+                             : "RPC devices need --vram with one size per server of --rpc, in its "
+                               "order (--vram 24GiB,12GiB): the memory each ggml-rpc-server "
+                               "offers");
+  auto per_device = [&](const char* flag, const std::string& v) -> Result<std::vector<int64_t>> {
+    if (v.empty()) return std::vector<int64_t>(totals.size(), 0);
+    const std::vector<int64_t> l = ByteSizesOf(v);
+    if (l.size() == 1) return std::vector<int64_t>(totals.size(), l[0]);
+    if (l.size() != totals.size())
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("{} gives {} sizes for the {} devices of --vram: give one size for "
+                               "every device or one per device",
+                               flag, l.size(), totals.size()));
+    return l;
+  };
+  MOETUNE_ASSIGN_OR_RETURN(const std::vector<int64_t> used, per_device("--vram-used", g.vram_used));
+  MOETUNE_ASSIGN_OR_RETURN(const std::vector<int64_t> reserve, per_device("--reserve", g.reserve));
+  std::vector<std::string> servers;
+  if (!rpc.empty()) {
+    MOETUNE_ASSIGN_OR_RETURN(servers, ParseRpcList(rpc));
+  }
+  if (!servers.empty() && servers.size() != totals.size())
+    return Error(ErrorKind::kInvalidArgument,
+                 fmt::format("--rpc names {} servers for the {} devices of --vram: give one "
+                             "server per device",
+                             servers.size(), totals.size()));
+  std::vector<DeviceBudget> devices;
+  for (size_t i = 0; i < totals.size(); ++i) {
+    GpuMemoryBudget b;
+    b.total = totals[i];
+    b.used = used[i];
+    b.reserve = reserve[i];
+    b.total_from = "--vram";
+    b.used_from = g.vram_used.empty() ? "assumed: nothing held" : "--vram-used";
+    b.reserve_from = g.reserve.empty() ? "default" : "--reserve";
+    if (b.used > b.total || b.reserve > b.free())
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("device {}: {} held and {} kept free exceed its {} (--vram, "
+                               "--vram-used, --reserve): lower them",
+                               i, FormatBytes(Bytes(b.used)), FormatBytes(Bytes(b.reserve)),
+                               FormatBytes(Bytes(b.total))));
+    DeviceBudget d;
+    d.name = fmt::format("{}{}", servers.empty() ? "CUDA" : "RPC", i);
+    d.kind = servers.empty() ? DeviceKind::kCuda : DeviceKind::kRpc;
+    d.free = b.free();
+    d.reserve = b.reserve;
+    std::cerr << ForTerminal(fmt::format("moetune: {}: {}\n", d.name, GpuBudgetText(b)));
+    devices.push_back(d);
+  }
+  return devices;
+}
 
 Result<ResolvedMachine> ResolveMachine(const MachineFlags& f) {
   ResolvedMachine r;

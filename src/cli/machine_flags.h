@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plan/gpu_budget.h"
+#include "plan/placement.h"
 #include "speed/calibration.h"
 #include "speed/machine_spec.h"
 #include "speed/uncertainty.h"
@@ -38,6 +39,18 @@ std::string GpuBudgetFlagsText(const GpuBudgetOptions& options);
 
 /// The flags in bytes (each was checked by its validator).
 GpuBudgetFlags ParsedGpuBudgetFlags(const GpuBudgetOptions& options);
+
+/// Whether --vram, --vram-used or --reserve lists several devices.
+bool SeveralDevices(const GpuBudgetOptions& options);
+
+/// The devices of --vram A[,B...] (one each, in the engine's order; several,
+/// or one per server of `rpc`): --vram-used and --reserve give one size for
+/// every device or one per device. The devices are RPC0, RPC1, ... when `rpc`
+/// (--rpc's value) names as many servers (llama.cpp's names for them), else
+/// CUDA0, CUDA1, ...; each one's budget is printed first. Mismatched lists
+/// are errors that name the flag.
+Result<std::vector<DeviceBudget>> DeviceBudgetsFromFlags(const GpuBudgetOptions& options,
+                                                         const std::string& rpc);
 
 struct MachineFlags {
   std::string machine;

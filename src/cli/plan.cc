@@ -61,82 +61,15 @@ struct PlanOpts {
   MachineFlags machine;
 };
 
-bool SeveralDevices(const GpuBudgetOptions& g) {
-  return g.vram.find(',') != std::string::npos || g.vram_used.find(',') != std::string::npos ||
-         g.reserve.find(',') != std::string::npos;
-}
-
-// --vram A,B[,C]: one device each, in the engine's order; --vram-used and
-// --reserve give one size for every device or one per device. The devices
-// are RPC0, RPC1, ... when --rpc names as many servers (llama.cpp's names for
-// them), else CUDA0, CUDA1, ...; each one's budget is printed first.
-Result<std::vector<DeviceBudget>> DeviceBudgetsOf(const PlanOpts& o) {
-  const GpuBudgetOptions& g = o.machine.gpu;
-  const std::vector<int64_t> totals = ByteSizesOf(g.vram);
-  if (g.vram.empty() || totals.size() < 2)
-    return Error(ErrorKind::kInvalidArgument,
-                 "several devices need --vram with one size per device (--vram 24GiB,12GiB)");
-  auto per_device = [&](const char* flag, const std::string& v) -> Result<std::vector<int64_t>> {
-    if (v.empty()) return std::vector<int64_t>(totals.size(), 0);
-    const std::vector<int64_t> l = ByteSizesOf(v);
-    if (l.size() == 1) return std::vector<int64_t>(totals.size(), l[0]);
-    if (l.size() != totals.size())
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("{} gives {} sizes for the {} devices of --vram: give one size for "
-                               "every device or one per device",
-                               flag, l.size(), totals.size()));
-    return l;
-  };
-  MOETUNE_ASSIGN_OR_RETURN(const std::vector<int64_t> used, per_device("--vram-used", g.vram_used));
-  MOETUNE_ASSIGN_OR_RETURN(const std::vector<int64_t> reserve, per_device("--reserve", g.reserve));
-  std::vector<std::string> servers;
-  if (!o.rpc.empty()) {
-    MOETUNE_ASSIGN_OR_RETURN(servers, ParseRpcList(o.rpc));
-  }
-  if (!servers.empty() && servers.size() != totals.size())
-    return Error(ErrorKind::kInvalidArgument,
-                 fmt::format("--rpc names {} servers for the {} devices of --vram: give one "
-                             "server per device",
-                             servers.size(), totals.size()));
-  std::vector<DeviceBudget> devices;
-  for (size_t i = 0; i < totals.size(); ++i) {
-    GpuMemoryBudget b;
-    b.total = totals[i];
-    b.used = used[i];
-    b.reserve = reserve[i];
-    b.total_from = "--vram";
-    b.used_from = g.vram_used.empty() ? "assumed: nothing held" : "--vram-used";
-    b.reserve_from = g.reserve.empty() ? "default" : "--reserve";
-    if (b.used > b.total || b.reserve > b.free())
-      return Error(ErrorKind::kInvalidArgument,
-                   fmt::format("device {}: {} held and {} kept free exceed its {} (--vram, "
-                               "--vram-used, --reserve): lower them",
-                               i, FormatBytes(Bytes(b.used)), FormatBytes(Bytes(b.reserve)),
-                               FormatBytes(Bytes(b.total))));
-    DeviceBudget d;
-    d.name = fmt::format("{}{}", servers.empty() ? "CUDA" : "RPC", i);
-    d.kind = servers.empty() ? DeviceKind::kCuda : DeviceKind::kRpc;
-    d.free = b.free();
-    d.reserve = b.reserve;
-    std::cerr << ForTerminal(fmt::format("moetune: {}: {}\n", d.name, GpuBudgetText(b)));
-    devices.push_back(d);
-  }
-  return devices;
-}
-
 Result<PlanRequest> BuildRequest(const PlanOpts& o) {
   PlanRequest r;
   MOETUNE_ASSIGN_OR_RETURN(r.ctx.n_ctx, ParseTokenCount(o.ctx));
   // The GPU memory model first (flags, the what-if machine or the doctor's
   // profile), printed before anything is planned.
   if (SeveralDevices(o.machine.gpu)) {
-    MOETUNE_ASSIGN_OR_RETURN(r.devices, DeviceBudgetsOf(o));
-    for (const DeviceBudget& d : r.devices) {
-      r.vram_free += d.free;
-      r.reserve += d.reserve;
-    }
-    r.device_kinds.clear();
-    for (const DeviceBudget& d : r.devices) r.device_kinds.push_back(d.kind);
+    MOETUNE_ASSIGN_OR_RETURN(const std::vector<DeviceBudget> devices,
+                             DeviceBudgetsFromFlags(o.machine.gpu, o.rpc));
+    r.SetDevices(devices);
   } else {
     MOETUNE_ASSIGN_OR_RETURN(const GpuMemoryBudget gpu,
                              ResolveCommandGpuBudget(o.machine, std::nullopt));
@@ -296,7 +229,7 @@ int RunPlan(PlanOpts& o) {
   if (!planned.ok()) return ReportError(planned.error());
   // RPC devices: the command joins their servers.
   if (planned->config && !req->devices.empty() && !o.rpc.empty())
-    planned->config->rpc = *ParseRpcList(o.rpc);  // checked by DeviceBudgetsOf
+    planned->config->rpc = *ParseRpcList(o.rpc);  // checked by DeviceBudgetsFromFlags
   const Plan& plan = *planned;
   std::optional<PlanCheck> check;
   if (o.check) {

@@ -41,6 +41,7 @@ struct ServeOpts {
   int64_t batch = 2048;
   int64_t parallel = 1;
   std::string fa = "on";
+  std::string rpc;  // --rpc HOST:PORT[,...]
   int64_t threads = 0;
   std::string host = "127.0.0.1";
   int64_t port = 8080;
@@ -78,9 +79,14 @@ Result<ServerConfig> PlannedBase(const ServeOpts& o, std::vector<std::string>* n
   MachineFlags gpu;
   gpu.gpu = o.gpu;
   gpu.profile = o.profile;
-  const std::optional<bool> engine_gpu =
-      o.gpu.vram.empty() ? EngineHasGpu(o.llama_dir) : std::nullopt;
-  MOETUNE_ASSIGN_OR_RETURN(p.gpu, ResolveCommandGpuBudget(gpu, engine_gpu));
+  if (!o.rpc.empty() || SeveralDevices(o.gpu)) {
+    MOETUNE_ASSIGN_OR_RETURN(p.devices, DeviceBudgetsFromFlags(o.gpu, o.rpc));
+    if (!o.rpc.empty()) p.rpc = *ParseRpcList(o.rpc);  // checked by DeviceBudgetsFromFlags
+  } else {
+    const std::optional<bool> engine_gpu =
+        o.gpu.vram.empty() ? EngineHasGpu(o.llama_dir) : std::nullopt;
+    MOETUNE_ASSIGN_OR_RETURN(p.gpu, ResolveCommandGpuBudget(gpu, engine_gpu));
+  }
   p.margin = ParseBytes(o.margin)->count();
   p.type_k = o.ctk;
   p.type_v = o.ctv;
@@ -232,7 +238,13 @@ std::vector<CLI::Option*> AddPlanOptions(CLI::App* cmd, ServeOpts* o) {
   plan_opts.push_back(cmd->add_option("--ctx,-c", o->ctx, "Context length (e.g. 32768 or 32K)")
                           ->check(TokenCount(256, int64_t{1} << 24))
                           ->capture_default_str());
-  for (CLI::Option* g : AddGpuBudgetFlags(cmd, &o->gpu)) plan_opts.push_back(g);
+  for (CLI::Option* g : AddGpuBudgetFlags(cmd, &o->gpu, /*device_lists=*/true))
+    plan_opts.push_back(g);
+  plan_opts.push_back(cmd->add_option("--rpc", o->rpc,
+                                      "Serve across the devices of these RPC servers "
+                                      "(HOST:PORT[,...], ggml-rpc-server), with --vram giving "
+                                      "one size per server")
+                          ->check(RpcServerList()));
   plan_opts.push_back(cmd->add_option("--margin", o->margin, "Safety margin kept free on the GPU")
                           ->check(ByteSize(0, int64_t{1} << 40))
                           ->capture_default_str());

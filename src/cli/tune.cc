@@ -33,6 +33,7 @@ struct TuneArgs {
   std::string output;
   bool force = false;
   std::string llama_dir;
+  std::string rpc;  // --rpc HOST:PORT[,...]: the devices of ggml-rpc-servers
   std::string threads;
   double wait_quiet = 0;  // --wait-quiet[=SECONDS]
   int repetitions = 3;
@@ -62,11 +63,18 @@ int Run(const TuneArgs& a) {
                  "describe a what-if machine: add --engine sim\n";
     return kExitUsage;
   }
+  if (sim && (!a.rpc.empty() || SeveralDevices(a.sim.machine.gpu))) {
+    std::cerr << "moetune: error: --rpc and --vram lists name the real engine's devices; a "
+                 "what-if machine with several devices is --machine A,B,... (e.g. "
+                 "rtx3090-24g,rtx3060-12g,ddr4-3200-2ch,8c16t)\n";
+    return kExitUsage;
+  }
   auto m = LoadModelInfo(a.model);
   if (!m.ok()) return ReportError(m.error());
 
   // Step 0: the engine and the machine, checked first.
-  auto te = sim ? SimTuneEngine(a.sim) : RealTuneEngine(a.llama_dir, a.force, a.sim.machine.gpu);
+  auto te =
+      sim ? SimTuneEngine(a.sim) : RealTuneEngine(a.llama_dir, a.force, a.sim.machine.gpu, a.rpc);
   if (!te.ok()) return ReportError(te.error());
   TuneMachine& machine = te->machine;
   // The GPU budget and where each figure came from, said first.
@@ -148,7 +156,12 @@ void RegisterTuneCommand(CLI::App& app, CommandRun* run) {
   cmd->add_flag("--proven-edge", a->proven_edge,
                 "Take the edge when it was measured healthy at the target context instead of "
                 "one layer more conservative (the output says what the step back costs)");
-  AddSimBenchFlags(cmd, &a->sim, /*with_vram=*/true);
+  AddSimBenchFlags(cmd, &a->sim, /*with_vram=*/false);
+  AddGpuBudgetFlags(cmd, &a->sim.machine.gpu, /*device_lists=*/true);
+  cmd->add_option("--rpc", a->rpc,
+                  "Tune across the devices of these RPC servers (HOST:PORT[,...], "
+                  "ggml-rpc-server), with --vram giving one size per server")
+      ->check(RpcServerList());
   cmd->add_option("--llama-dir", a->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");
   cmd->add_flag("--json", a->json, "Print JSON (fields in docs/cli.md)");

@@ -9,9 +9,11 @@
 #include "doctor/doctor.h"
 #include "engine/engine_info.h"
 #include "engine/llama_bench.h"
+#include "engine/rpc_host.h"
 #include "engine/sim_engine.h"
 #include "report/uncertainty_report.h"
 #include "speed/machine_spec.h"
+#include "util/units.h"
 #include "util/utf8.h"
 
 namespace moetune {
@@ -90,8 +92,56 @@ Result<TuneEngine> SimTuneEngine(const SimBenchOptions& options) {
   return t;
 }
 
+namespace {
+
+// --rpc or a --vram list: the devices tune searches across, on the machine
+// `t` describes (a summed budget for the header; each device's was printed).
+Status SetRealDevices(const EngineInfo& info, const GpuBudgetOptions& gpu, const std::string& rpc,
+                      TuneEngine* t) {
+  TuneMachine& m = t->machine;
+  if (!rpc.empty()) {
+    if (!info.devices.empty())
+      return Error(ErrorKind::kInvalidArgument,
+                   "tune --rpc with this machine's own GPUs as well is not supported yet: give "
+                   "the local GPUs' budgets without --rpc, or plan the whole set with `moetune "
+                   "plan --vram A,B,... --rpc ...`");
+  }
+  MOETUNE_ASSIGN_OR_RETURN(const std::vector<DeviceBudget> devices,
+                           DeviceBudgetsFromFlags(gpu, rpc));
+  if (!rpc.empty()) {
+    m.rpc = *ParseRpcList(rpc);  // checked by DeviceBudgetsFromFlags
+    // Each host answers before anything is measured (rpc_host.h).
+    MOETUNE_TRY(CheckRpcHosts(m.rpc));
+  }
+  m.has_gpu = true;
+  m.vram_free = m.reserve = 0;
+  std::string names;
+  for (const DeviceBudget& d : devices) {
+    m.vram_free += d.free;
+    m.reserve += d.reserve;
+    names +=
+        fmt::format("{}{} {} free", names.empty() ? "" : ", ", d.name, FormatBytes(Bytes(d.free)));
+  }
+  if (devices.size() > 1) {
+    m.devices = devices;
+  } else {
+    m.device_kind = devices.front().kind;
+  }
+  for (size_t i = 0; i < m.rpc.size(); ++i) names += fmt::format("; RPC{} at {}", i, m.rpc[i]);
+  m.machine_line += " + " + names;
+  t->gpu.total = m.vram_free;  // what the devices have free, summed
+  t->gpu.reserve = m.reserve;
+  t->gpu.total_from = fmt::format("--vram over {} device(s)", devices.size());
+  t->gpu.used_from = t->gpu.reserve_from = "the devices' own, above";
+  if (!rpc.empty()) t->reproduce = " --rpc " + rpc;
+  t->journal_suffix = "-devices-" + ShortHash(names);
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force,
-                                  const GpuBudgetOptions& gpu) {
+                                  const GpuBudgetOptions& gpu, const std::string& rpc) {
   DiscoveryOptions dopt;
   dopt.llama_dir = llama_dir;
   MOETUNE_ASSIGN_OR_RETURN(EngineInfo info, DiscoverEngine(dopt));
@@ -120,12 +170,18 @@ Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force,
   m.cpu = doctor.profile.cpu;
   // The doctor's measurement now is the profile the budget starts from; an
   // engine without a GPU device plans host-only whatever the profile lists.
-  GpuBudgetDefaults defaults;
-  defaults.profile = &doctor.profile;
-  MOETUNE_ASSIGN_OR_RETURN(t.gpu, ResolveGpuBudget(ParsedGpuBudgetFlags(gpu), defaults));
-  m.vram_free = m.has_gpu ? t.gpu.free() : 0;
-  m.reserve = t.gpu.reserve;
-  m.spec = MachineSpecFromProfile(doctor.profile);  // default constants
+  if (!rpc.empty() || SeveralDevices(gpu)) {
+    MOETUNE_TRY(SetRealDevices(info, gpu, rpc, &t));
+  } else {
+    GpuBudgetDefaults defaults;
+    defaults.profile = &doctor.profile;
+    MOETUNE_ASSIGN_OR_RETURN(t.gpu, ResolveGpuBudget(ParsedGpuBudgetFlags(gpu), defaults));
+    m.vram_free = m.has_gpu ? t.gpu.free() : 0;
+    m.reserve = t.gpu.reserve;
+  }
+  // Default constants; a machine with devices the profile does not list is
+  // not predicted (the first runs' time is then read from the runs themselves).
+  if (m.devices.empty() && m.rpc.empty()) m.spec = MachineSpecFromProfile(doctor.profile);
   m.identity.engine = m.engine_line;
   m.identity.machine = m.machine_line;
   t.engine = std::make_unique<LlamaBenchEngine>(info, LlamaBenchOptions{});

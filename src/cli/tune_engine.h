@@ -32,8 +32,10 @@ Result<TuneEngine> SimTuneEngine(const SimBenchOptions& sim);
 /// The real engine found from `llama_dir` (else MOETUNE_LLAMA_DIR, the
 /// default, PATH) after the doctor's checks of this machine: a critical
 /// finding stops the tune (printed to stderr) unless `force`. The GPU budget
-/// is `gpu` over what the doctor measured now.
+/// is `gpu` over what the doctor measured now. With `rpc` (--rpc's value) or
+/// a --vram list, tune searches across the devices `gpu` lists (RPC0.. for
+/// the servers of `rpc`, each checked before anything is measured).
 Result<TuneEngine> RealTuneEngine(const std::string& llama_dir, bool force,
-                                  const GpuBudgetOptions& gpu = {});
+                                  const GpuBudgetOptions& gpu = {}, const std::string& rpc = "");
 
 }  // namespace moetune

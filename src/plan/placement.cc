@@ -348,6 +348,17 @@ Result<PlacementOption> PlanServerConfig(const GgufModel& model, const ModelArch
   return planner.Evaluate(placement);
 }
 
+void PlanRequest::SetDevices(const std::vector<DeviceBudget>& budgets) {
+  vram_free = reserve = 0;
+  device_kinds.clear();
+  for (const DeviceBudget& d : budgets) {
+    vram_free += d.free;
+    reserve += d.reserve;
+    device_kinds.push_back(d.kind);
+  }
+  devices = budgets.size() > 1 ? budgets : std::vector<DeviceBudget>{};
+}
+
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
                            const PlanRequest& request) {
   // The plan is for the llama-server command it prints, which reserves its

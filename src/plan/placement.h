@@ -81,6 +81,10 @@ struct PlanRequest {
   /// Several devices (plan/device_split.h): each one's memory, in the
   /// engine's order; vram_free and reserve then only describe the sum.
   std::vector<DeviceBudget> devices;
+
+  /// Plans for `budgets` (in the engine's order): several are `devices`, one
+  /// is the GPU; vram_free, reserve and device_kinds follow them.
+  void SetDevices(const std::vector<DeviceBudget>& budgets);
 };
 
 struct Plan {

@@ -283,6 +283,7 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
   s.base.flash_attn = FlashAttn::kOn;
   s.base.type_k = ggml_type::kF16;
   s.base.type_v = ggml_type::kF16;
+  s.base.rpc = in.rpc;
   if (!in.threads_override.empty()) {
     for (int t : in.threads_override) s.threads.push_back({t, "given with --threads"});
   } else if (in.cpu != nullptr) {
@@ -306,6 +307,7 @@ TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes)
                                                        : DefaultFitAcrossDevices(in, s);
   s.defaults =
       LlamaDefaults(m.path, in.cpu, s.n_layer, in.engine_has_gpu && s.moe ? fit_cpu_layers : 0);
+  s.defaults->rpc = in.rpc;
   s.defaults_how =
       in.engine_has_gpu && s.moe
           ? fmt::format(

@@ -25,6 +25,8 @@ struct SpaceInputs {
   int fallback_threads = 1;
   /// Thread counts given by the user (replace the topology's suggestions).
   std::vector<int> threads_override;
+  /// RPC servers every configuration joins (--rpc), llama.cpp's defaults too.
+  std::vector<std::string> rpc;
 };
 
 /// The search space. `notes` says what was assumed.

@@ -90,6 +90,7 @@ TuneSpace TuneJobSpace(const TuneJobRequest& q, const TuneMachine& machine,
   in.engine_has_gpu = machine.has_gpu;
   in.cpu = &machine.cpu;
   in.threads_override = q.threads;
+  in.rpc = machine.rpc;
   if (machine.vram_free > 0) {
     PlanRequest req;
     req.vram_free = machine.vram_free;

@@ -67,6 +67,9 @@ struct TuneMachine {
   /// kind, in the engine's order; tune then searches placements across them
   /// (vram_free is their sum).
   std::vector<DeviceBudget> devices;
+  /// The RPC servers whose devices those are (--rpc HOST:PORT, in order):
+  /// every configuration measured or written joins them.
+  std::vector<std::string> rpc;
   /// The engine and machine parts of the journal's identity (the job adds the model's).
   JournalIdentity identity;
   /// The report's header: the engine and machine lines, simulated or not, the

@@ -42,9 +42,13 @@ ServerConfig ConfigFromCommand(const std::vector<std::string>& argv,
 Result<ServerConfig> PlannedServerConfig(const std::string& model, const ServePlanOptions& o,
                                          std::vector<std::string>* notes) {
   PlanRequest r;
-  if (notes != nullptr) notes->push_back(GpuBudgetText(o.gpu));
-  r.vram_free = o.gpu.free();
-  r.reserve = o.gpu.reserve;
+  if (o.devices.empty()) {
+    if (notes != nullptr) notes->push_back(GpuBudgetText(o.gpu));
+    r.vram_free = o.gpu.free();
+    r.reserve = o.gpu.reserve;
+  } else {
+    r.SetDevices(o.devices);
+  }
   r.margin = o.margin;
   r.host_ram_available = ReadSystemMemory(SysRoot("/")).available_bytes;
   r.ctx.n_ctx = o.n_ctx;
@@ -68,7 +72,9 @@ Result<ServerConfig> PlannedServerConfig(const std::string& model, const ServePl
                              model, FormatBytes(Bytes(r.vram_free - r.reserve))));
   }
   if (notes != nullptr) notes->insert(notes->end(), plan.notes.begin(), plan.notes.end());
-  return *plan.config;
+  ServerConfig c = *plan.config;
+  c.rpc = o.rpc;
+  return c;
 }
 
 }  // namespace moetune

@@ -14,6 +14,7 @@
 
 #include "config/server_config.h"
 #include "plan/gpu_budget.h"
+#include "plan/placement.h"
 #include "util/result.h"
 
 namespace moetune {
@@ -46,6 +47,11 @@ struct ServePlanOptions {
   std::string type_k = "f16", type_v = "f16";
   int n_ubatch = 512, n_batch = 2048, n_parallel = 1;
   bool flash_attn = true;
+  /// Devices named one by one (--vram A,B or --rpc): planned across them (or
+  /// on the one), instead of `gpu`; their budgets were printed already.
+  std::vector<DeviceBudget> devices;
+  /// The RPC servers of those devices (--rpc), joined by the command.
+  std::vector<std::string> rpc;
 };
 
 /// Plans the model like `moetune plan` and returns its configuration (that of

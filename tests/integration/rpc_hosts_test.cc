@@ -116,16 +116,6 @@ TEST_F(RpcHostsTest, ServeNamesTheHostBeforeStartingTheServer) {
   ExpectRefused(r, s, host.endpoint(), "did not answer the hello within 5 s");
 }
 
-// Waits until the server's log shows `text` (a client connected).
-bool LogShows(const RpcServer& rpc, const std::string& text, double seconds) {
-  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < until) {
-    if (rpc.Log().find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 // A real ggml-rpc-server killed while llama-bench uses it: the measurement
 // fails as rpc_host naming the host (llama.cpp itself says only "Remote RPC
 // server crashed or returned malformed response"), bench ends, and nothing

@@ -449,6 +449,8 @@ TEST_F(ServeTest, BadValuesAreUsageErrors) {
       {{"--vram", "lots"}, "--vram"},
       {{"--reserve", "-1GiB"}, "--reserve"},
       {{"--host", "a b"}, "--host: 'a b' is not a host name or address"},
+      {{"--rpc", "nohost"}, "--rpc"},
+      {{"--vram", "1GiB,lots"}, "--vram"},
       {{"--from", plan, "--ctx", "4096"}, "--ctx cannot be used with --from"},
   };
   for (const auto& c : cases) {
@@ -462,6 +464,38 @@ TEST_F(ServeTest, BadValuesAreUsageErrors) {
   const auto missing = RunCommand({MoetuneBinary(), "serve", tmp.File("absent.gguf")}, 60);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("absent.gguf"), std::string::npos) << missing.err;
+}
+
+// Several device budgets: serve plans for the device of a ggml-rpc-server
+// (--rpc, with --vram one size per server) and starts llama-server joined to
+// it, with every layer offloaded there; a list that does not match the
+// servers is refused before anything starts.
+TEST_F(ServeTest, ServesAcrossTheDeviceOfAnRpcServer) {
+  RpcServer rpc(*EngineDir());
+  ASSERT_FALSE(rpc.endpoint().empty()) << rpc.Log();
+  TempDir tmp;
+  const auto mismatched = RunCommand(
+      {MoetuneBinary(), "serve", model_, "--rpc", rpc.endpoint(), "--vram", "1GiB,1GiB"}, 60);
+  EXPECT_EQ(mismatched.exit_code, 1) << mismatched.err;
+  EXPECT_NE(mismatched.err.find("--rpc names 1 servers for the 2 devices of --vram"),
+            std::string::npos)
+      << mismatched.err;
+  const int port = FreePort();
+  Moetune serve(Serve(port, tmp.File("server.log"), {"--rpc", rpc.endpoint()}), tmp, "serve");
+  ASSERT_TRUE(WaitFor([&] { return !Events(serve.out(), "start").empty(); }, 180)) << serve.err();
+  const pid_t server = Events(serve.out(), "server_started")[0]["pid"].get<pid_t>();
+  const std::vector<std::string> cmdline = ReadCmdlineOf(server);
+  const auto flag = [&](const std::string& f) {
+    const auto it = std::find(cmdline.begin(), cmdline.end(), f);
+    return it != cmdline.end() && it + 1 != cmdline.end() ? *(it + 1) : std::string("(none)");
+  };
+  EXPECT_EQ(flag("--rpc"), rpc.endpoint()) << ::testing::PrintToString(cmdline);
+  EXPECT_EQ(flag("-ngl"), "99") << ::testing::PrintToString(cmdline);
+  EXPECT_NE(serve.err().find("RPC0"), std::string::npos) << serve.err();
+  EXPECT_NE(rpc.Log().find("Accepted client connection"), std::string::npos) << rpc.Log();
+  Conversation chat(port);
+  EXPECT_TRUE(chat.Turn(10, 4).has_value());
+  InterruptAndCheck(serve, {server});
 }
 
 // Whether the engine lists a GPU device (`moetune engine --json`).

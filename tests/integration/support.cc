@@ -121,6 +121,15 @@ void TinyModelSuite::TearDown() {
   EXPECT_EQ(LiveChildGroupCount(), 0);
 }
 
+bool LogShows(const RpcServer& rpc, const std::string& text, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (rpc.Log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 std::vector<pid_t> LeftoverDescendants() {
   for (int i = 0; i < 200 && !LiveDescendantsOf(::getpid()).empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -136,6 +136,10 @@ class RpcServer {
   std::string endpoint_;
 };
 
+/// Waits up to `seconds` until the server's log shows `text` ("Accepted
+/// client connection": a client is using it).
+bool LogShows(const RpcServer& rpc, const std::string& text, double seconds);
+
 /// Waits until GET `path` on 127.0.0.1:`port` answers 200 and returns its
 /// body ("" when `seconds` pass first).
 std::string WaitForGet(int port, const std::string& path, double seconds);

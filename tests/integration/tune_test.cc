@@ -118,15 +118,19 @@ TEST_F(TuneCli, JournalOfAnotherModelIsRefused) {
 }
 
 TEST_F(TuneCli, BadValuesAreACommandLineError) {
-  for (const auto& extra : std::vector<std::vector<std::string>>{{"--ctx", "0"},
-                                                                 {"--ctx", "12XiB"},
-                                                                 {"--budget", "-3"},
-                                                                 {"--budget", "1e10"},
-                                                                 {"--workload", "lots"},
-                                                                 {"--threads", "0"},
-                                                                 {"--threads", "1-100000"},
-                                                                 {"-r", "0"},
-                                                                 {"--vram", "12XiB"}}) {
+  for (const auto& extra :
+       std::vector<std::vector<std::string>>{{"--ctx", "0"},
+                                             {"--ctx", "12XiB"},
+                                             {"--budget", "-3"},
+                                             {"--budget", "1e10"},
+                                             {"--workload", "lots"},
+                                             {"--threads", "0"},
+                                             {"--threads", "1-100000"},
+                                             {"-r", "0"},
+                                             {"--vram", "12XiB"},
+                                             {"--vram", "1GiB,x"},
+                                             {"--rpc", "nohost"},
+                                             {"--rpc", "127.0.0.1:1", "--engine", "sim"}}) {
     std::vector<std::string> argv = {MoetuneBinary(), "tune", model_, "--no-journal"};
     if (extra[0] != "--ctx") argv.insert(argv.end(), {"--ctx", "1024"});
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -134,6 +138,13 @@ TEST_F(TuneCli, BadValuesAreACommandLineError) {
     EXPECT_EQ(r.exit_code, 2) << extra[0] << " " << extra[1] << ": " << r.err;
     EXPECT_NE(r.err.find(extra[0]), std::string::npos) << r.err;
   }
+  // --rpc and --vram lists need one size per server.
+  auto mismatched = RunCommand({MoetuneBinary(), "tune", model_, "--no-journal", "--ctx", "1024",
+                                "--rpc", "127.0.0.1:1", "--vram", "1GiB,1GiB"},
+                               60);
+  EXPECT_EQ(mismatched.exit_code, 1) << mismatched.err;
+  EXPECT_NE(mismatched.err.find("--rpc names 1 servers for the 2 devices"), std::string::npos)
+      << mismatched.err;
 }
 
 // `tune --engine sim`: the simulated engine on a what-if machine, with a
