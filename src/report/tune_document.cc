@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "config/flags.h"
 #include "gguf/ggml_type.h"
 #include "model/memory_map.h"
 #include "report/command_documents.h"
@@ -48,11 +49,17 @@ std::optional<double> Speedup(const std::optional<double>& tuned,
 }
 
 std::string PickFlags(const ServerConfig& b) {
-  std::string f = fmt::format("--n-cpu-moe {} -t {} -ub {}", std::max(0, b.placement.n_cpu_moe),
-                              b.threads, b.n_ubatch);
-  if (b.type_k != ggml_type::kF16) f += " -ctk " + GgmlTypeName(b.type_k);
-  if (b.type_v != ggml_type::kF16) f += " -ctv " + GgmlTypeName(b.type_v);
-  if (b.load_mode != LoadMode::kDefault) f += std::string(" -lm ") + LoadModeName(b.load_mode);
+  const int n = std::max(0, b.placement.n_cpu_moe);
+  std::string f =
+      fmt::format("{} {} {}",
+                  b.placement.cpu_experts == CpuExpertsFrom::kLast
+                      ? fmt::format("the last {} layers' experts on the CPU (-ot)", n)
+                      : FlagText(FlagId::kNCpuMoe, n),
+                  FlagText(FlagId::kThreads, b.threads), FlagText(FlagId::kUbatch, b.n_ubatch));
+  if (b.type_k != ggml_type::kF16) f += " " + FlagText(FlagId::kCacheTypeK, GgmlTypeName(b.type_k));
+  if (b.type_v != ggml_type::kF16) f += " " + FlagText(FlagId::kCacheTypeV, GgmlTypeName(b.type_v));
+  if (b.load_mode != LoadMode::kDefault)
+    f += " " + FlagText(FlagId::kLoadMode, LoadModeName(b.load_mode));
   return f;
 }
 

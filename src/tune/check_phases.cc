@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "config/flags.h"
 #include "tune/points.h"
 #include "util/enum_names.h"
 
@@ -14,13 +15,16 @@ namespace {
 
 // What the final check compares: the settings that change what is held on the GPU.
 bool SameGpuHolding(const TuneSettings& a, const TuneSettings& b) {
-  return a.n == b.n && a.ubatch == b.ubatch && a.batch == b.batch && a.flash_attn == b.flash_attn &&
-         a.kv_type == b.kv_type;
+  return a.n == b.n && a.cpu_experts == b.cpu_experts && a.ubatch == b.ubatch &&
+         a.batch == b.batch && a.flash_attn == b.flash_attn && a.kv_type == b.kv_type;
 }
 
 std::string GpuHoldingText(const TuneSettings& s) {
-  return fmt::format("--n-cpu-moe {} -ub {} -fa {} -ctk {}", s.n, s.ubatch,
-                     FlashAttnName(s.flash_attn), GgmlTypeName(s.kv_type));
+  return fmt::format("{} {} {} {}", FlagText(FlagId::kNCpuMoe, s.n),
+                     FlagText(FlagId::kUbatch, s.ubatch),
+                     FlagText(FlagId::kFlashAttn, FlashAttnName(s.flash_attn)),
+                     FlagText(FlagId::kCacheTypeK, GgmlTypeName(s.kv_type))) +
+         (s.cpu_experts == CpuExpertsFrom::kLast ? " (the last layers' experts)" : "");
 }
 
 // Why `cur` fails at `deep` against the validated settings `v`; empty when it holds.

@@ -7,10 +7,11 @@
 namespace moetune {
 namespace {
 
-constexpr std::array kPhases = {
-    TunePhase::kPlacement,   TunePhase::kLongContext,    TunePhase::kThreads,
-    TunePhase::kMicroBatch,  TunePhase::kFlashAttention, TunePhase::kLoadMode,
-    TunePhase::kKvCacheType, TunePhase::kFinalCheck,     TunePhase::kDefaults};
+constexpr std::array kPhases = {TunePhase::kPlacement,   TunePhase::kLongContext,
+                                TunePhase::kExpertOrder, TunePhase::kThreads,
+                                TunePhase::kMicroBatch,  TunePhase::kFlashAttention,
+                                TunePhase::kLoadMode,    TunePhase::kKvCacheType,
+                                TunePhase::kFinalCheck,  TunePhase::kDefaults};
 
 }  // namespace
 
@@ -20,6 +21,8 @@ const char* TunePhaseName(TunePhase phase) {
       return "placement";
     case TunePhase::kLongContext:
       return "long context";
+    case TunePhase::kExpertOrder:
+      return "expert order";
     case TunePhase::kThreads:
       return "threads";
     case TunePhase::kMicroBatch:

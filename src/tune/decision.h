@@ -18,6 +18,7 @@ namespace moetune {
 enum class TunePhase {
   kPlacement,
   kLongContext,
+  kExpertOrder,
   kThreads,
   kMicroBatch,
   kFlashAttention,
@@ -26,7 +27,7 @@ enum class TunePhase {
   kFinalCheck,
   kDefaults,
 };
-/// "placement", "long context", "threads", "micro-batch", "flash attention",
+/// "placement", "long context", "expert order", "threads", "micro-batch", "flash attention",
 /// "load mode", "KV cache type", "final check", "defaults" (stable names, used
 /// in JSON and on the progress line).
 const char* TunePhaseName(TunePhase phase);

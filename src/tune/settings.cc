@@ -17,6 +17,8 @@ ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
   ServerConfig c = space.base;
   c.model = space.model;
   c.placement.n_cpu_moe = s.n;
+  c.placement.cpu_experts = s.cpu_experts;
+  if (s.cpu_experts != CpuExpertsFrom::kFirst) c.placement.n_layer = space.n_layer;
   if (!space.device_splits.empty()) {
     const auto i = static_cast<size_t>(std::clamp(s.n, 0, space.n_layer));
     c.placement = PerDevicePlacement(space.devices, space.device_splits[i], space.n_layer, s.n);
@@ -34,6 +36,8 @@ ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
 TuneSettings SettingsOf(const ServerConfig& c) {
   TuneSettings s;
   s.n = std::max(0, c.placement.n_cpu_moe);  // a dense model's pick writes none (-1)
+  // Across devices the split decides the order (SettingsConfig).
+  if (c.placement.cpu_experts == CpuExpertsFrom::kLast) s.cpu_experts = CpuExpertsFrom::kLast;
   s.threads = c.threads;
   s.ubatch = c.n_ubatch;
   s.batch = c.n_batch;

@@ -104,6 +104,10 @@ struct TuneOptions {
 /// Everything tune chooses besides the measurement itself: N and the settings.
 struct TuneSettings {
   int n = 0;  // --n-cpu-moe
+  /// Which layers' experts the N are: the first (--n-cpu-moe) or the last
+  /// (llama.cpp's fit order, an -ot rule). One device only: across devices
+  /// each device keeps its own first layers' (CpuExpertsFrom::kPerDevice).
+  CpuExpertsFrom cpu_experts = CpuExpertsFrom::kFirst;
   int threads = 1;
   int ubatch = 512;
   int batch = 2048;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "config/flags.h"
+
 namespace moetune {
 namespace {
 
@@ -36,61 +38,122 @@ bool KvCacheCollapses(TuneLedger& ledger, const TuneSettings& f16, const TuneSet
 
 }  // namespace
 
+namespace {
+
+// One alternative against the current setting: [0] is kept on a tie.
+struct SwitchTrial {
+  TunePhase phase;
+  const char* what;                      // the ledger's name for the comparison
+  std::array<TuneSettings, 2> settings;  // [0]: the default, kept on a tie
+  std::array<const char*, 2> names;      // "flash attention on", ...
+  std::array<const char*, 2> evidence;   // "on", "off"
+  std::array<std::string, 2> choice;     // each one's choice text: "-fa on", ...
+  const char* tie;                       // "tie: flash attention stays on (...)"
+};
+
+// Measures both, keeps the second only when it is faster beyond the noise,
+// and keeps the current setting when the comparison cannot decide.
+PhaseOutcome TrySwitch(TuneLedger& ledger, TuneSettings cur, const SwitchTrial& t) {
+  const std::vector<TuneSettings> ss(t.settings.begin(), t.settings.end());
+  std::vector<TuneLedger::Scored> scored;
+  const Choice choice = ledger.MeasureAndChoose(ss, t.what, &scored);
+  const size_t chosen = Chosen(choice);
+  const std::string& kept = t.choice[cur == t.settings[1] ? 1 : 0];
+  if (auto u = UndecidedOf(choice, scored, {t.names[0], t.names[1]}, kept)) {
+    return {cur, UndecidedDecision(t.phase, kept, std::move(*u),
+                                   TwoSettingsEvidence(t.evidence, scored, choice))};
+  }
+  cur = ss[chosen];
+  return {cur, MakeDecision(
+                   t.phase, t.choice[chosen],
+                   choice.standings[chosen] == Standing::kBest ? "fastest beyond the noise" : t.tie,
+                   TwoSettingsEvidence(t.evidence, scored, choice))};
+}
+
+}  // namespace
+
 PhaseOutcome RunFlashAttentionPhase(TuneLedger& ledger, TuneSettings cur) {
   ledger.set_phase(TunePhase::kFlashAttention);
   if (!ledger.space().try_flash_attn) return {cur, std::nullopt};
-  std::vector<TuneSettings> ss;
-  for (FlashAttn fa : {FlashAttn::kOn, FlashAttn::kOff}) {
-    TuneSettings s = cur;
-    s.flash_attn = fa;
-    // Without flash attention the compute buffer holds the whole score matrix:
-    // a pick without it is measured at the target context (RunFinalCheckPhase).
-    ss.push_back(s);
-  }
-  std::vector<TuneLedger::Scored> scored;
-  const Choice choice = ledger.MeasureAndChoose(ss, "flash attention", &scored);
-  const size_t chosen = Chosen(choice);
-  if (auto u = UndecidedOf(choice, scored, {"flash attention on", "flash attention off"},
-                           std::string("-fa ") + FlashAttnName(cur.flash_attn))) {
-    return {cur,
-            UndecidedDecision(TunePhase::kFlashAttention,
-                              std::string("-fa ") + FlashAttnName(cur.flash_attn), std::move(*u),
-                              TwoSettingsEvidence({"on", "off"}, scored, choice))};
-  }
-  cur.flash_attn = ss[chosen].flash_attn;
-  return {cur, MakeDecision(TunePhase::kFlashAttention,
-                            std::string("-fa ") + FlashAttnName(cur.flash_attn),
-                            choice.standings[chosen] == Standing::kBest
-                                ? "fastest beyond the noise"
-                                : "tie: flash attention stays on (smaller compute buffer)",
-                            TwoSettingsEvidence({"on", "off"}, scored, choice))};
+  // Without flash attention the compute buffer holds the whole score matrix:
+  // a pick without it is measured at the target context (RunFinalCheckPhase).
+  TuneSettings on = cur, off = cur;
+  on.flash_attn = FlashAttn::kOn;
+  off.flash_attn = FlashAttn::kOff;
+  return TrySwitch(ledger, cur,
+                   {TunePhase::kFlashAttention,
+                    "flash attention",
+                    {on, off},
+                    {"flash attention on", "flash attention off"},
+                    {"on", "off"},
+                    {FlagText(FlagId::kFlashAttn, "on"), FlagText(FlagId::kFlashAttn, "off")},
+                    "tie: flash attention stays on (smaller compute buffer)"});
 }
 
 PhaseOutcome RunLoadModePhase(TuneLedger& ledger, TuneSettings cur) {
   ledger.set_phase(TunePhase::kLoadMode);
   if (!ledger.space().try_load_mode) return {cur, std::nullopt};
-  std::vector<TuneSettings> ss;
-  for (LoadMode lm : {LoadMode::kDefault, LoadMode::kNone}) {
-    TuneSettings s = cur;
-    s.load_mode = lm;
-    ss.push_back(s);
+  TuneSettings mapped = cur, loaded = cur;
+  mapped.load_mode = LoadMode::kDefault;
+  loaded.load_mode = LoadMode::kNone;
+  return TrySwitch(
+      ledger, cur,
+      {TunePhase::kLoadMode,
+       "load mode",
+       {mapped, loaded},
+       {"memory-mapped", "loaded (-lm none)"},
+       {"mmap", "loaded"},
+       {"memory-mapped (default)", "-lm none (loaded, pinned; --no-mmap in older builds)"},
+       "tie: the default stays"});
+}
+
+PhaseOutcome RunExpertOrderPhase(TuneLedger& ledger, TuneSettings cur) {
+  constexpr TunePhase kPhase = TunePhase::kExpertOrder;
+  ledger.set_phase(kPhase);
+  const TuneSpace& space = ledger.space();
+  // Only where the order can matter: a GPU, routed experts, one device (across
+  // devices each keeps its own first layers'), and some but not all on the CPU.
+  if (!space.placement_matters || !space.moe || !space.device_splits.empty() || cur.n <= 0 ||
+      cur.n >= space.n_layer) {
+    return {cur, std::nullopt};
   }
-  std::vector<TuneLedger::Scored> scored;
-  const Choice choice = ledger.MeasureAndChoose(ss, "load mode", &scored);
-  const size_t chosen = Chosen(choice);
-  if (auto u = UndecidedOf(choice, scored, {"memory-mapped", "loaded (-lm none)"},
-                           "memory-mapped (default)")) {
-    return {cur, UndecidedDecision(TunePhase::kLoadMode, "memory-mapped (default)", std::move(*u),
-                                   TwoSettingsEvidence({"mmap", "loaded"}, scored, choice))};
+  TuneSettings first = cur, last = cur;
+  first.cpu_experts = CpuExpertsFrom::kFirst;
+  last.cpu_experts = CpuExpertsFrom::kLast;
+  const std::string first_text = FlagText(FlagId::kNCpuMoe, cur.n) + " (the first layers' experts)";
+  const std::string last_text =
+      fmt::format("the last {} layers' experts on the CPU (-ot, llama.cpp's fit order)", cur.n);
+  if (space.memory_of) {
+    // The same N from the other end holds other layers' experts (a model
+    // with dense first layers keeps more on the GPU): measured only when it
+    // fits, or puts no more on the GPU than the placement measured already
+    // (which the long-context phase may have proven beyond the plan's margin).
+    auto memory = [&](const TuneSettings& s) {
+      ServerConfig c = SettingsConfig(space, s);
+      c.ctx_size = ledger.options().ctx;
+      c.n_parallel = 1;
+      return space.memory_of(c);
+    };
+    const auto m = memory(last), now = memory(first);
+    if (!m || (!m->fits && (!now || m->gpu.total() > now->gpu.total()))) {
+      return {cur, MakeDecision(kPhase,
+                                cur.cpu_experts == CpuExpertsFrom::kLast ? last_text : first_text,
+                                "not tried",
+                                fmt::format("the last {} layers' experts on the CPU leave the GPU "
+                                            "without its margin at the target context, and hold "
+                                            "more there than the first {} layers' do",
+                                            cur.n, cur.n))};
+    }
   }
-  cur.load_mode = ss[chosen].load_mode;
-  return {cur, MakeDecision(TunePhase::kLoadMode,
-                            cur.load_mode == LoadMode::kDefault
-                                ? "memory-mapped (default)"
-                                : "-lm none (loaded, pinned; --no-mmap in older builds)",
-                            choice.standings[chosen] == Standing::kBest ? "fastest beyond the noise"
-                                                                        : "tie: the default stays",
-                            TwoSettingsEvidence({"mmap", "loaded"}, scored, choice))};
+  return TrySwitch(ledger, cur,
+                   {kPhase,
+                    "expert order",
+                    {first, last},
+                    {"first layers' experts on the CPU", "last layers' experts on the CPU"},
+                    {"first", "last"},
+                    {first_text, last_text},
+                    "tie: the first layers' experts stay on the CPU (--n-cpu-moe, the shorter "
+                    "command)"});
 }
 
 PhaseOutcome RunKvCachePhase(TuneLedger& ledger, TuneSettings cur, bool placement_tuned) {
@@ -126,13 +189,14 @@ PhaseOutcome RunKvCachePhase(TuneLedger& ledger, TuneSettings cur, bool placemen
     return {cur, UndecidedDecision(kPhase, "-ctk " + kv + " -ctv " + kv, std::move(*u), evidence)};
   }
   if (take) cur = q;
-  return {cur, MakeDecision(kPhase,
-                            take ? fmt::format("-ctk q8_0 -ctv q8_0 with --n-cpu-moe {}", n)
-                                 : "-ctk f16 -ctv f16",
-                            take ? "a q8_0 cache buys a layer and is faster beyond the noise"
-                                 : (collapses ? "rejected: prefill collapses with depth"
-                                              : "not faster beyond the noise"),
-                            evidence)};
+  return {cur, MakeDecision(
+                   kPhase,
+                   take ? fmt::format("-ctk q8_0 -ctv q8_0 with {}", FlagText(FlagId::kNCpuMoe, n))
+                        : "-ctk f16 -ctv f16",
+                   take ? "a q8_0 cache buys a layer and is faster beyond the noise"
+                        : (collapses ? "rejected: prefill collapses with depth"
+                                     : "not faster beyond the noise"),
+                   evidence)};
 }
 
 }  // namespace moetune

@@ -1,9 +1,11 @@
 #pragma once
 /// The phases of a tune that try one alternative setting against the current
 /// one, over its ledger (tune/ledger.h): flash attention on or off, the load
-/// mode (memory-mapped or loaded), and a q8_0 KV cache only when it buys a
+/// mode (memory-mapped or loaded), which layers' experts stay on the CPU (the
+/// first or the last N), and a q8_0 KV cache only when it buys a
 /// layer of experts on the GPU (and its prefill does not collapse at depth).
-/// A tie keeps flash attention on, the default load mode and the f16 cache.
+/// A tie keeps flash attention on, the default load mode, the first layers'
+/// experts and the f16 cache.
 
 #include "tune/ledger.h"
 #include "tune/phase.h"
@@ -16,6 +18,13 @@ PhaseOutcome RunFlashAttentionPhase(TuneLedger& ledger, TuneSettings cur);
 /// Chooses the default load mode or `-lm none`; nothing when the space does
 /// not try it.
 PhaseOutcome RunLoadModePhase(TuneLedger& ledger, TuneSettings cur);
+
+/// Keeps the experts of the first N layers on the CPU (--n-cpu-moe N) or of
+/// the last N (llama.cpp's fit order), whichever is faster beyond the noise
+/// (a tie keeps the first); nothing where the order cannot matter (no GPU,
+/// no experts, several devices, N of 0 or every layer). The last order is
+/// measured only when the plan fits it at the target context.
+PhaseOutcome RunExpertOrderPhase(TuneLedger& ledger, TuneSettings cur);
 
 /// Tries a q8_0 KV cache with one more layer of experts on the GPU; nothing
 /// when the space does not try it, placement was not tuned or N is 0.
