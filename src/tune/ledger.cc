@@ -1,6 +1,7 @@
 #include "tune/ledger.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -216,8 +217,11 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
     return out;
   }
   Report(label);
-  // ... and one that overruns is ended at the budget, where the engine can.
-  engine_.set_time_limit(left);
+  // ... and one that overruns is ended at the budget, where the engine can;
+  // one over RPC hosts, at what its hosts were seen to need (SlowHostLimit).
+  const std::optional<double> host_limit = SlowHostLimit(to_run.front().rpc, expected);
+  const bool by_hosts = host_limit && *host_limit < left;
+  engine_.set_time_limit(by_hosts ? *host_limit : left);
   BenchRun run = engine_.Run(to_run);
   engine_.set_time_limit(std::nullopt);
   CountEngineTime(run);
@@ -225,7 +229,9 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
     const bool cut = r.invocation >= 0 &&
                      static_cast<std::size_t>(r.invocation) < run.invocations.size() &&
                      run.invocations[static_cast<std::size_t>(r.invocation)].time_limit_reached;
-    if (cut) {
+    if (cut && by_hosts) {
+      r.failure = SlowHostFailure(r.config.rpc, *host_limit, *expected);
+    } else if (cut) {
       // Ended by the budget: nothing learnt about the configuration; a
       // resumed tune with more time measures it.
       --occurrences_[Journal::Key(r.config)];
@@ -243,6 +249,29 @@ std::vector<RunResult> TuneLedger::MeasureConfigs(const std::vector<RunConfig>& 
   }
   Report("");
   return finish();
+}
+
+std::optional<double> TuneLedger::SlowHostLimit(const std::vector<std::string>& hosts,
+                                                const std::optional<double>& expected) const {
+  if (hosts.empty() || !expected || *expected <= 0) return std::nullopt;
+  return std::max(opt_.rules.slow_host_floor_seconds, opt_.rules.slow_host_factor * *expected);
+}
+
+EngineFailure SlowHostFailure(const std::vector<std::string>& hosts, double limit,
+                              double expected) {
+  EngineFailure f;
+  f.kind = FailureKind::kRpcHost;
+  f.exit = "ended by moetune";
+  const std::string who = hosts.size() == 1
+                              ? fmt::format("RPC host {}", hosts.front())
+                              : fmt::format("one of the RPC hosts {}", fmt::join(hosts, ", "));
+  if (hosts.size() == 1) f.rpc_host = hosts.front();
+  f.message = fmt::format(
+      "{} is slower than its earlier runs announced: the run was ended after {:.0f} s, where "
+      "about {:.0f} s was expected; check the host's load and its link (a busy host, a "
+      "congested or slower link), then tune again to measure it anew",
+      who, limit, expected);
+  return f;
 }
 
 void TuneLedger::StopForBudget(const BudgetStop& stop) {

@@ -56,6 +56,11 @@ class TuneLedger {
   /// the seconds per token of the nearest configuration measured so far (the
   /// speed model's prediction before the first); nullopt when unknown.
   std::optional<double> ExpectedSeconds(const std::vector<RunConfig>& configs) const;
+  /// The time limit of a run over `hosts` (--rpc) expected to take `expected`
+  /// seconds (TuneRules::slow_host_factor); nullopt without hosts or an
+  /// expectation.
+  std::optional<double> SlowHostLimit(const std::vector<std::string>& hosts,
+                                      const std::optional<double>& expected) const;
 
   /// The phase measuring now (the progress line and the out-of-time note).
   void set_phase(TunePhase phase) { phase_ = phase; }
@@ -152,5 +157,10 @@ class TuneLedger {
 
 /// The choice of a comparison; the first candidate when none was measured.
 std::size_t Chosen(const Choice& choice);
+
+/// The failure of a run over `hosts` ended at `limit` seconds where the runs
+/// so far said `expected`: kRpcHost naming the host (one host) or the hosts,
+/// with what to check. Data for the tune, measured again on resume.
+EngineFailure SlowHostFailure(const std::vector<std::string>& hosts, double limit, double expected);
 
 }  // namespace moetune

@@ -152,6 +152,13 @@ struct TuneRules {
   /// floor (best repetitions vary by a percent or two on a quiet machine) and
   /// under what a throttling laptop or a second job costs.
   double drift_fraction = 0.05;
+  /// A run over RPC hosts is ended as a failure of its hosts when it takes
+  /// this many times what the runs so far say it should (and at least
+  /// `slow_host_floor_seconds`): a host or link far slower than when it was
+  /// measured (a busy host, a congested or renegotiated link) would otherwise
+  /// hold the tune until the budget or the engine's per-test limit.
+  double slow_host_factor = 5;
+  double slow_host_floor_seconds = 60;
 };
 
 /// Whether the 95% interval (rules.level) of `e` reaches further than

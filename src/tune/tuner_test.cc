@@ -603,5 +603,44 @@ TEST(TunerTest, ARunThatOverrunsTheBudgetIsEndedAndNotKept) {
   }
 }
 
+// A run over an RPC host that takes far longer than the runs before it said
+// (a host or link slower than announced) is ended at its own limit and kept
+// as a failed measurement naming the host, not a wait until the budget ends.
+TEST(TunerTest, AnRpcHostSlowerThanItsRunsAnnouncedFailsItsRunByName) {
+  TuneOptions o;
+  o.ctx = 8192;
+  o.budget_seconds = 1e6;
+  o.rules.slow_host_floor_seconds = 0.5;  // the fake engine's runs take well under a second
+  OverrunEngine engine;                   // -t 16 runs a hundred times slower
+  TuneSpace space = Space(engine, o.ctx);
+  space.base.rpc = {"10.0.0.2:50052"};
+  if (space.defaults) space.defaults->rpc = space.base.rpc;  // as BuildTuneSpace joins them
+  const TuneResult r = Tuner(engine, space, o).Run();
+  EXPECT_FALSE(r.budget_exhausted);
+  int slow = 0;
+  for (const auto& m : r.measurements) {
+    EXPECT_EQ(m.config.rpc, space.base.rpc);
+    if (m.config.threads != 16) {
+      EXPECT_TRUE(m.ok()) << m.failure->message;
+      continue;
+    }
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.failure->kind, FailureKind::kRpcHost);
+    EXPECT_EQ(m.failure->rpc_host, "10.0.0.2:50052");
+    EXPECT_NE(m.failure->message.find("RPC host 10.0.0.2:50052 is slower than its earlier runs"),
+              std::string::npos)
+        << m.failure->message;
+    ++slow;
+  }
+  EXPECT_GT(slow, 0);
+  EXPECT_NE(r.best.threads, 16);
+  // Without hosts the same slow run is only bounded by the budget.
+  TuneOptions local = o;
+  local.budget_seconds = 1e6;
+  OverrunEngine plain;
+  const TuneResult l = Tuner(plain, Space(plain, o.ctx), local).Run();
+  for (const auto& m : l.measurements) EXPECT_TRUE(m.ok()) << m.failure->message;
+}
+
 }  // namespace
 }  // namespace moetune
