@@ -133,11 +133,11 @@ PhaseOutcome RunThreadsPhase(TuneLedger& ledger, TuneSettings cur) {
     return {cur, UndecidedDecision(TunePhase::kThreads, FlagText(FlagId::kThreads, cur.threads),
                                    std::move(*u), evidence)};
   }
-  return {cur, MakeDecision(TunePhase::kThreads, FlagText(FlagId::kThreads, cur.threads),
-                            choice.standings[chosen] == Standing::kBest
-                                ? "fastest beyond the noise"
-                                : "within the noise of the best; a tie goes to fewer threads",
-                            evidence)};
+  return {cur,
+          MakeDecision(TunePhase::kThreads, FlagText(FlagId::kThreads, cur.threads),
+                       choice.clear() ? "fastest beyond the noise"
+                                      : "within the noise of the best; a tie goes to fewer threads",
+                       evidence)};
 }
 
 PhaseOutcome RunMicroBatchPhase(TuneLedger& ledger, TuneSettings cur) {
@@ -172,7 +172,7 @@ PhaseOutcome RunMicroBatchPhase(TuneLedger& ledger, TuneSettings cur) {
   cur.n = ss[chosen].n;
   return {cur,
           MakeDecision(TunePhase::kMicroBatch, BatchText(cur),
-                       choice.standings[chosen] == Standing::kBest
+                       choice.clear()
                            ? "fastest beyond the noise"
                            : "within the noise of the best; a tie goes to the smaller micro-batch",
                        evidence)};

@@ -64,10 +64,9 @@ PhaseOutcome TrySwitch(TuneLedger& ledger, TuneSettings cur, const SwitchTrial& 
                                    TwoSettingsEvidence(t.evidence, scored, choice))};
   }
   cur = ss[chosen];
-  return {cur, MakeDecision(
-                   t.phase, t.choice[chosen],
-                   choice.standings[chosen] == Standing::kBest ? "fastest beyond the noise" : t.tie,
-                   TwoSettingsEvidence(t.evidence, scored, choice))};
+  return {cur, MakeDecision(t.phase, t.choice[chosen],
+                            choice.clear() ? "fastest beyond the noise" : t.tie,
+                            TwoSettingsEvidence(t.evidence, scored, choice))};
 }
 
 }  // namespace

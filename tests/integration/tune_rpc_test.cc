@@ -35,7 +35,7 @@ class TuneRpcTest : public TinyModelSuite {
 
   std::vector<std::string> Tune(const std::string& endpoint, const std::string& out) const {
     // A short workload (prompts under 512 tokens: no micro-batch phase), one
-    // thread count, two repetitions; three minutes at most (a whole tune of
+    // thread count, two repetitions; two minutes at most (a whole tune of
     // this model over the device takes about four on two busy cores).
     return {MoetuneBinary(),
             "tune",
@@ -49,7 +49,7 @@ class TuneRpcTest : public TinyModelSuite {
             "--threads",
             "2",
             "--budget",
-            "3",
+            "2",
             "--no-journal",
             "--llama-dir",
             info_->dir,
@@ -105,7 +105,7 @@ TEST_F(TuneRpcTest, TunesAcrossTheDeviceOfAnRpcServer) {
   EXPECT_TRUE(placement) << j["decisions"].dump();
   // Which end of the layers keeps its experts on the CPU is measured on the
   // device wherever the pick keeps some, not all, of them there (when the
-  // three minutes reach that far: a busy two-core runner may not).
+  // two minutes reach that far: a busy two-core runner may not).
   const int n = j["pick"].value("n_cpu_moe", 0);
   if (!j["budget_exhausted"].get<bool>()) {
     if (n > 0 && n < 8) {
