@@ -106,9 +106,17 @@ Status SetRealDevices(const EngineInfo& info, const GpuBudgetOptions& gpu, const
                    "the local GPUs' budgets without --rpc, or plan the whole set with `moetune "
                    "plan --vram A,B,... --rpc ...`");
   }
-  MOETUNE_ASSIGN_OR_RETURN(const std::vector<DeviceBudget> devices,
-                           DeviceBudgetsFromFlags(gpu, rpc));
-  if (!rpc.empty()) {
+  MOETUNE_ASSIGN_OR_RETURN(std::vector<DeviceBudget> devices, DeviceBudgetsFromFlags(gpu, rpc));
+  if (rpc.empty()) {
+    // Local devices: as many as the engine lists, by the engine's names.
+    if (info.devices.size() < devices.size())
+      return Error(ErrorKind::kInvalidArgument,
+                   fmt::format("--vram gives {} sizes, but the engine lists {} GPU device(s): give "
+                               "one size per device it lists (moetune engine), or --rpc for the "
+                               "devices of RPC servers",
+                               devices.size(), info.devices.size()));
+    for (size_t i = 0; i < devices.size(); ++i) devices[i].name = info.devices[i].name;
+  } else {
     m.rpc = *ParseRpcList(rpc);  // checked by DeviceBudgetsFromFlags
     // Each host answers before anything is measured (rpc_host.h).
     MOETUNE_TRY(CheckRpcHosts(m.rpc));

@@ -138,6 +138,14 @@ TEST_F(TuneCli, BadValuesAreACommandLineError) {
     EXPECT_EQ(r.exit_code, 2) << extra[0] << " " << extra[1] << ": " << r.err;
     EXPECT_NE(r.err.find(extra[0]), std::string::npos) << r.err;
   }
+  // A --vram list names local devices: this engine lists none.
+  auto local = RunCommand(
+      {MoetuneBinary(), "tune", model_, "--no-journal", "--ctx", "1024", "--vram", "1GiB,1GiB"},
+      60);
+  EXPECT_EQ(local.exit_code, 1) << local.err;
+  EXPECT_NE(local.err.find("--vram gives 2 sizes, but the engine lists 0 GPU device(s)"),
+            std::string::npos)
+      << local.err;
   // --rpc and --vram lists need one size per server.
   auto mismatched = RunCommand({MoetuneBinary(), "tune", model_, "--no-journal", "--ctx", "1024",
                                 "--rpc", "127.0.0.1:1", "--vram", "1GiB,1GiB"},
