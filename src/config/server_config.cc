@@ -313,25 +313,35 @@ Result<int> RuleDevice(const OverrideRule& r, const std::vector<std::string>& de
 
 }  // namespace
 
+std::vector<size_t> DefaultDeviceOrder(const std::vector<std::string>& devices) {
+  std::vector<size_t> order;
+  for (bool rpc : {true, false}) {
+    for (size_t i = 0; i < devices.size(); ++i)
+      if ((devices[i].rfind("RPC", 0) == 0) == rpc) order.push_back(i);
+  }
+  return order;
+}
+
 Result<WeightPlacement> WeightPlacementOf(const ServerConfig& c,
                                           const std::vector<std::string>& devices,
                                           const std::vector<int64_t>& free) {
   const Placement& p = c.placement;
   WeightPlacement w;
   // A -dev list picks and orders the devices, and its -ts splits the layers.
-  std::vector<std::string> used = devices;
+  std::vector<std::string> used;
   if (!p.devices.empty()) {
-    used.clear();
     for (const DevicePlacement& d : p.devices) {
       used.push_back(d.device);
       w.split.push_back(static_cast<float>(d.layers));
     }
-  } else if (devices.size() > 1) {
-    // llama.cpp's default: in proportion to each device's free memory.
+  } else {
+    // llama.cpp's default: its own order, in proportion to each device's free memory.
     const bool known = free.size() == devices.size() &&
                        std::all_of(free.begin(), free.end(), [](int64_t f) { return f > 0; });
-    for (size_t i = 0; i < devices.size(); ++i)
-      w.split.push_back(known ? static_cast<float>(free[i]) : 1.0f);
+    for (size_t i : DefaultDeviceOrder(devices)) {
+      used.push_back(devices[i]);
+      if (devices.size() > 1) w.split.push_back(known ? static_cast<float>(free[i]) : 1.0f);
+    }
   }
   w.has_device = !used.empty();
   w.n_gpu_layers = p.n_gpu_layers < 0 ? 999 : p.n_gpu_layers;

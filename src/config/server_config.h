@@ -180,12 +180,20 @@ CpuExperts CpuExpertsOf(const Placement& placement);
 /// CUDA backends), -c 0 is `model_ctx` (the model's training context; 4096 when 0).
 ContextParams ContextOf(const ServerConfig& config, ReserveOutputs reserve, int64_t model_ctx = 0);
 
+/// The order in which llama.cpp's model uses the devices named `devices`
+/// (the engine's listing order) when no -dev is given: the RPC devices first,
+/// then the others, each group in listing order (llama.cpp's model loader,
+/// src/llama.cpp, "add RPC servers at the front of the list to minimize
+/// network transfers"). Indices into `devices`; the last one holds the output
+/// head.
+std::vector<size_t> DefaultDeviceOrder(const std::vector<std::string>& devices);
+
 /// The exact weight placement of `config` (model/weight_placement.h) over the
 /// engine's devices (`devices`: their names in the engine's order, "CUDA0",
 /// "RPC0"; empty: the CPU only). A -dev list in the configuration picks and
-/// orders them and its -ts splits the layers; without one the layers are
-/// split as llama.cpp does, by `free` (each device's free memory; equal
-/// shares when unknown). Every -ot rule is placed: buffer CPU or a host
+/// orders them and its -ts splits the layers; without one the devices are
+/// used in DefaultDeviceOrder and the layers split as llama.cpp does, by
+/// `free` (each device's free memory; equal shares when unknown). Every -ot rule is placed: buffer CPU or a host
 /// buffer ("CUDA0_Host") is host memory, a device's name that device.
 /// kInvalidArgument for a rule naming no device of the placement, or a
 /// pattern that is not a regular expression.

@@ -5,6 +5,34 @@
 namespace moetune {
 namespace {
 
+TEST(DefaultDeviceOrder, PutsTheRpcDevicesFirstAsLlamaCppsModelDoes) {
+  EXPECT_EQ(DefaultDeviceOrder({"CUDA0", "CUDA1", "RPC0", "RPC1"}),
+            (std::vector<size_t>{2, 3, 0, 1}));
+  EXPECT_EQ(DefaultDeviceOrder({"RPC[10.0.0.2:50052]", "Vulkan0"}), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(DefaultDeviceOrder({"CUDA0", "CUDA1"}), (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(DefaultDeviceOrder({}).empty());
+}
+
+TEST(WeightPlacementOf, WithoutDevListTheLocalGpuLastHoldsTheOutputHead) {
+  ServerConfig c;
+  c.placement.n_gpu_layers = 99;
+  // Listed GPU first, RPC second; 24 GiB and 8 GiB free.
+  auto w = WeightPlacementOf(c, {"CUDA0", "RPC0"}, {int64_t{24} << 30, int64_t{8} << 30});
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  // The model's device 0 is RPC0 (its 8 GiB share), device 1 CUDA0 with the head.
+  EXPECT_EQ(w->split, (std::vector<float>{static_cast<float>(int64_t{8} << 30),
+                                          static_cast<float>(int64_t{24} << 30)}));
+  EXPECT_EQ(w->OutputDevice(8), 1);
+  EXPECT_EQ(w->LayerDevice(0, 8), 0);
+  // A -dev list keeps its own order.
+  c.placement.devices = {{"CUDA0", 5}, {"RPC0", 4}};
+  w = WeightPlacementOf(c, {"CUDA0", "RPC0"});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->split, (std::vector<float>{5, 4}));
+  EXPECT_EQ(w->LayerDevice(0, 8), 0);
+  EXPECT_EQ(w->OutputDevice(8), 1);
+}
+
 TEST(CpuExpertsOf, ReadsTheTypedPlacement) {
   Placement first;
   first.n_cpu_moe = 3;

@@ -3,8 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace moetune {
+
+struct WeightPlacement::RuleMemo {
+  std::mutex mu;
+  std::unordered_map<std::string, size_t> rule_of;
+};
 
 Status WeightPlacement::SetRules(std::vector<TensorRule> rules) {
   auto compiled = std::make_shared<std::vector<std::regex>>();
@@ -25,6 +33,7 @@ Status WeightPlacement::SetRules(std::vector<TensorRule> rules) {
   }
   rules_ = std::move(rules);
   compiled_ = std::move(compiled);
+  memo_ = std::make_shared<RuleMemo>();
   return OkStatus();
 }
 
@@ -70,15 +79,27 @@ int WeightPlacement::TensorDevice(std::string_view name, int il, int n_layer,
   if (il >= 0 && role == TensorRole::kRoutedExperts && has_device &&
       ExpertsOnHost(il, n_layer, TensorKind(name)))
     return kHostDevice;
-  if (compiled_) {
-    const std::string s(name);
-    for (size_t i = 0; i < compiled_->size(); ++i) {
-      if (std::regex_search(s, (*compiled_)[i])) return has_device ? rules_[i].device : kHostDevice;
-    }
+  if (compiled_ && !compiled_->empty()) {
+    const size_t i = MatchingRule(name);
+    if (i < rules_.size()) return has_device ? rules_[i].device : kHostDevice;
   }
   if (il >= 0) return LayerDevice(il, n_layer);
   // The input layer stays on the CPU; the output head and norm go with slot n_layer.
   return name.rfind("token_embd", 0) == 0 ? kHostDevice : OutputDevice(n_layer);
+}
+
+size_t WeightPlacement::MatchingRule(std::string_view name) const {
+  std::string s(name);
+  {
+    const std::lock_guard<std::mutex> lock(memo_->mu);
+    const auto it = memo_->rule_of.find(s);
+    if (it != memo_->rule_of.end()) return it->second;
+  }
+  size_t i = 0;
+  while (i < compiled_->size() && !std::regex_search(s, (*compiled_)[i])) ++i;
+  const std::lock_guard<std::mutex> lock(memo_->mu);
+  memo_->rule_of.emplace(std::move(s), i);
+  return i;
 }
 
 bool WeightPlacement::OnDevice(int il, int n_layer, TensorRole role, std::string_view kind) const {

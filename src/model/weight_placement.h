@@ -88,9 +88,17 @@ struct WeightPlacement {
   // last-layers rule or the fine fill.
   bool ExpertsOnHost(int il, int n_layer, std::string_view kind) const;
 
+  // The first rule matching `name` (rules_.size(): none), remembered per name.
+  size_t MatchingRule(std::string_view name) const;
+
   std::vector<TensorRule> rules_;
   // The compiled patterns of rules_ (shared: a placement is copied often).
   std::shared_ptr<const std::vector<std::regex>> compiled_;
+  // Which rule each tensor name matched, shared by the copies of one set of
+  // rules: std::regex is slow, and every memory map and compute graph asks
+  // again for the same few hundred names.
+  struct RuleMemo;
+  std::shared_ptr<RuleMemo> memo_;
 };
 
 /// "ffn_up_exps" for "blk.3.ffn_up_exps.weight"; "" for names outside blk.N.

@@ -311,7 +311,7 @@ Result<PlacementOption> PlanServerConfigAcrossDevices(const GgufModel& model, co
       if (b.name == d.device) used.push_back(&b);
   }
   if (config.placement.devices.empty())
-    for (const DeviceBudget& b : req.devices) used.push_back(&b);
+    for (size_t i : DefaultDeviceOrder(names)) used.push_back(&req.devices[i]);
   if (used.size() != static_cast<size_t>(std::max(1, placement.DeviceCount())))
     return Error(ErrorKind::kInvalidArgument, "the configuration names a device the plan lacks");
   kinds.reserve(used.size());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gguf/ggml_type.h"
 #include "speed/gpu_footprint.h"
@@ -68,12 +69,27 @@ bool LoadModeIsPinned(const std::string& load_mode) {
   return load_mode == "none" || load_mode == "dio" || load_mode == "mlock";
 }
 
+// A placement's weights over the machine's devices and the residency of its
+// tensors, resolved once per placement (SpeedModel::placements_).
+struct PlacementMemo {
+  struct Entry {
+    WeightPlacement placement;
+    std::vector<size_t> order;
+    Residency residency;
+  };
+  std::map<std::string, Entry> entries;
+  // Beyond this many placements the memo starts again (a tune or grid uses a
+  // few hundred; this bounds a long-lived simulated engine).
+  static constexpr size_t kMaxEntries = 4096;
+};
+
 SpeedModel::SpeedModel(const ModelInfo& model, MachineSpec machine, CalibrationConstants constants)
     : model_(model),
       shape_(BuildModelShape(model)),
       machine_(std::move(machine)),
       constants_(constants),
-      plans_(std::make_shared<FootprintPlans>()) {}
+      plans_(std::make_shared<FootprintPlans>()),
+      placements_(std::make_shared<PlacementMemo>()) {}
 
 namespace {
 
@@ -183,9 +199,7 @@ Result<WeightPlacement> RunPlacement(const RunSettings& run, const MachineSpec& 
   config.placement.devices = run.devices;
   MOETUNE_TRY(config.placement.SetOverrideTensor(run.override_tensor));
   order->clear();
-  if (run.devices.empty()) {
-    for (size_t i = 0; i < names.size(); ++i) order->push_back(i);
-  }
+  if (run.devices.empty()) *order = DefaultDeviceOrder(names);
   for (const DevicePlacement& d : run.devices) {
     const auto it = std::find(names.begin(), names.end(), d.device);
     if (it == names.end()) {
@@ -250,9 +264,21 @@ Result<SpeedPrediction> SpeedModel::Predict(const RunSettings& run_in) const {
   if (run.n_depth < 0 || run.n_prompt < 0 || run.n_gen < 0) {
     return Error(ErrorKind::kInvalidArgument, "prompt, generation and depth must not be negative");
   }
-  std::vector<size_t> order;
-  MOETUNE_ASSIGN_OR_RETURN(const WeightPlacement placement, RunPlacement(run, machine_, &order));
-  MOETUNE_ASSIGN_OR_RETURN(Residency res, ResolveResidency(model_, shape_, placement));
+  const std::string key = PlacementKey(run);
+  auto memo = placements_->entries.find(key);
+  if (memo == placements_->entries.end()) {
+    std::vector<size_t> order;
+    MOETUNE_ASSIGN_OR_RETURN(WeightPlacement placement, RunPlacement(run, machine_, &order));
+    MOETUNE_ASSIGN_OR_RETURN(Residency res, ResolveResidency(model_, shape_, placement));
+    if (placements_->entries.size() >= PlacementMemo::kMaxEntries) placements_->entries.clear();
+    memo = placements_->entries
+               .emplace(key, PlacementMemo::Entry{std::move(placement), std::move(order),
+                                                  std::move(res)})
+               .first;
+  }
+  const WeightPlacement& placement = memo->second.placement;
+  const std::vector<size_t>& order = memo->second.order;
+  const Residency& res = memo->second.residency;
   SpeedPrediction out;
   out.uncertainty = uncertainty_;
   PhaseInputs in;

@@ -123,6 +123,7 @@ struct SpeedPrediction {
 /// Predicts for one model on one machine. Holds a reference to `model`, which
 /// must outlive it.
 class FootprintPlans;
+struct PlacementMemo;
 
 class SpeedModel {
  public:
@@ -149,6 +150,10 @@ class SpeedModel {
   PredictionUncertainty uncertainty_ = UncalibratedUncertainty();
   /// The memory plans of the contexts asked about so far (shared by copies).
   std::shared_ptr<FootprintPlans> plans_;
+  /// Each placement's weights and residency, by placement (shared by copies):
+  /// a placement's -ot rules are regular expressions matched against every
+  /// tensor, which dominated a simulated grid of thousands of runs.
+  std::shared_ptr<PlacementMemo> placements_;
 };
 
 }  // namespace moetune

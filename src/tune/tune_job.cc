@@ -70,7 +70,8 @@ TuneMachine TuneMachineFromSpec(const MachineSpec& spec, const CalibrationConsta
   if (singles.size() > 1) {
     const std::vector<std::string> names = spec.DeviceNames();
     m.vram_free = 0;
-    for (size_t i = 0; i < singles.size(); ++i) {
+    // In llama.cpp's own order (RPC devices first), the tune's starting -dev.
+    for (size_t i : DefaultDeviceOrder(names)) {
       m.devices.push_back(
           {names[i], singles[i].vram_free, spec.reserve,
            singles[i].kind == AcceleratorKind::kRpcCpu ? DeviceKind::kRpc : DeviceKind::kCuda});

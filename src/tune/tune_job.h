@@ -64,8 +64,9 @@ struct TuneMachine {
   int64_t reserve = 0;    // GPU memory kept free beyond what others hold (--reserve)
   DeviceKind device_kind = DeviceKind::kCuda;
   /// Several devices (two or more): each one's name, free memory, reserve and
-  /// kind, in the engine's order; tune then searches placements across them
-  /// (vram_free is their sum).
+  /// kind, in the order llama.cpp's model uses them without -dev
+  /// (DefaultDeviceOrder: RPC devices first); tune then searches placements
+  /// across them, and their order (vram_free is their sum).
   std::vector<DeviceBudget> devices;
   /// The RPC servers whose devices those are (--rpc HOST:PORT, in order):
   /// every configuration measured or written joins them.
