@@ -15,16 +15,19 @@ namespace {
 
 // What the final check compares: the settings that change what is held on the GPU.
 bool SameGpuHolding(const TuneSettings& a, const TuneSettings& b) {
-  return a.n == b.n && a.cpu_experts == b.cpu_experts && a.ubatch == b.ubatch &&
-         a.batch == b.batch && a.flash_attn == b.flash_attn && a.kv_type == b.kv_type;
+  return a.n == b.n && a.cpu_experts == b.cpu_experts && a.device_order == b.device_order &&
+         a.ubatch == b.ubatch && a.batch == b.batch && a.flash_attn == b.flash_attn &&
+         a.kv_type == b.kv_type;
 }
 
-std::string GpuHoldingText(const TuneSettings& s) {
+std::string GpuHoldingText(const TuneSpace& space, const TuneSettings& s) {
+  const std::string order = DeviceOrderText(space, s);
   return fmt::format("{} {} {} {}", FlagText(FlagId::kNCpuMoe, s.n),
                      FlagText(FlagId::kUbatch, s.ubatch),
                      FlagText(FlagId::kFlashAttn, FlashAttnName(s.flash_attn)),
                      FlagText(FlagId::kCacheTypeK, GgmlTypeName(s.kv_type))) +
-         (s.cpu_experts == CpuExpertsFrom::kLast ? " (the last layers' experts)" : "");
+         (s.cpu_experts == CpuExpertsFrom::kLast ? " (the last layers' experts)" : "") +
+         (order.empty() ? "" : " " + order);
 }
 
 // Why `cur` fails at `deep` against the validated settings `v`; empty when it holds.
@@ -151,17 +154,19 @@ PhaseOutcome RunFinalCheckPhase(TuneLedger& ledger, TuneSettings cur,
     if (ledger.out_of_time()) return {cur, std::nullopt};
   }
   const std::string why = FailsAtDepth(ledger, cur, v, deep);
-  const std::string now = GpuHoldingText(cur);
+  const std::string now = GpuHoldingText(ledger.space(), cur);
   if (why.empty()) {
     return {cur, MakeDecision(kPhase, now, "the changed settings hold at the target context",
                               fmt::format("measured at depth {}: no failure, no collapse", deep))};
   }
   cur.n = v.n;
+  cur.cpu_experts = v.cpu_experts;
+  cur.device_order = v.device_order;
   cur.ubatch = v.ubatch;
   cur.batch = v.batch;
   cur.flash_attn = v.flash_attn;
   cur.kv_type = v.kv_type;
-  return {cur, MakeDecision(kPhase, GpuHoldingText(cur),
+  return {cur, MakeDecision(kPhase, GpuHoldingText(ledger.space(), cur),
                             "undone: the changed settings fail at the target context",
                             now + ": " + why)};
 }

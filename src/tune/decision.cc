@@ -7,11 +7,11 @@
 namespace moetune {
 namespace {
 
-constexpr std::array kPhases = {TunePhase::kPlacement,   TunePhase::kLongContext,
-                                TunePhase::kExpertOrder, TunePhase::kThreads,
-                                TunePhase::kMicroBatch,  TunePhase::kFlashAttention,
-                                TunePhase::kLoadMode,    TunePhase::kKvCacheType,
-                                TunePhase::kFinalCheck,  TunePhase::kDefaults};
+constexpr std::array kPhases = {
+    TunePhase::kPlacement,      TunePhase::kLongContext, TunePhase::kExpertOrder,
+    TunePhase::kDeviceOrder,    TunePhase::kThreads,     TunePhase::kMicroBatch,
+    TunePhase::kFlashAttention, TunePhase::kLoadMode,    TunePhase::kKvCacheType,
+    TunePhase::kFinalCheck,     TunePhase::kDefaults};
 
 }  // namespace
 
@@ -23,6 +23,8 @@ const char* TunePhaseName(TunePhase phase) {
       return "long context";
     case TunePhase::kExpertOrder:
       return "expert order";
+    case TunePhase::kDeviceOrder:
+      return "device order";
     case TunePhase::kThreads:
       return "threads";
     case TunePhase::kMicroBatch:

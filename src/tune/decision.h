@@ -19,6 +19,7 @@ enum class TunePhase {
   kPlacement,
   kLongContext,
   kExpertOrder,
+  kDeviceOrder,
   kThreads,
   kMicroBatch,
   kFlashAttention,
@@ -27,7 +28,7 @@ enum class TunePhase {
   kFinalCheck,
   kDefaults,
 };
-/// "placement", "long context", "expert order", "threads", "micro-batch", "flash attention",
+/// "placement", "long context", "expert order", "device order", "threads", "micro-batch", "flash attention",
 /// "load mode", "KV cache type", "final check", "defaults" (stable names, used
 /// in JSON and on the progress line).
 const char* TunePhaseName(TunePhase phase);

@@ -69,21 +69,24 @@ std::vector<TuneSettings> GridCandidateSettings(const TuneSpace& space, const Tu
   std::vector<LoadMode> lms = {LoadMode::kDefault};
   if (space.try_load_mode) lms.push_back(LoadMode::kNone);
   std::vector<TuneSettings> out;
-  for (const auto& kv : kvs) {
-    for (const auto& lm : lms) {
-      for (const auto& fa : FlashAttnValues(space)) {
-        // A quantized V cache needs flash attention (the tuner sets it on).
-        if (kv != space.base.type_k && fa != FlashAttn::kOn) continue;
-        for (int ub : ubs) {
-          for (int t : Threads(space)) {
-            TuneSettings s;
-            s.threads = t;
-            s.ubatch = ub;
-            s.batch = std::max(space.base.n_batch, ub);
-            s.flash_attn = fa;
-            s.kv_type = kv;
-            s.load_mode = lm;
-            out.push_back(s);
+  for (int order = 0; order <= static_cast<int>(space.other_orders.size()); ++order) {
+    for (const auto& kv : kvs) {
+      for (const auto& lm : lms) {
+        for (const auto& fa : FlashAttnValues(space)) {
+          // A quantized V cache needs flash attention (the tuner sets it on).
+          if (kv != space.base.type_k && fa != FlashAttn::kOn) continue;
+          for (int ub : ubs) {
+            for (int t : Threads(space)) {
+              TuneSettings s;
+              s.threads = t;
+              s.ubatch = ub;
+              s.batch = std::max(space.base.n_batch, ub);
+              s.flash_attn = fa;
+              s.kv_type = kv;
+              s.load_mode = lm;
+              s.device_order = order;
+              out.push_back(s);
+            }
           }
         }
       }
@@ -159,8 +162,16 @@ GridResult RunExhaustiveGrid(Engine& engine, const TuneSpace& space, const TuneO
   return g;
 }
 
-std::string DescribeSettings(const TuneSettings& s) {
+std::string DescribeSettings(const TuneSettings& s, const TuneSpace* space) {
   std::string d = fmt::format("-ncmoe {} -t {} -ub {}", s.n, s.threads, s.ubatch);
+  if (space != nullptr && !space->devices.empty()) {
+    std::string names;
+    for (const DeviceBudget& b : OrderDevices(*space, s))
+      names += (names.empty() ? "" : ",") + b.name;
+    d += " -dev " + names;
+  } else if (s.device_order > 0) {
+    d += fmt::format(" (device order {})", s.device_order);
+  }
   if (s.flash_attn != FlashAttn::kDefault) d += std::string(" -fa ") + FlashAttnName(s.flash_attn);
   if (s.kv_type != ggml_type::kF16) d += " -ctk/v " + GgmlTypeName(s.kv_type);
   if (s.load_mode == LoadMode::kNone) d += " -lm none";
@@ -169,7 +180,7 @@ std::string DescribeSettings(const TuneSettings& s) {
 
 GridVerdict JudgeAgainstGrid(const GridResult& g, const ServerConfig& pick) {
   GridVerdict v;
-  TuneSettings want = SettingsOf(pick);
+  TuneSettings want = SettingsOf(g.space, pick);
   const GridSlice* slice = nullptr;
   for (const auto& s : g.slices) {
     TuneSettings other = s.settings;
@@ -177,7 +188,8 @@ GridVerdict JudgeAgainstGrid(const GridResult& g, const ServerConfig& pick) {
     if (other == want) slice = &s;
   }
   if (slice == nullptr) {
-    v.explanation = "the pick's settings (" + DescribeSettings(want) + ") are not in the grid";
+    v.explanation =
+        "the pick's settings (" + DescribeSettings(want, &g.space) + ") are not in the grid";
     return v;
   }
   v.found = true;
@@ -209,7 +221,8 @@ GridVerdict JudgeAgainstGrid(const GridResult& g, const ServerConfig& pick) {
     v.explanation = fmt::format(
         "grid pick {} ({:.4f} requests/s), tune pick {} ({}); on the pick's slice the edge is "
         "N={} ({}){}",
-        DescribeSettings(best.settings), best.objective->mean, DescribeSettings(want),
+        DescribeSettings(best.settings, &g.space), best.objective->mean,
+        DescribeSettings(want, &g.space),
         v.objective ? fmt::format("{:.4f} requests/s, {}", v.objective->mean,
                                   v.tie ? "within the noise" : "worse beyond the noise")
                     : std::string("not measured"),

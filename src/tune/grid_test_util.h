@@ -40,7 +40,8 @@ struct GridResult {
 /// Every settings combination the tuner may end at, N left at 0, in the order
 /// of preference among ties: f16 before q8_0 KV cache, memory-mapped before
 /// loaded, the space's flash-attention setting before the other, smaller
-/// micro-batch, fewer threads.
+/// micro-batch, fewer threads; across devices, llama.cpp's device order before
+/// the others (TuneSpace::other_orders).
 std::vector<TuneSettings> GridCandidateSettings(const TuneSpace& space, const TuneOptions& options);
 
 /// The N values the tuner may choose: 0..n_layer, or the fixed N when
@@ -79,7 +80,8 @@ struct GridVerdict {
 
 GridVerdict JudgeAgainstGrid(const GridResult& grid, const ServerConfig& pick);
 
-/// "-ncmoe 21 -t 8 -ub 512 -fa on" for tables.
-std::string DescribeSettings(const TuneSettings& settings);
+/// "-ncmoe 21 -t 8 -ub 512 -fa on" for tables; with `space` across devices,
+/// the order's -dev list too.
+std::string DescribeSettings(const TuneSettings& settings, const TuneSpace* space = nullptr);
 
 }  // namespace moetune

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "engine/sim_engine.h"
@@ -161,15 +162,15 @@ void CheckAgainstGrid(const Scenario& sc, const Outcome& o) {
       sc.machine, sc.spill == SpillMode::kSilent ? ", silent spill" : ", strict",
       sc.vram > 0 ? fmt::format(", {} GiB free", sc.vram / kGiB) : "",
       sc.preset == "qwen3moe" ? "" : ", model " + sc.preset, sc.ctx,
-      DescribeSettings(SettingsOf(o.tune.best)), o.tune_runs, o.tune_samples,
-      DescribeSettings(g.settings), o.grid.runs, o.grid.samples,
+      DescribeSettings(SettingsOf(o.space, o.tune.best), &o.space), o.tune_runs, o.tune_samples,
+      DescribeSettings(g.settings, &o.space), o.grid.runs, o.grid.samples,
       100.0 * static_cast<double>(o.tune_runs) / static_cast<double>(o.grid.runs), verdict,
       o.verdict.predicted_ratio ? fmt::format("{:.2f}", *o.verdict.predicted_ratio) : "-"));
 }
 
 // The grid's reading of the curve with the tune pick's settings.
 const GridSlice& PickSlice(const Outcome& o) {
-  TuneSettings want = SettingsOf(o.tune.best);
+  TuneSettings want = SettingsOf(o.space, o.tune.best);
   for (const auto& s : o.grid.slices) {
     TuneSettings other = s.settings;
     other.n = want.n;
@@ -327,7 +328,12 @@ TEST(TuneScenarios, TwoDifferentGpus) {
   // 24 GB card holds more layers than the 12 GB one.
   EXPECT_GT(o.tune.best.placement.n_cpu_moe, 0);
   const auto& d = o.tune.best.placement.devices;
-  EXPECT_GT(d[0].layers, d[1].layers);
+  const size_t big = d[0].device == "CUDA0" ? 0 : 1;
+  EXPECT_GT(d[big].layers, d[1 - big].layers);
+  // Both orders of the cards were open to the tune (the grid measured both).
+  EXPECT_EQ(o.space.other_orders.size(), 1u);
+  EXPECT_TRUE(std::any_of(o.tune.decisions.begin(), o.tune.decisions.end(),
+                          [](const Decision& x) { return x.phase == TunePhase::kDeviceOrder; }));
 }
 
 TEST(TuneScenarios, AGpuAndAnRpcHostBehindASlowLink) {
@@ -340,7 +346,24 @@ TEST(TuneScenarios, AGpuAndAnRpcHostBehindASlowLink) {
   const Outcome o = RunScenario(sc);
   CheckAgainstGrid(sc, o);
   CheckAcrossDevices(sc, o);
-  EXPECT_EQ(o.tune.best.placement.devices[1].device, "RPC0");
+  // llama.cpp's order (the RPC host first) keeps the output head on the local
+  // GPU: its logits (n_vocab floats a token) never cross the 1 GbE link. The
+  // tune measured the other order, and the grid agrees it is slower.
+  ASSERT_EQ(o.space.devices.front().name, "RPC0");
+  ASSERT_EQ(o.space.other_orders.size(), 1u);
+  EXPECT_EQ(o.tune.best.placement.devices.back().device, "CUDA0");
+  const Decision* order = nullptr;
+  for (const auto& d : o.tune.decisions)
+    if (d.phase == TunePhase::kDeviceOrder) order = &d;
+  ASSERT_NE(order, nullptr);
+  EXPECT_NE(order->evidence.find("-dev CUDA0,RPC0"), std::string::npos) << order->evidence;
+  std::optional<double> best[2];
+  for (const auto& slice : o.grid.slices) {
+    auto& b = best[slice.settings.device_order];
+    if (slice.usable && (!b || slice.objective->mean > *b)) b = slice.objective->mean;
+  }
+  ASSERT_TRUE(best[0] && best[1]);
+  EXPECT_GT(*best[0], *best[1] * 1.02) << "the output head behind the link is not slower";
 }
 
 }  // namespace

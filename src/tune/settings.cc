@@ -1,7 +1,11 @@
 #include "tune/settings.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
+#include "config/flags.h"
 #include "plan/device_split.h"
 
 namespace moetune {
@@ -21,7 +25,11 @@ ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
   if (s.cpu_experts != CpuExpertsFrom::kFirst) c.placement.n_layer = space.n_layer;
   if (!space.device_splits.empty()) {
     const auto i = static_cast<size_t>(std::clamp(s.n, 0, space.n_layer));
-    c.placement = PerDevicePlacement(space.devices, space.device_splits[i], space.n_layer, s.n);
+    const bool other =
+        s.device_order > 0 && static_cast<size_t>(s.device_order) <= space.other_orders.size();
+    const auto& splits = other ? space.other_orders[static_cast<size_t>(s.device_order) - 1].splits
+                               : space.device_splits;
+    c.placement = PerDevicePlacement(OrderDevices(space, s), splits[i], space.n_layer, s.n);
   }
   c.n_ubatch = s.ubatch;
   c.n_batch = std::max(s.batch, s.ubatch);
@@ -45,6 +53,36 @@ TuneSettings SettingsOf(const ServerConfig& c) {
   s.kv_type = c.type_k;
   s.load_mode = c.load_mode;
   return s;
+}
+
+TuneSettings SettingsOf(const TuneSpace& space, const ServerConfig& c) {
+  TuneSettings s = SettingsOf(c);
+  auto same = [&](const std::vector<DeviceBudget>& devices) {
+    if (devices.size() != c.placement.devices.size()) return false;
+    for (size_t d = 0; d < devices.size(); ++d)
+      if (devices[d].name != c.placement.devices[d].device) return false;
+    return true;
+  };
+  for (size_t k = 0; k < space.other_orders.size(); ++k)
+    if (same(space.other_orders[k].devices)) s.device_order = static_cast<int>(k + 1);
+  return s;
+}
+
+std::string DeviceOrderText(const TuneSpace& space, const TuneSettings& s) {
+  std::vector<std::string> names, layers;
+  for (const DevicePlacement& d : SettingsConfig(space, s).placement.devices) {
+    names.push_back(d.device);
+    layers.push_back(std::to_string(d.layers));
+  }
+  if (names.empty()) return "";
+  return FlagText(FlagId::kDevice, fmt::format("{}", fmt::join(names, ","))) + " " +
+         FlagText(FlagId::kTensorSplit, fmt::format("{}", fmt::join(layers, ",")));
+}
+
+const std::vector<DeviceBudget>& OrderDevices(const TuneSpace& space, const TuneSettings& s) {
+  if (s.device_order > 0 && static_cast<size_t>(s.device_order) <= space.other_orders.size())
+    return space.other_orders[static_cast<size_t>(s.device_order) - 1].devices;
+  return space.devices;
 }
 
 RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& o, const TuneSettings& s,

@@ -81,6 +81,17 @@ struct TuneSpace {
   /// --n-cpu-moe plays on one GPU. Empty with one device.
   std::vector<DeviceBudget> devices;
   std::vector<std::vector<int>> device_splits;
+  /// The other orders of the same devices (-dev) tune may try, each with its
+  /// own splits by N (the last device holds the output head: the order decides
+  /// where the logits are computed and which boundaries cross a link).
+  /// TuneSettings::device_order k > 0 is other_orders[k - 1]; `devices` is
+  /// order 0 (llama.cpp's own, RPC devices first). Empty with one device or
+  /// more than three (3! = 6 orders at most; tune/space.h kMaxOrderedDevices).
+  struct DeviceOrder {
+    std::vector<DeviceBudget> devices;
+    std::vector<std::vector<int>> splits;
+  };
+  std::vector<DeviceOrder> other_orders;
 };
 
 struct TuneOptions {
@@ -114,6 +125,8 @@ struct TuneSettings {
   FlashAttn flash_attn = FlashAttn::kDefault;
   uint32_t kv_type = ggml_type::kF16;  // -ctk and -ctv
   LoadMode load_mode = LoadMode::kDefault;
+  /// Across devices: 0 for the space's device order, k for other_orders[k - 1].
+  int device_order = 0;
 
   bool operator==(const TuneSettings&) const = default;
 };
@@ -123,8 +136,18 @@ struct TuneSettings {
 ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& settings);
 
 /// The settings of a configuration (the inverse of SettingsConfig on what
-/// tune varies).
+/// tune varies; the device order is the space's own).
 TuneSettings SettingsOf(const ServerConfig& config);
+/// The same, with the device order read from the configuration's -dev list
+/// against the space's orders.
+TuneSettings SettingsOf(const TuneSpace& space, const ServerConfig& config);
+
+/// "-dev A,B -ts x,y": the devices of `settings`' order and their layers at
+/// its N, as the server is given them; "" with one device.
+std::string DeviceOrderText(const TuneSpace& space, const TuneSettings& settings);
+
+/// The devices of `settings`' order, as -dev lists them.
+const std::vector<DeviceBudget>& OrderDevices(const TuneSpace& space, const TuneSettings& settings);
 
 /// The measurement of `settings` tune makes: prefill (`options.n_prompt`
 /// tokens) or decode (`options.n_gen`) at `depth`, `options.repetitions` times.

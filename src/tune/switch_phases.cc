@@ -1,6 +1,7 @@
 #include "tune/switch_phases.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <string>
@@ -153,6 +154,69 @@ PhaseOutcome RunExpertOrderPhase(TuneLedger& ledger, TuneSettings cur) {
                     {first_text, last_text},
                     "tie: the first layers' experts stay on the CPU (--n-cpu-moe, the shorter "
                     "command)"});
+}
+
+PhaseOutcome RunDeviceOrderPhase(TuneLedger& ledger, TuneSettings cur) {
+  constexpr TunePhase kPhase = TunePhase::kDeviceOrder;
+  ledger.set_phase(kPhase);
+  const TuneSpace& space = ledger.space();
+  if (!space.placement_matters || space.other_orders.empty()) return {cur, std::nullopt};
+  // The memory map of an order at the target context with one slot.
+  auto memory = [&](const TuneSettings& s) -> std::optional<PlacementOption> {
+    if (!space.memory_of) return std::nullopt;
+    ServerConfig c = SettingsConfig(space, s);
+    c.ctx_size = ledger.options().ctx;
+    c.n_parallel = 1;
+    return space.memory_of(c);
+  };
+  const auto now = memory(cur);
+  std::vector<TuneSettings> ss = {cur};
+  std::vector<std::string> skipped;
+  for (size_t k = 0; k <= space.other_orders.size(); ++k) {
+    TuneSettings s = cur;
+    s.device_order = static_cast<int>(k);
+    if (s == cur) continue;
+    // Measured when it fits, or leaves the tightest device no less room than
+    // the current order (which the long-context phase may have proven beyond
+    // the plan's margin).
+    const auto m = memory(s);
+    const bool room = !space.memory_of || (m && (m->fits || (now && m->headroom >= now->headroom)));
+    if (room) {
+      ss.push_back(s);
+    } else {
+      skipped.push_back(DeviceOrderText(space, s));
+    }
+  }
+  const std::string kept = DeviceOrderText(space, cur);
+  const std::string not_tried = skipped.empty()
+                                    ? ""
+                                    : fmt::format(
+                                          "; not tried (a device without its margin at the target "
+                                          "context, and less room than now): {}",
+                                          fmt::join(skipped, "; "));
+  if (ss.size() < 2) return {cur, MakeDecision(kPhase, kept, "not tried", not_tried.substr(2))};
+  std::vector<TuneLedger::Scored> scored;
+  const Choice choice = ledger.MeasureAndChoose(ss, "device order", &scored);
+  std::vector<std::string> names;
+  std::string evidence;
+  for (size_t i = 0; i < ss.size(); ++i) {
+    names.push_back(DeviceOrderText(space, ss[i]));
+    evidence +=
+        fmt::format("{}{}: prefill {:.1f}, decode {:.1f} t/s{}", i ? "; " : "", names[i],
+                    scored[i].pp ? scored[i].pp->mean : 0, scored[i].tg ? scored[i].tg->mean : 0,
+                    StandingSuffix(choice, i, scored));
+  }
+  evidence += not_tried;
+  if (auto u = UndecidedOf(choice, scored, names, kept))
+    return {cur, UndecidedDecision(kPhase, kept, std::move(*u), evidence)};
+  const size_t chosen = Chosen(choice);
+  cur = ss[chosen];
+  return {cur, MakeDecision(kPhase, names[chosen],
+                            choice.clear() ? "fastest beyond the noise"
+                            : chosen == 0  ? "tie: the current order stays"
+                                           : "faster beyond the noise than the current order; "
+                                             "of the orders tied with it, the first is kept",
+                            evidence)};
 }
 
 PhaseOutcome RunKvCachePhase(TuneLedger& ledger, TuneSettings cur, bool placement_tuned) {

@@ -283,6 +283,51 @@ TEST_F(TuneJobTest, KeepsTheFasterEndOfTheLayersForTheExpertsOnTheCpu) {
       << ::testing::PrintToString(argv);
 }
 
+// Two devices: llama.cpp's order (-dev) against the other, each with its own
+// split; the other is kept only when it is faster beyond the noise.
+TEST_F(TuneJobTest, KeepsTheFasterOrderOfTwoDevices) {
+  MachineSpec two = DefaultMachineSpec();
+  ASSERT_TRUE(ApplyMachinePresets("rtx4070-12g,rtx3060-12g,ddr4-3200-2ch,8c16t", &two).ok());
+  TuneMachine machine = TuneMachineFromSpec(two, CalibrationConstants{});
+  machine.simulated = true;
+  machine.identity = sim.machine.identity;
+  ASSERT_EQ(machine.devices.size(), 2u);
+  q.ctx = 4096;
+  q.budget_seconds = 3600;
+  q.threads = {8};
+  // Every run whose -dev starts with `slow` is 30% slower.
+  auto tune_with_slow_first = [&](const std::string& slow) {
+    SimEngineOptions o = so;
+    o.machine = two;
+    o.throttle = [slow](std::size_t, const RunConfig& c) {
+      return !c.placement.devices.empty() && c.placement.devices.front().device == slow ? 1.3 : 1.0;
+    };
+    SimEngine engine(o);
+    auto r = RunTuneJob(q, machine, engine);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? r->report.result : TuneResult{};
+  };
+  const TuneResult swapped = tune_with_slow_first("CUDA0");
+  const Decision* d = PhaseDecision(swapped, TunePhase::kDeviceOrder);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->rule, "fastest beyond the noise") << d->evidence;
+  EXPECT_EQ(d->choice.rfind("-dev CUDA1,CUDA0 -ts ", 0), 0u) << d->choice;
+  const std::vector<std::string> argv = ServerArgv(swapped.best);
+  const auto dev = std::find(argv.begin(), argv.end(), "-dev");
+  ASSERT_NE(dev, argv.end());
+  EXPECT_EQ(*(dev + 1), "CUDA1,CUDA0") << ::testing::PrintToString(argv);
+  // The changed order holds at the target context: the final check says so.
+  const Decision* check = PhaseDecision(swapped, TunePhase::kFinalCheck);
+  ASSERT_NE(check, nullptr);
+  EXPECT_NE(check->choice.find("-dev CUDA1,CUDA0"), std::string::npos) << check->choice;
+
+  const TuneResult kept = tune_with_slow_first("CUDA1");
+  d = PhaseDecision(kept, TunePhase::kDeviceOrder);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->choice.rfind("-dev CUDA0,CUDA1 -ts ", 0), 0u) << d->choice;
+  EXPECT_EQ(kept.best.placement.devices.front().device, "CUDA0");
+}
+
 // A quiet machine, or a warning (issue 17 item 5), on the simulated engine's
 // injected background load: the noisy-machine scenario.
 bool HasNote(const TuneResult& r, const std::string& part) {

@@ -99,8 +99,8 @@ TuneResult Tuner::Run() {
     validated = long_context.validated;
     take(std::move(long_context));
   }
-  for (auto* phase : {&RunExpertOrderPhase, &RunThreadsPhase, &RunMicroBatchPhase,
-                      &RunFlashAttentionPhase, &RunLoadModePhase}) {
+  for (auto* phase : {&RunExpertOrderPhase, &RunDeviceOrderPhase, &RunThreadsPhase,
+                      &RunMicroBatchPhase, &RunFlashAttentionPhase, &RunLoadModePhase}) {
     if (!ledger_.out_of_time()) take(phase(ledger_, cur));
   }
   if (!ledger_.out_of_time()) take(RunKvCachePhase(ledger_, cur, result.placement_tuned));
