@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace moetune {
 namespace {
@@ -368,9 +369,54 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
 
 namespace moetune {
 
+Result<OrderedSplitPlan> PlanDeviceOrder(const GgufModel& model, const ModelArch& arch,
+                                         const WeightMap& wm, const PlanRequest& req) {
+  OrderedSplitPlan out;
+  out.devices = req.devices;
+  MOETUNE_ASSIGN_OR_RETURN(out.plan, PlanAcrossDevices(model, arch, wm, req, req.devices));
+  const bool one_kind =
+      std::all_of(req.devices.begin(), req.devices.end(),
+                  [&](const DeviceBudget& d) { return d.kind == req.devices.front().kind; });
+  if (!one_kind || req.devices.size() > static_cast<size_t>(kExhaustiveDevices)) return out;
+  // A plan is better when it fits where the other does not, or keeps fewer
+  // layers' experts in host memory; anything else keeps the earlier order.
+  auto better = [](const DeviceSplitPlan& a, const DeviceSplitPlan& b) {
+    if (a.fits != b.fits) return a.fits;
+    return a.cpu_expert_layers.size() < b.cpu_expert_layers.size();
+  };
+  std::vector<size_t> perm(req.devices.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  while (std::next_permutation(perm.begin(), perm.end())) {
+    std::vector<DeviceBudget> devs;
+    for (size_t i : perm) devs.push_back(req.devices[i]);
+    auto other = PlanAcrossDevices(model, arch, wm, req, devs);
+    if (!other.ok() || !better(*other, out.plan)) continue;
+    const size_t more = out.plan.cpu_expert_layers.size() - other->cpu_expert_layers.size();
+    std::string names;
+    for (const DeviceBudget& d : devs) names += (names.empty() ? "" : ",") + d.name;
+    out.why = !(other->fits && !out.plan.fits)
+                  ? fmt::format(
+                        "the order -dev {} keeps the experts of {} more layer(s) on the "
+                        "devices than the engine's own order (the last device holds the "
+                        "output head)",
+                        names, more)
+                  : fmt::format(
+                        "the order -dev {} fits, where the engine's own order does not "
+                        "(the last device holds the output head)",
+                        names);
+    out.devices = std::move(devs);
+    out.plan = std::move(other).value();
+  }
+  return out;
+}
+
 Status PlanAcrossDevicesInto(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,
-                             const PlanRequest& req, Plan* plan) {
-  MOETUNE_ASSIGN_OR_RETURN(DeviceSplitPlan s, PlanAcrossDevices(model, arch, wm, req, req.devices));
+                             const PlanRequest& request, Plan* plan) {
+  MOETUNE_ASSIGN_OR_RETURN(OrderedSplitPlan ordered, PlanDeviceOrder(model, arch, wm, request));
+  PlanRequest req = request;
+  req.devices = ordered.devices;
+  DeviceSplitPlan& s = ordered.plan;
+  if (!ordered.why.empty()) plan->notes.push_back(ordered.why);
   plan->notes.insert(plan->notes.end(), s.notes.begin(), s.notes.end());
   int start = 0;
   for (size_t d = 0; d < req.devices.size(); ++d) {

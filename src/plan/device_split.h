@@ -48,8 +48,23 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
                                           const WeightMap& weights, const PlanRequest& request,
                                           const std::vector<DeviceBudget>& devices);
 
+/// The plan across request.devices in the best order of them (-dev; the last
+/// device holds the output head, so the order changes what fits): for up to
+/// three devices of one kind, every order is planned and another than the
+/// engine's is taken only when it fits where the engine's does not, or keeps
+/// fewer layers' experts in host memory. Devices of different kinds (a GPU and
+/// RPC hosts) keep llama.cpp's order, whose speed tune measures instead.
+struct OrderedSplitPlan {
+  std::vector<DeviceBudget> devices;  // in the chosen order
+  DeviceSplitPlan plan;
+  std::string why;  // why the order differs from the engine's; "" when it does not
+};
+Result<OrderedSplitPlan> PlanDeviceOrder(const GgufModel& model, const ModelArch& arch,
+                                         const WeightMap& weights, const PlanRequest& request);
+
 /// PlanPlacement's answer for request.devices (two or more): the plan's
-/// chosen option, its configuration and each device's share.
+/// chosen option (in PlanDeviceOrder's order), its configuration and each
+/// device's share.
 Status PlanAcrossDevicesInto(const GgufModel& model, const ModelArch& arch,
                              const WeightMap& weights, const PlanRequest& request, Plan* plan);
 

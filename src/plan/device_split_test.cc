@@ -124,6 +124,59 @@ TEST(PlanAcrossDevices, BeatsTheManualSplitThatOverflowsTheLastDevice) {
   EXPECT_LE(static_cast<int>(s->cpu_expert_layers.size()), total_fit);
 }
 
+// The order of the devices (-dev) moves the output head to the last one: the
+// plan takes another order than the engine's only when it keeps more layers'
+// experts on the devices, and says why.
+TEST(PlanDeviceOrder, TakesAnotherOrderOnlyWhenItHoldsMore) {
+  const Fixture f = Load();
+  int changed = 0;
+  int64_t changed_at = 0;
+  for (int64_t quarter = 8; quarter <= 40; ++quarter) {
+    const std::vector<DeviceBudget> devs = {{"CUDA0", quarter * kGiB / 4, 0, DeviceKind::kCuda},
+                                            {"CUDA1", 6 * kGiB, 0, DeviceKind::kCuda}};
+    PlanRequest req = f.req;
+    req.devices = devs;
+    auto engine = PlanAcrossDevices(f.gguf, f.arch, f.wm, req, devs);
+    auto swapped = PlanAcrossDevices(f.gguf, f.arch, f.wm, req, {devs[1], devs[0]});
+    auto ordered = PlanDeviceOrder(f.gguf, f.arch, f.wm, req);
+    ASSERT_TRUE(engine.ok() && swapped.ok() && ordered.ok());
+    const size_t best =
+        std::min(engine->cpu_expert_layers.size(), swapped->cpu_expert_layers.size());
+    EXPECT_EQ(ordered->plan.cpu_expert_layers.size(), best) << quarter << " quarters";
+    if (ordered->devices.front().name == "CUDA1") {
+      ++changed;
+      changed_at = quarter;
+      EXPECT_LT(swapped->cpu_expert_layers.size(), engine->cpu_expert_layers.size());
+      EXPECT_NE(ordered->why.find("-dev CUDA1,CUDA0"), std::string::npos) << ordered->why;
+    } else {
+      EXPECT_EQ(ordered->why, "");
+      EXPECT_EQ(ordered->plan.cpu_expert_layers, engine->cpu_expert_layers);
+    }
+  }
+  // Somewhere in the range the head's place decides a layer.
+  ASSERT_GT(changed, 0);
+  // The plan's command carries the order it chose, and its notes say why.
+  PlanRequest req = f.req;
+  req.SetDevices({{"CUDA0", changed_at * kGiB / 4, 0, DeviceKind::kCuda},
+                  {"CUDA1", 6 * kGiB, 0, DeviceKind::kCuda}});
+  auto plan = PlanPlacement(f.gguf, f.arch, f.wm, req);
+  ASSERT_TRUE(plan.ok() && plan->config.has_value());
+  ASSERT_EQ(plan->config->placement.devices.size(), 2u);
+  EXPECT_EQ(plan->config->placement.devices.front().device, "CUDA1");
+  EXPECT_EQ(plan->shares.front().device.name, "CUDA1");
+  EXPECT_TRUE(std::any_of(plan->notes.begin(), plan->notes.end(), [](const std::string& n) {
+    return n.find("-dev CUDA1,CUDA0") != std::string::npos;
+  }));
+  // Devices of two kinds keep llama.cpp's order (tune measures the others).
+  req = f.req;
+  req.devices = {{"RPC0", 6 * kGiB, 0, DeviceKind::kRpc},
+                 {"CUDA0", 10 * kGiB, 0, DeviceKind::kCuda}};
+  auto mixed = PlanDeviceOrder(f.gguf, f.arch, f.wm, req);
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(mixed->devices.front().name, "RPC0");
+  EXPECT_EQ(mixed->why, "");
+}
+
 TEST(PlanAcrossDevices, ThreeDevicesAndNothingFits) {
   const Fixture f = Load();
   std::vector<DeviceBudget> three = {{"CUDA0", 12 * kGiB, 0, DeviceKind::kCuda},

@@ -287,13 +287,23 @@ TEST_F(PlanCliTest, CheckAcrossTwoAndThreeRpcDevices) {
     const json j = Json(r);
     const json& c = j["check"];
     ExpectCheckAgrees(r, c, vram, reference_engine);
-    // Every device in the plan and in the check, in the engine's order.
+    // Every device in the plan and in the check, in the plan's -dev order (the
+    // engine's, or another that holds more: the last device holds the head).
     ASSERT_EQ(j["devices"].size(), n) << j.dump(2);
     ASSERT_EQ(c["devices"].size(), n + 1) << c.dump(2);
+    std::set<std::string> seen;
     for (size_t d = 0; d < n; ++d) {
-      EXPECT_EQ(c["devices"][d]["device"], "RPC" + std::to_string(d));
+      EXPECT_EQ(c["devices"][d]["device"], j["devices"][d]["device"]);
+      seen.insert(j["devices"][d]["device"].get<std::string>());
       EXPECT_GE(j["devices"][d]["headroom_bytes"].get<int64_t>(), 0);
       EXPECT_GT(j["devices"][d]["layers"].get<int>(), 0);
+    }
+    for (size_t d = 0; d < n; ++d) EXPECT_EQ(seen.count("RPC" + std::to_string(d)), 1u);
+    if (j["devices"][0]["device"] != "RPC0" || (n > 2 && j["devices"][1]["device"] != "RPC1")) {
+      bool said = false;
+      for (const auto& note : j["notes"])
+        said = said || note.get<std::string>().find("-dev") != std::string::npos;
+      EXPECT_TRUE(said) << "another order than the engine's without a note: " << j["notes"].dump();
     }
     EXPECT_EQ(c["devices"][n]["device"], "Host");
     // The experts that stay on the CPU come from more than the first device.
