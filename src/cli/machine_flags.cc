@@ -241,6 +241,19 @@ bool SeveralDevices(const GpuBudgetOptions& g) {
          g.reserve.find(',') != std::string::npos;
 }
 
+Status RpcServersOnly(const std::vector<DeviceBudget>& devices, const std::string& command) {
+  const auto local = std::count_if(devices.begin(), devices.end(), [](const DeviceBudget& d) {
+    return d.kind != DeviceKind::kRpc;
+  });
+  if (local == 0) return OkStatus();
+  return Error(ErrorKind::kInvalidArgument,
+               fmt::format("{} --rpc: --vram gives {} more size(s) than --rpc names servers, and "
+                           "local GPUs together with RPC servers are not supported by {} yet: "
+                           "give one size per server, or plan the whole set with `moetune plan "
+                           "--vram A,B,... --rpc ...`",
+                           command, local, command));
+}
+
 Result<std::vector<DeviceBudget>> DeviceBudgetsFromFlags(const GpuBudgetOptions& g,
                                                          const std::string& rpc) {
   const std::vector<int64_t> totals = ByteSizesOf(g.vram);
@@ -268,11 +281,13 @@ Result<std::vector<DeviceBudget>> DeviceBudgetsFromFlags(const GpuBudgetOptions&
   if (!rpc.empty()) {
     MOETUNE_ASSIGN_OR_RETURN(servers, ParseRpcList(rpc));
   }
-  if (!servers.empty() && servers.size() != totals.size())
+  if (servers.size() > totals.size())
     return Error(ErrorKind::kInvalidArgument,
                  fmt::format("--rpc names {} servers for the {} devices of --vram: give one "
-                             "server per device",
+                             "size per local GPU, then one per server",
                              servers.size(), totals.size()));
+  // The engine lists its own GPUs first, then the servers' devices.
+  const size_t local = totals.size() - servers.size();
   std::vector<DeviceBudget> devices;
   for (size_t i = 0; i < totals.size(); ++i) {
     GpuMemoryBudget b;
@@ -289,8 +304,9 @@ Result<std::vector<DeviceBudget>> DeviceBudgetsFromFlags(const GpuBudgetOptions&
                                i, FormatBytes(Bytes(b.used)), FormatBytes(Bytes(b.reserve)),
                                FormatBytes(Bytes(b.total))));
     DeviceBudget d;
-    d.name = fmt::format("{}{}", servers.empty() ? "CUDA" : "RPC", i);
-    d.kind = servers.empty() ? DeviceKind::kCuda : DeviceKind::kRpc;
+    const bool rpc_device = i >= local;
+    d.name = fmt::format("{}{}", rpc_device ? "RPC" : "CUDA", rpc_device ? i - local : i);
+    d.kind = rpc_device ? DeviceKind::kRpc : DeviceKind::kCuda;
     d.free = b.free();
     d.reserve = b.reserve;
     std::cerr << ForTerminal(fmt::format("moetune: {}: {}\n", d.name, GpuBudgetText(b)));

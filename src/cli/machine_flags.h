@@ -43,12 +43,18 @@ GpuBudgetFlags ParsedGpuBudgetFlags(const GpuBudgetOptions& options);
 /// Whether --vram, --vram-used or --reserve lists several devices.
 bool SeveralDevices(const GpuBudgetOptions& options);
 
-/// The devices of --vram A[,B...] (one each, in the engine's order; several,
-/// or one per server of `rpc`): --vram-used and --reserve give one size for
-/// every device or one per device. The devices are RPC0, RPC1, ... when `rpc`
-/// (--rpc's value) names as many servers (llama.cpp's names for them), else
-/// CUDA0, CUDA1, ...; each one's budget is printed first. Mismatched lists
-/// are errors that name the flag.
+/// The devices of --vram A[,B...] (one each, in the engine's listing order:
+/// its local GPUs, then one per server of `rpc`): --vram-used and --reserve
+/// give one size for every device or one per device. The servers' devices are
+/// RPC0, RPC1, ... (llama.cpp's names for them), the sizes before them local
+/// GPUs CUDA0, CUDA1, ...; each one's budget is printed first. Mismatched
+/// lists (more servers than sizes) are errors that name the flag. A plan uses
+/// the devices in llama.cpp's model order (PlanRequest::SetDevices).
+/// For commands that start the engine across RPC servers only (tune, serve):
+/// an error when `devices` (DeviceBudgetsFromFlags with --rpc) hold local GPUs
+/// as well, naming `command` and what works instead (moetune plan).
+Status RpcServersOnly(const std::vector<DeviceBudget>& devices, const std::string& command);
+
 Result<std::vector<DeviceBudget>> DeviceBudgetsFromFlags(const GpuBudgetOptions& options,
                                                          const std::string& rpc);
 

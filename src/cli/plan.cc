@@ -218,7 +218,7 @@ int RunPlan(PlanOpts& o) {
   if (!req.ok()) return ReportError(req.error());
   if (!o.rpc.empty() && !o.check && req->devices.empty()) {
     std::cerr << "moetune: error: --rpc applies to plan --check, or names the devices of "
-                 "--vram A,B,... (one server per device)\n";
+                 "--vram A,B,... (one size per local GPU, then one per server)\n";
     return kExitUsage;
   }
   auto m = LoadModelInfo(o.model);
@@ -319,9 +319,9 @@ void RegisterPlanCommand(CLI::App& app, CommandRun* run) {
       "--check", o->check,
       "Compare the prediction with llama.cpp's own dry run (llama-fit-params) for this placement");
   cmd->add_option("--rpc", o->rpc,
-                  "With --check, or one per device of --vram A,B,...: RPC servers "
-                  "(HOST:PORT[,...], ggml-rpc-server) whose devices "
-                  "join the engine's dry run, to check the device/host split without a GPU")
+                  "With --check, or with --vram A,B,... (one size per local GPU, then one per "
+                  "server): RPC servers (HOST:PORT[,...], ggml-rpc-server) whose devices join "
+                  "the engine's dry run, to check the device/host split without a GPU")
       ->check(RpcServerList());
   cmd->add_option("--llama-dir", o->llama_dir,
                   "Folder with llama.cpp's tools (else MOETUNE_LLAMA_DIR, default, PATH)");

@@ -81,7 +81,10 @@ Result<ServerConfig> PlannedBase(const ServeOpts& o, std::vector<std::string>* n
   gpu.profile = o.profile;
   if (!o.rpc.empty() || SeveralDevices(o.gpu)) {
     MOETUNE_ASSIGN_OR_RETURN(p.devices, DeviceBudgetsFromFlags(o.gpu, o.rpc));
-    if (!o.rpc.empty()) p.rpc = *ParseRpcList(o.rpc);  // checked by DeviceBudgetsFromFlags
+    if (!o.rpc.empty()) {
+      MOETUNE_TRY(RpcServersOnly(p.devices, "serve"));
+      p.rpc = *ParseRpcList(o.rpc);  // checked by DeviceBudgetsFromFlags
+    }
   } else {
     const std::optional<bool> engine_gpu =
         o.gpu.vram.empty() ? EngineHasGpu(o.llama_dir) : std::nullopt;

@@ -107,6 +107,7 @@ Status SetRealDevices(const EngineInfo& info, const GpuBudgetOptions& gpu, const
                    "plan --vram A,B,... --rpc ...`");
   }
   MOETUNE_ASSIGN_OR_RETURN(std::vector<DeviceBudget> devices, DeviceBudgetsFromFlags(gpu, rpc));
+  if (!rpc.empty()) MOETUNE_TRY(RpcServersOnly(devices, "tune"));
   if (rpc.empty()) {
     // Local devices: as many as the engine lists, by the engine's names.
     if (info.devices.size() < devices.size())

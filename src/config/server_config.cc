@@ -313,6 +313,13 @@ Result<int> RuleDevice(const OverrideRule& r, const std::vector<std::string>& de
 
 }  // namespace
 
+std::vector<std::string> Placement::DeviceNames() const {
+  std::vector<std::string> out;
+  out.reserve(devices.size());
+  for (const DevicePlacement& d : devices) out.push_back(d.device);
+  return out;
+}
+
 std::vector<size_t> DefaultDeviceOrder(const std::vector<std::string>& devices) {
   std::vector<size_t> order;
   for (bool rpc : {true, false}) {

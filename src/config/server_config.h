@@ -102,6 +102,8 @@ struct Placement {
   Status SetOverrideTensor(std::string_view value);
   /// The --n-cpu-moe value written (-1 when none: kLast and dense placements).
   int WrittenNCpuMoe() const;
+  /// The -dev list in its order ("CUDA1", "CUDA0"); empty for one device.
+  std::vector<std::string> DeviceNames() const;
   bool operator==(const Placement&) const = default;
 };
 
@@ -193,8 +195,8 @@ std::vector<size_t> DefaultDeviceOrder(const std::vector<std::string>& devices);
 /// "RPC0"; empty: the CPU only). A -dev list in the configuration picks and
 /// orders them and its -ts splits the layers; without one the devices are
 /// used in DefaultDeviceOrder and the layers split as llama.cpp does, by
-/// `free` (each device's free memory; equal shares when unknown). Every -ot rule is placed: buffer CPU or a host
-/// buffer ("CUDA0_Host") is host memory, a device's name that device.
+/// `free` (each device's free memory; equal shares when unknown). Every -ot rule is placed: buffer
+/// CPU or a host buffer ("CUDA0_Host") is host memory, a device's name that device.
 /// kInvalidArgument for a rule naming no device of the placement, or a
 /// pattern that is not a regular expression.
 Result<WeightPlacement> WeightPlacementOf(const ServerConfig& config,

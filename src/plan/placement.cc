@@ -351,12 +351,17 @@ Result<PlacementOption> PlanServerConfig(const GgufModel& model, const ModelArch
 void PlanRequest::SetDevices(const std::vector<DeviceBudget>& budgets) {
   vram_free = reserve = 0;
   device_kinds.clear();
-  for (const DeviceBudget& d : budgets) {
+  // In the order llama.cpp's model uses them without -dev (RPC devices first).
+  std::vector<std::string> names;
+  for (const DeviceBudget& d : budgets) names.push_back(d.name);
+  std::vector<DeviceBudget> ordered;
+  for (size_t i : DefaultDeviceOrder(names)) ordered.push_back(budgets[i]);
+  for (const DeviceBudget& d : ordered) {
     vram_free += d.free;
     reserve += d.reserve;
     device_kinds.push_back(d.kind);
   }
-  devices = budgets.size() > 1 ? budgets : std::vector<DeviceBudget>{};
+  devices = ordered.size() > 1 ? ordered : std::vector<DeviceBudget>{};
 }
 
 Result<Plan> PlanPlacement(const GgufModel& model, const ModelArch& arch, const WeightMap& wm,

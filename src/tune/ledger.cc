@@ -355,18 +355,13 @@ std::vector<RunResult> TuneLedger::PlacementResults(const TuneSettings& f) const
   // The same kind of placement: which layers' experts, on which devices in
   // which order (another expert or device order is another curve).
   const Placement want = SettingsConfig(space_, f).placement;
-  auto same_devices = [&](const Placement& p) {
-    if (p.devices.size() != want.devices.size()) return false;
-    for (size_t d = 0; d < p.devices.size(); ++d)
-      if (p.devices[d].device != want.devices[d].device) return false;
-    return true;
-  };
+  const std::vector<std::string> want_devices = want.DeviceNames();
   std::vector<RunResult> rs;
   for (const auto& r : all_) {
     const RunConfig& c = r.config;
     if (c.threads == f.threads && c.n_ubatch == f.ubatch && c.type_k == f.kv_type &&
         c.flash_attn == f.flash_attn && c.load_mode == f.load_mode &&
-        c.placement.cpu_experts == want.cpu_experts && same_devices(c.placement) &&
+        c.placement.cpu_experts == want.cpu_experts && c.placement.DeviceNames() == want_devices &&
         c.n_prompt == (c.n_prompt > 0 ? opt_.n_prompt : 0) &&
         c.n_gen == (c.n_gen > 0 ? opt_.n_gen : 0))
       rs.push_back(r);

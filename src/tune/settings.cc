@@ -11,6 +11,13 @@
 namespace moetune {
 namespace {
 
+// The other order `s` names; nullptr for the space's own (order 0).
+const TuneSpace::DeviceOrder* OtherOrder(const TuneSpace& space, const TuneSettings& s) {
+  if (s.device_order <= 0 || static_cast<size_t>(s.device_order) > space.other_orders.size())
+    return nullptr;
+  return &space.other_orders[static_cast<size_t>(s.device_order) - 1];
+}
+
 int WorkloadPrompt(const TuneOptions& o) {
   return o.workload.prompt_tokens > 0 ? o.workload.prompt_tokens : o.n_prompt;
 }
@@ -25,10 +32,8 @@ ServerConfig SettingsConfig(const TuneSpace& space, const TuneSettings& s) {
   if (s.cpu_experts != CpuExpertsFrom::kFirst) c.placement.n_layer = space.n_layer;
   if (!space.device_splits.empty()) {
     const auto i = static_cast<size_t>(std::clamp(s.n, 0, space.n_layer));
-    const bool other =
-        s.device_order > 0 && static_cast<size_t>(s.device_order) <= space.other_orders.size();
-    const auto& splits = other ? space.other_orders[static_cast<size_t>(s.device_order) - 1].splits
-                               : space.device_splits;
+    const TuneSpace::DeviceOrder* other = OtherOrder(space, s);
+    const auto& splits = other != nullptr ? other->splits : space.device_splits;
     c.placement = PerDevicePlacement(OrderDevices(space, s), splits[i], space.n_layer, s.n);
   }
   c.n_ubatch = s.ubatch;
@@ -57,32 +62,28 @@ TuneSettings SettingsOf(const ServerConfig& c) {
 
 TuneSettings SettingsOf(const TuneSpace& space, const ServerConfig& c) {
   TuneSettings s = SettingsOf(c);
-  auto same = [&](const std::vector<DeviceBudget>& devices) {
-    if (devices.size() != c.placement.devices.size()) return false;
-    for (size_t d = 0; d < devices.size(); ++d)
-      if (devices[d].name != c.placement.devices[d].device) return false;
-    return true;
-  };
-  for (size_t k = 0; k < space.other_orders.size(); ++k)
-    if (same(space.other_orders[k].devices)) s.device_order = static_cast<int>(k + 1);
+  const std::vector<std::string> names = c.placement.DeviceNames();
+  for (size_t k = 0; k < space.other_orders.size(); ++k) {
+    std::vector<std::string> order;
+    for (const DeviceBudget& d : space.other_orders[k].devices) order.push_back(d.name);
+    if (order == names) s.device_order = static_cast<int>(k + 1);
+  }
   return s;
 }
 
 std::string DeviceOrderText(const TuneSpace& space, const TuneSettings& s) {
-  std::vector<std::string> names, layers;
-  for (const DevicePlacement& d : SettingsConfig(space, s).placement.devices) {
-    names.push_back(d.device);
-    layers.push_back(std::to_string(d.layers));
-  }
+  const Placement p = SettingsConfig(space, s).placement;
+  const std::vector<std::string> names = p.DeviceNames();
+  std::vector<int> layers;
+  for (const DevicePlacement& d : p.devices) layers.push_back(d.layers);
   if (names.empty()) return "";
   return FlagText(FlagId::kDevice, fmt::format("{}", fmt::join(names, ","))) + " " +
          FlagText(FlagId::kTensorSplit, fmt::format("{}", fmt::join(layers, ",")));
 }
 
 const std::vector<DeviceBudget>& OrderDevices(const TuneSpace& space, const TuneSettings& s) {
-  if (s.device_order > 0 && static_cast<size_t>(s.device_order) <= space.other_orders.size())
-    return space.other_orders[static_cast<size_t>(s.device_order) - 1].devices;
-  return space.devices;
+  const TuneSpace::DeviceOrder* other = OtherOrder(space, s);
+  return other != nullptr ? other->devices : space.devices;
 }
 
 RunConfig TuneRunConfig(const TuneSpace& space, const TuneOptions& o, const TuneSettings& s,

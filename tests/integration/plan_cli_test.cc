@@ -312,10 +312,30 @@ TEST_F(PlanCliTest, CheckAcrossTwoAndThreeRpcDevices) {
       EXPECT_NE(std::find(engine.begin(), engine.end(), flag), engine.end()) << flag;
     EXPECT_EQ(j["command"].get<std::string>().find("--n-cpu-moe"), std::string::npos);
   }
-  // A list whose length does not match the servers is refused by name.
-  auto bad = Plan({m, "--vram", "10GiB,6GiB", "--rpc", r0.endpoint(), "--check"});
+  // More servers than sizes is refused by name.
+  auto bad = Plan({m, "--vram", "10GiB,6GiB", "--rpc",
+                   r0.endpoint() + "," + r1.endpoint() + "," + r2.endpoint(), "--check"});
   EXPECT_EQ(bad.exit_code, 1) << bad.err;
-  EXPECT_NE(bad.err.find("--rpc"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--rpc names 3 servers for the 2 devices"), std::string::npos) << bad.err;
+}
+
+// A local GPU and an RPC host: --vram gives the local GPU's size first (the
+// engine lists its own devices first), then the server's; the plan uses them
+// in llama.cpp's model order, the RPC device first, so that the output head
+// and its logits stay on the local GPU.
+TEST_F(PlanCliTest, ALocalGpuAndAnRpcHost) {
+  auto r = Plan({Model("qwen3moe"), "--vram", "10GiB,6GiB", "--rpc", "192.0.2.7:50052", "--ctx",
+                 "8192", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = Json(r);
+  ASSERT_EQ(j["devices"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(j["devices"][0]["device"], "RPC0");
+  EXPECT_EQ(j["devices"][0]["free_bytes"].get<int64_t>(), int64_t{6} << 30);
+  EXPECT_EQ(j["devices"][1]["device"], "CUDA0");
+  EXPECT_EQ(j["devices"][1]["free_bytes"].get<int64_t>(), int64_t{10} << 30);
+  const std::string command = j["command"].get<std::string>();
+  EXPECT_NE(command.find("-dev RPC0,CUDA0"), std::string::npos) << command;
+  EXPECT_NE(command.find("--rpc 192.0.2.7:50052"), std::string::npos) << command;
 }
 
 TEST_F(PlanCliTest, ReserveBeyondTheVramNamesBothValues) {

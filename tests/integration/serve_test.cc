@@ -477,7 +477,7 @@ TEST_F(ServeTest, ServesAcrossTheDeviceOfAnRpcServer) {
   const auto mismatched = RunCommand(
       {MoetuneBinary(), "serve", model_, "--rpc", rpc.endpoint(), "--vram", "1GiB,1GiB"}, 60);
   EXPECT_EQ(mismatched.exit_code, 1) << mismatched.err;
-  EXPECT_NE(mismatched.err.find("--rpc names 1 servers for the 2 devices of --vram"),
+  EXPECT_NE(mismatched.err.find("serve --rpc: --vram gives 1 more size(s) than --rpc names"),
             std::string::npos)
       << mismatched.err;
   const int port = FreePort();

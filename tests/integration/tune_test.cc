@@ -146,13 +146,21 @@ TEST_F(TuneCli, BadValuesAreACommandLineError) {
   EXPECT_NE(local.err.find("--vram gives 2 sizes, but the engine lists 0 GPU device(s)"),
             std::string::npos)
       << local.err;
-  // --rpc and --vram lists need one size per server.
+  // --rpc and --vram lists need one size per server: a size more is a local
+  // GPU, which tune does not join with RPC servers yet.
   auto mismatched = RunCommand({MoetuneBinary(), "tune", model_, "--no-journal", "--ctx", "1024",
                                 "--rpc", "127.0.0.1:1", "--vram", "1GiB,1GiB"},
                                60);
   EXPECT_EQ(mismatched.exit_code, 1) << mismatched.err;
-  EXPECT_NE(mismatched.err.find("--rpc names 1 servers for the 2 devices"), std::string::npos)
+  EXPECT_NE(mismatched.err.find("tune --rpc: --vram gives 1 more size(s) than --rpc names"),
+            std::string::npos)
       << mismatched.err;
+  auto more_servers = RunCommand({MoetuneBinary(), "tune", model_, "--no-journal", "--ctx", "1024",
+                                  "--rpc", "127.0.0.1:1,127.0.0.1:2", "--vram", "1GiB"},
+                                 60);
+  EXPECT_EQ(more_servers.exit_code, 1) << more_servers.err;
+  EXPECT_NE(more_servers.err.find("--rpc names 2 servers for the 1 devices"), std::string::npos)
+      << more_servers.err;
 }
 
 // `tune --engine sim`: the simulated engine on a what-if machine, with a
