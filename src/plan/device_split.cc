@@ -7,6 +7,8 @@
 #include <limits>
 #include <numeric>
 
+#include "config/flags.h"
+
 namespace moetune {
 namespace {
 
@@ -384,26 +386,29 @@ Result<OrderedSplitPlan> PlanDeviceOrder(const GgufModel& model, const ModelArch
     if (a.fits != b.fits) return a.fits;
     return a.cpu_expert_layers.size() < b.cpu_expert_layers.size();
   };
+  const size_t engine_layers = out.plan.cpu_expert_layers.size();
+  const bool engine_fits = out.plan.fits;
   std::vector<size_t> perm(req.devices.size());
   std::iota(perm.begin(), perm.end(), size_t{0});
   while (std::next_permutation(perm.begin(), perm.end())) {
     std::vector<DeviceBudget> devs;
+    devs.reserve(perm.size());
     for (size_t i : perm) devs.push_back(req.devices[i]);
     auto other = PlanAcrossDevices(model, arch, wm, req, devs);
     if (!other.ok() || !better(*other, out.plan)) continue;
-    const size_t more = out.plan.cpu_expert_layers.size() - other->cpu_expert_layers.size();
     std::string names;
     for (const DeviceBudget& d : devs) names += (names.empty() ? "" : ",") + d.name;
-    out.why = !(other->fits && !out.plan.fits)
+    const std::string order = FlagText(FlagId::kDevice, names);
+    out.why = other->fits && !engine_fits
                   ? fmt::format(
-                        "the order -dev {} keeps the experts of {} more layer(s) on the "
+                        "the order {} fits, where the engine's own order does not (the "
+                        "last device holds the output head)",
+                        order)
+                  : fmt::format(
+                        "the order {} keeps the experts of {} more layer(s) on the "
                         "devices than the engine's own order (the last device holds the "
                         "output head)",
-                        names, more)
-                  : fmt::format(
-                        "the order -dev {} fits, where the engine's own order does not "
-                        "(the last device holds the output head)",
-                        names);
+                        order, engine_layers - other->cpu_expert_layers.size());
     out.devices = std::move(devs);
     out.plan = std::move(other).value();
   }

@@ -353,8 +353,10 @@ void PlanRequest::SetDevices(const std::vector<DeviceBudget>& budgets) {
   device_kinds.clear();
   // In the order llama.cpp's model uses them without -dev (RPC devices first).
   std::vector<std::string> names;
+  names.reserve(budgets.size());
   for (const DeviceBudget& d : budgets) names.push_back(d.name);
   std::vector<DeviceBudget> ordered;
+  ordered.reserve(budgets.size());
   for (size_t i : DefaultDeviceOrder(names)) ordered.push_back(budgets[i]);
   for (const DeviceBudget& d : ordered) {
     vram_free += d.free;

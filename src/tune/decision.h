@@ -28,9 +28,9 @@ enum class TunePhase {
   kFinalCheck,
   kDefaults,
 };
-/// "placement", "long context", "expert order", "device order", "threads", "micro-batch", "flash attention",
-/// "load mode", "KV cache type", "final check", "defaults" (stable names, used
-/// in JSON and on the progress line).
+/// "placement", "long context", "expert order", "device order", "threads", "micro-batch", "flash
+/// attention", "load mode", "KV cache type", "final check", "defaults" (stable names, used in JSON
+/// and on the progress line).
 const char* TunePhaseName(TunePhase phase);
 std::optional<TunePhase> TunePhaseFromName(std::string_view name);
 
