@@ -18,6 +18,7 @@
 #include "cli/machine_flags.h"
 #include "cli/tune_engine.h"
 #include "cli/validators.h"
+#include "config/flags.h"
 #include "config/server_config.h"
 #include "engine/engine_info.h"
 #include "engine/fit_params.h"
@@ -116,7 +117,7 @@ void PrintDemoTunes(const std::array<DemoTune, 2>& tunes) {
     Out(fmt::format("| {} | {} | {} |\n", name, cell(sim), cell(real)));
   };
   row("machine", [](const TuneReport& r) { return r.machine; });
-  row("--n-cpu-moe", [](const TuneReport& r) {
+  row(Flag(FlagId::kNCpuMoe).spelling, [](const TuneReport& r) {
     // Without a GPU the pick writes no --n-cpu-moe: every layer is on the host (-ngl 0).
     const int n = r.result.best.placement.WrittenNCpuMoe();
     return (n >= 0 ? std::to_string(n) : std::string("none, -ngl 0")) +
@@ -145,8 +146,8 @@ void PrintDemoTunes(const std::array<DemoTune, 2>& tunes) {
     Out(fmt::format("\n{} pick:\n    {}\n", t.label, fmt::join(t.report.Command(), " ")));
   }
   const auto n_and_t = [](const TuneReport& r) {
-    return fmt::format("--n-cpu-moe {} -t {}", r.result.best.placement.WrittenNCpuMoe(),
-                       r.result.best.threads);
+    return FlagText(FlagId::kNCpuMoe, r.result.best.placement.WrittenNCpuMoe()) + " " +
+           FlagText(FlagId::kThreads, r.result.best.threads);
   };
   Out(fmt::format("\ntune step: simulated {}; real {}\n", n_and_t(sim), n_and_t(real)));
 }
@@ -206,9 +207,9 @@ Result<int> DemoPlan(const ModelInfo& m, const std::string& model) {
   }
   Out(PlanText(m, *plan, req));
   Out(
-      fmt::format("\nplan step: --n-cpu-moe {} (the plan `moetune plan {} --vram 72MiB --margin "
+      fmt::format("\nplan step: {} (the plan `moetune plan {} --vram 72MiB --margin "
                   "16MiB` prints)\n",
-                  best->n_cpu_moe, model));
+                  FlagText(FlagId::kNCpuMoe, best->n_cpu_moe), model));
   return best->n_cpu_moe;
 }
 
@@ -223,12 +224,12 @@ void DemoFit(const EngineInfo& info, const std::string& model, int planned_n) {
     ctx.n_ctx = 4096;
     auto fit = RunFitParams(info, PlannedConfig(model, placement, ctx, /*moe=*/true));
     if (!fit.ok()) {
-      Out(fmt::format("--n-cpu-moe {}: {}\n", n, fit.error().message()));
+      Out(fmt::format("{}: {}\n", FlagText(FlagId::kNCpuMoe, n), fit.error().message()));
       continue;
     }
     for (const auto& d : fit->devices) {
-      Out(fmt::format("--n-cpu-moe {}: {} model {}, context {}, compute {}\n", n, d.name,
-                      FormatBytes(d.model_bytes), FormatBytes(d.context_bytes),
+      Out(fmt::format("{}: {} model {}, context {}, compute {}\n", FlagText(FlagId::kNCpuMoe, n),
+                      d.name, FormatBytes(d.model_bytes), FormatBytes(d.context_bytes),
                       FormatBytes(d.compute_bytes)));
     }
   }
@@ -281,9 +282,10 @@ void DemoSummary(const EngineInfo& info, const BenchRun& run) {
   for (const auto& w : info.warnings) Out("- WARNING: " + w + "\n");
   for (const RunResult* b : {best_pp, best_tg}) {
     if (b == nullptr) continue;
-    Out(fmt::format("- fastest {}: {:.1f} t/s (median) with --n-cpu-moe {} -t {}\n",
-                    b->config.test_name(), ResultSummary(*b).median, b->config.placement.n_cpu_moe,
-                    b->config.threads));
+    Out(fmt::format("- fastest {}: {:.1f} t/s (median) with {} {}\n", b->config.test_name(),
+                    ResultSummary(*b).median,
+                    FlagText(FlagId::kNCpuMoe, b->config.placement.n_cpu_moe),
+                    FlagText(FlagId::kThreads, b->config.threads)));
   }
   Out(fmt::format(
       "- {} configurations measured in {} engine processes with {} model loads; {} failed\n",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "config/flags.h"
 #include "config/server_argv.h"
 #include "doctor/platform_verdicts.h"
 #include "util/units.h"
@@ -147,9 +148,9 @@ void GpuVerdicts(const VerdictInputs& in, std::vector<Verdict>* out) {
                                     in.vram_margin_bytes * static_cast<int64_t>(p.gpus.size()));
       const int gained = after.gpu_expert_layers - now->gpu_expert_layers;
       if (gained > 0) {
-        who += fmt::format(
-            "; closing them frees room for {} more expert layer{} (--n-cpu-moe {} -> {})", gained,
-            gained == 1 ? "" : "s", now->n_cpu_moe, after.n_cpu_moe);
+        who += fmt::format("; closing them frees room for {} more expert layer{} ({} -> {})",
+                           gained, gained == 1 ? "" : "s",
+                           FlagText(FlagId::kNCpuMoe, now->n_cpu_moe), after.n_cpu_moe);
         impact = std::min(90, 55 + 5 * gained);
       } else {
         who += "; closing them would not move another expert layer to the GPU";

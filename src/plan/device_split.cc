@@ -371,6 +371,19 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
 
 namespace moetune {
 
+std::vector<std::vector<DeviceBudget>> OtherDeviceOrders(const std::vector<DeviceBudget>& devices) {
+  std::vector<std::vector<DeviceBudget>> out;
+  if (devices.size() > static_cast<size_t>(kExhaustiveDevices)) return out;
+  std::vector<size_t> perm(devices.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  while (std::next_permutation(perm.begin(), perm.end())) {
+    std::vector<DeviceBudget>& order = out.emplace_back();
+    order.reserve(perm.size());
+    for (size_t i : perm) order.push_back(devices[i]);
+  }
+  return out;
+}
+
 Result<OrderedSplitPlan> PlanDeviceOrder(const GgufModel& model, const ModelArch& arch,
                                          const WeightMap& wm, const PlanRequest& req) {
   OrderedSplitPlan out;
@@ -379,7 +392,7 @@ Result<OrderedSplitPlan> PlanDeviceOrder(const GgufModel& model, const ModelArch
   const bool one_kind =
       std::all_of(req.devices.begin(), req.devices.end(),
                   [&](const DeviceBudget& d) { return d.kind == req.devices.front().kind; });
-  if (!one_kind || req.devices.size() > static_cast<size_t>(kExhaustiveDevices)) return out;
+  if (!one_kind) return out;
   // A plan is better when it fits where the other does not, or keeps fewer
   // layers' experts in host memory; anything else keeps the earlier order.
   auto better = [](const DeviceSplitPlan& a, const DeviceSplitPlan& b) {
@@ -388,12 +401,7 @@ Result<OrderedSplitPlan> PlanDeviceOrder(const GgufModel& model, const ModelArch
   };
   const size_t engine_layers = out.plan.cpu_expert_layers.size();
   const bool engine_fits = out.plan.fits;
-  std::vector<size_t> perm(req.devices.size());
-  std::iota(perm.begin(), perm.end(), size_t{0});
-  while (std::next_permutation(perm.begin(), perm.end())) {
-    std::vector<DeviceBudget> devs;
-    devs.reserve(perm.size());
-    for (size_t i : perm) devs.push_back(req.devices[i]);
+  for (std::vector<DeviceBudget>& devs : OtherDeviceOrders(req.devices)) {
     auto other = PlanAcrossDevices(model, arch, wm, req, devs);
     if (!other.ok() || !better(*other, out.plan)) continue;
     std::string names;

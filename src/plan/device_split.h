@@ -48,6 +48,11 @@ Result<DeviceSplitPlan> PlanAcrossDevices(const GgufModel& model, const ModelArc
                                           const WeightMap& weights, const PlanRequest& request,
                                           const std::vector<DeviceBudget>& devices);
 
+/// Every order of `devices` but their own (-dev; the last device holds the
+/// output head), for up to three devices (3! = 6 orders, each a split search
+/// of its own); none for more.
+std::vector<std::vector<DeviceBudget>> OtherDeviceOrders(const std::vector<DeviceBudget>& devices);
+
 /// The plan across request.devices in the best order of them (-dev; the last
 /// device holds the output head, so the order changes what fits): for up to
 /// three devices of one kind, every order is planned and another than the

@@ -86,7 +86,7 @@ struct TuneSpace {
   /// where the logits are computed and which boundaries cross a link).
   /// TuneSettings::device_order k > 0 is other_orders[k - 1]; `devices` is
   /// order 0 (llama.cpp's own, RPC devices first). Empty with one device or
-  /// more than three (3! = 6 orders at most; tune/space.h kMaxOrderedDevices).
+  /// more than three (plan/device_split.h OtherDeviceOrders).
   struct DeviceOrder {
     std::vector<DeviceBudget> devices;
     std::vector<std::vector<int>> splits;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <tuple>
 
 #include "gguf/ggml_type.h"
@@ -195,15 +194,9 @@ void AddDevicePlanKnowledge(const SpaceInputs& in, TuneSpace* s, std::vector<std
   s->margin = req.margin;
   // Every other order of the devices, each with its own splits (the last
   // device holds the output head, so the order moves it and the boundaries).
-  if (req.devices.size() <= kMaxOrderedDevices) {
-    std::vector<size_t> perm(req.devices.size());
-    std::iota(perm.begin(), perm.end(), size_t{0});
-    while (std::next_permutation(perm.begin(), perm.end())) {
-      PlanRequest r = req;
-      for (size_t d = 0; d < perm.size(); ++d) r.devices[d] = req.devices[perm[d]];
-      auto other = SplitsByCpuLayers(m->gguf, m->arch, m->weights, r, r.devices);
-      if (other.ok()) s->other_orders.push_back({r.devices, std::move(other).value()});
-    }
+  for (std::vector<DeviceBudget>& order : OtherDeviceOrders(req.devices)) {
+    auto other = SplitsByCpuLayers(m->gguf, m->arch, m->weights, req, order);
+    if (other.ok()) s->other_orders.push_back({std::move(order), std::move(other).value()});
   }
   s->memory_of = [m, req](const ServerConfig& c) -> std::optional<PlacementOption> {
     auto o = PlanServerConfig(m->gguf, m->arch, m->weights, req, c);

@@ -29,10 +29,6 @@ struct SpaceInputs {
   std::vector<std::string> rpc;
 };
 
-/// Devices whose every order (-dev) the space offers tune (TuneSpace::
-/// other_orders): 3! = 6 orders, each a split search of its own.
-inline constexpr size_t kMaxOrderedDevices = 3;
-
 /// The search space. `notes` says what was assumed.
 TuneSpace BuildTuneSpace(const SpaceInputs& in, std::vector<std::string>* notes);
 
